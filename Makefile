@@ -1,0 +1,27 @@
+# Every target runs inside .venv, which the first target that needs it builds from pyproject.toml.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: killtest test calibrate clean
+
+# The article's experiment: five runs per design, ten SIGKILLs each, 3 s lease, same schedules.
+killtest: $(STAMP)
+	$(BIN)/killtest run --design naive --design idempotent --runs 5 --kills 10 --seed 1 --lease 3 --out results
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+# Naive control at several site latencies: shows which latency brings this machine nearest the published band.
+calibrate: $(STAMP)
+	$(BIN)/killtest calibrate --latencies 0,0.001,0.003 --runs 3 --out results/calibration
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

@@ -1,0 +1,57 @@
+"""The Flask app factory for the fixture site; nothing happens at import time."""
+
+from __future__ import annotations
+
+import time
+
+from flask import Flask, abort, g, request
+
+from fixture_site.catalog import Catalog
+from fixture_site.request_log import RequestLog
+
+
+def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_s: float = 0.0) -> Flask:
+    """A shop serving `catalog`; every request, 404s included, goes into `request_log`."""
+    if latency_s < 0:
+        raise ValueError("latency_s must be zero or more")
+    app = Flask("fixture_site")
+    app.config["CATALOG"] = catalog
+    app.config["REQUEST_LOG"] = log = request_log if request_log is not None else RequestLog()
+
+    @app.before_request
+    def note_arrival() -> None:
+        g.arrived = time.monotonic()
+        if latency_s:
+            time.sleep(latency_s)
+
+    @app.after_request
+    def count(response):
+        log.record(request.path, response.status_code, arrived=g.get("arrived"))
+        return response
+
+    @app.get("/")
+    def index():
+        return _page("Shop", '<a href="/list/0">All products</a>')
+
+    @app.get("/list/<int:page>")
+    def listing(page: int):
+        try:
+            products, next_page = catalog.listing(page)
+        except KeyError:
+            abort(404)
+        items = "".join(f'<li><a href="{p.path}">Product {p.index}</a></li>' for p in products)
+        more = f'<a class="next" href="/list/{next_page}">Next</a>' if next_page is not None else ""
+        return _page(f"Listing {page}", f"<ul>{items}</ul>{more}")
+
+    @app.get("/product/<int:index>")
+    def product(index: int):
+        if not 0 <= index < len(catalog.products):
+            abort(404)
+        item = catalog.products[index]
+        return _page(item.sku, f'<span class="sku">{item.sku}</span> <span class="price">{item.price}</span>')
+
+    return app
+
+
+def _page(title: str, body: str) -> str:
+    return f"<!doctype html><html><head><title>{title}</title></head><body>{body}</body></html>"

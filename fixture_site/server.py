@@ -1,0 +1,59 @@
+"""Serve the fixture site with a real threaded WSGI server on loopback and an ephemeral port."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from werkzeug.serving import WSGIRequestHandler, make_server
+
+from fixture_site.app import create_app
+from fixture_site.catalog import Catalog
+from fixture_site.request_log import RequestLog
+
+
+class _QuietHandler(WSGIRequestHandler):
+    # Keep-alive needs HTTP/1.1; werkzeug only turns it on by itself for the threaded server.
+    protocol_version = "HTTP/1.1"
+
+    def log_request(self, *args, **kwargs) -> None:  # the RequestLog is the record; no per-request stderr
+        pass
+
+
+class SiteServer:
+    """A context manager that serves `catalog` on 127.0.0.1 in a background thread until it exits."""
+
+    def __init__(self, catalog: Catalog, latency_s: float = 0.0, host: str = "127.0.0.1") -> None:
+        self.catalog = catalog
+        self.request_log = RequestLog()
+        self._app = create_app(catalog, self.request_log, latency_s=latency_s)
+        self._host = host
+        self._server = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("the site is not being served")
+        return f"http://{self._host}:{self._server.server_port}"
+
+    def start(self) -> "SiteServer":
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        self._server = make_server(self._host, 0, self._app, threaded=True, request_handler=_QuietHandler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fixture-site", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._thread.join(timeout=5)
+            self._server = None
+
+    def __enter__(self) -> "SiteServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

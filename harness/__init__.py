@@ -1,0 +1,1 @@
+"""killtest: SIGKILL scrapers for real, on a seeded schedule, and count what they leave behind."""

@@ -1,0 +1,222 @@
+"""The `killtest` command line: `killtest run` kill-tests designs; `killtest calibrate` sweeps site latency."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import signal
+import sys
+import tempfile
+
+from fixture_site.catalog import DEFAULT_LISTING_PAGES, DEFAULT_PRODUCTS_PER_PAGE, build_catalog
+from fixture_site.server import SiteServer
+from harness.checker import check_run, compare_designs
+from harness.designs import BUILT_IN_DESIGNS, design_named
+from harness.errors import KilltestError
+from harness.history import History
+from harness.progress import Progress
+from harness.published import KILL_DELAY_S, KILLS_PER_RUN, LEASE_S, RUNS_PER_DESIGN
+from harness.report import Campaign, summarise, write_results
+from harness.runner import DEFAULT_TIME_LIMIT_S, RunSettings, run_kill_test
+from harness.schedule import run_seeds, timed_schedule
+from harness.store import stored_records
+
+EXIT_CHECK_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line on stderr, not a usage block."""
+
+    def error(self, message: str):
+        raise KilltestError(f"{message} (see '{self.prog} --help')")
+
+
+def _positive(kind):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be more than zero, not {text}")
+        return value
+    return parse
+
+
+def _not_negative(kind):
+    def parse(text: str):
+        value = _positive(kind)(text) if text.strip() not in ("0", "0.0") else kind(text)
+        return value
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _OneLineParser(prog="killtest", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
+
+    run = commands.add_parser("run", help="kill-test one or more designs on the same seeded schedules")
+    run.add_argument("--design", action="append", required=True,
+                     help=f"a design to test: {', '.join(BUILT_IN_DESIGNS)}; repeat it or join names with commas")
+    _campaign_options(run)
+    run.add_argument("--lease", type=_positive(float), default=LEASE_S,
+                     help=f"lease length in seconds for designs that take one (default {LEASE_S:g})")
+    run.add_argument("--name", default="killtest", help="base name of the result files (default killtest)")
+
+    calibrate = commands.add_parser("calibrate", help="run the naive control at several site latencies")
+    calibrate.add_argument("--latencies", default="0,0.001,0.003",
+                           help="comma-separated per-request latencies in seconds (default 0,0.001,0.003)")
+    _campaign_options(calibrate, runs_default=2)
+    return parser
+
+
+def _campaign_options(command: argparse.ArgumentParser, runs_default: int = RUNS_PER_DESIGN) -> None:
+    command.add_argument("--runs", type=_positive(int), default=runs_default,
+                         help=f"runs per design (default {runs_default})")
+    command.add_argument("--kills", type=_not_negative(int), default=KILLS_PER_RUN,
+                         help=f"SIGKILLs per run before the last start runs to the end (default {KILLS_PER_RUN})")
+    command.add_argument("--seed", type=int, default=1, help="seed of run 1; run r uses seed + r - 1 (default 1)")
+    command.add_argument("--kill-delay", default=f"{KILL_DELAY_S[0]},{KILL_DELAY_S[1]}",
+                         help="the range a kill lands in after each start, LOW,HIGH seconds (default 0.2,1.0)")
+    command.add_argument("--latency", type=_not_negative(float), default=0.0,
+                         help="added per-request latency of the fixture site, seconds (default 0)")
+    command.add_argument("--listing-pages", type=_positive(int), default=DEFAULT_LISTING_PAGES,
+                         help=f"listing pages in the catalog (default {DEFAULT_LISTING_PAGES})")
+    command.add_argument("--per-page", type=_positive(int), default=DEFAULT_PRODUCTS_PER_PAGE,
+                         help=f"products per listing page (default {DEFAULT_PRODUCTS_PER_PAGE})")
+    command.add_argument("--time-limit", type=_positive(float), default=DEFAULT_TIME_LIMIT_S,
+                         help=f"seconds a run may take before it is a liveness failure (default {DEFAULT_TIME_LIMIT_S:g})")
+    command.add_argument("--out", default="results", help="directory for results (default results/)")
+    command.add_argument("--work-dir", default=None,
+                         help="existing directory for the scrapers' stores while they run (default: system temp)")
+    command.add_argument("--no-plot", action="store_true", help="skip the PNG plot")
+
+
+def _kill_delay(text: str) -> tuple[float, float]:
+    try:
+        low, high = (float(part) for part in text.split(","))
+    except ValueError:
+        raise KilltestError(f"--kill-delay takes LOW,HIGH in seconds, for example 0.2,1.0, not {text!r}") from None
+    return low, high
+
+
+def _designs(names: list[str]):
+    wanted = [n.strip() for joined in names for n in joined.split(",") if n.strip()]
+    if not wanted:
+        raise KilltestError("--design needs at least one design name")
+    return [design_named(n) for n in dict.fromkeys(wanted)]
+
+
+def _prepare_dirs(args) -> None:
+    if args.work_dir is not None and not os.path.isdir(args.work_dir):
+        raise KilltestError(f"--work-dir {args.work_dir!r} does not exist; create it or leave the option out")
+    try:
+        os.makedirs(os.path.join(args.out, "history"), exist_ok=True)
+    except OSError as error:
+        raise KilltestError(f"cannot create the results directory {args.out!r}: {error.strerror}") from None
+
+
+def run_campaign(args, designs, latency_s: float, name: str, progress: Progress) -> Campaign:
+    """Every run of every design on the same schedules; results are rewritten after each run."""
+    delay_range = _kill_delay(args.kill_delay)
+    schedules = [timed_schedule(seed, args.kills, *delay_range) for seed in run_seeds(args.seed, args.runs)]
+    catalog = build_catalog(args.listing_pages, args.per_page)
+    settings = RunSettings(lease_s=getattr(args, "lease", LEASE_S), time_limit_s=args.time_limit)
+    campaign = Campaign(command=shlex.join(["killtest", *sys.argv[1:]]) if sys.argv else "killtest",
+                        settings={"designs": [d.name for d in designs], "runs": args.runs, "kills": args.kills,
+                                  "seed": args.seed, "kill_delay_s": list(delay_range), "lease_s": settings.lease_s,
+                                  "latency_s": latency_s, "products": len(catalog.products),
+                                  "full_crawl_requests": catalog.full_crawl_requests,
+                                  "time_limit_s": settings.time_limit_s, "cpus": os.cpu_count(),
+                                  "python": sys.version.split()[0]})
+    designs_by_name = {d.name: d for d in designs}
+    try:
+        with SiteServer(catalog, latency_s=latency_s) as site:
+            for run, schedule in enumerate(schedules, start=1):
+                for design in designs:
+                    label = f"[{design.name} run {run}/{args.runs} seed {schedule.seed}]"
+                    with tempfile.TemporaryDirectory(prefix="killtest-", dir=args.work_dir) as work_dir:
+                        history = run_kill_test(design, schedule, site, work_dir, settings,
+                                                on_progress=lambda m, label=label: progress.step(f"{label} {m}"))
+                        records = stored_records(design, os.path.join(work_dir, f"{design.name}.sqlite"))
+                    history.write_jsonl(os.path.join(args.out, "history", f"{name}-{design.name}-run{run}.jsonl"))
+                    verdict = check_run(design, run, history, records, catalog)
+                    campaign.verdicts.append(verdict)
+                    progress.done(_one_line(label, verdict))
+                    write_results(campaign, args.out, name, plot=False)
+        campaign.comparison_problems = compare_designs(campaign.verdicts, designs_by_name)
+        campaign.complete = True
+    finally:
+        # Whatever stopped the campaign, the runs that finished are kept, whole.
+        write_results(campaign, args.out, name, plot=not args.no_plot)
+    return campaign
+
+
+def _one_line(label: str, v) -> str:
+    status = "ok" if v.valid else "FAIL: " + "; ".join(v.problems)
+    return (f"{label} rows {v.rows} ({v.duplicate_ratio:.2f}/product), correct {v.correct_records},"
+            f" missing {v.missing_records}, requests {v.requests}, kills {v.kills}/{v.kills_planned},"
+            f" wall {v.wall_s:.2f}s: {status}")
+
+
+def _command_run(args, progress: Progress) -> int:
+    designs = _designs(args.design)
+    _prepare_dirs(args)
+    campaign = run_campaign(args, designs, args.latency, args.name, progress)
+    for problem in campaign.comparison_problems:
+        progress.done(f"FAIL: {problem}")
+    _print_band(campaign, progress)
+    progress.done(f"results: {os.path.join(args.out, args.name)}.{{json,md,png}}"
+                  f" — {'PASS' if campaign.valid else 'FAIL'}")
+    return 0 if campaign.valid else EXIT_CHECK_FAILED
+
+
+def _print_band(campaign: Campaign, progress: Progress) -> None:
+    summary = summarise(campaign)
+    if "naive" in summary:
+        gap = summary["naive"]["band_gap"]
+        progress.done(f"naive rows per product {gap['ours'][0]:.2f}–{gap['ours'][1]:.2f} against the published"
+                      f" {gap['published'][0]}–{gap['published'][1]}: lowest run {gap['lowest_below_band_by']:.2f}"
+                      f" below, highest {gap['highest_above_band_by']:.2f} above"
+                      f" (start-up {summary['naive']['median_startup_s']}s,"
+                      f" {summary['naive']['median_request_rate']} requests/s)")
+
+
+def _command_calibrate(args, progress: Progress) -> int:
+    try:
+        latencies = [float(x) for x in args.latencies.split(",") if x.strip()]
+    except ValueError:
+        raise KilltestError(f"--latencies takes comma-separated seconds, not {args.latencies!r}") from None
+    if not latencies or any(x < 0 for x in latencies):
+        raise KilltestError("--latencies needs one or more latencies of zero seconds or more")
+    _prepare_dirs(args)
+    naive = design_named("naive")
+    for latency in latencies:
+        name = f"calibration-latency-{latency:g}"
+        campaign = run_campaign(args, [naive], latency, name, progress)
+        gap = summarise(campaign)["naive"]["band_gap"]
+        progress.done(f"latency {latency:g}s: naive rows per product {gap['ours'][0]:.2f}–{gap['ours'][1]:.2f}"
+                      f" (published {gap['published'][0]}–{gap['published'][1]})")
+    return 0
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> None:
+    progress = Progress()
+    # SIGTERM takes the same road as Ctrl+C, so every scraper is killed and every temp dir removed.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        args = build_parser().parse_args(argv)
+        command = {"run": _command_run, "calibrate": _command_calibrate}[args.command]
+        sys.exit(command(args, progress))
+    except KilltestError as error:
+        progress.done(f"killtest: error: {error}")
+        sys.exit(EXIT_BAD_INPUT)
+    except KeyboardInterrupt:
+        progress.done("killtest: interrupted; the runs that finished are kept in the results directory")
+        sys.exit(EXIT_INTERRUPTED)

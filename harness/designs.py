@@ -1,0 +1,64 @@
+"""The scraper designs killtest knows: how to start each and where it keeps its records."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+from harness.errors import KilltestError
+
+PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@dataclass(frozen=True)
+class Design:
+    """A scraper program and the SQLite queries that read back what it stored."""
+
+    name: str
+    module: str
+    # One row per stored record: (natural key, value); the checker compares them with the catalog.
+    records_sql: str
+    # Whether the design promises one correct row per product whatever the kills; the naive control does not.
+    claims_idempotence: bool
+    # Paths claimed but not committed, read after each kill; None for a design without leases.
+    held_leases_sql: str | None = None
+    takes_lease: bool = False
+
+    def command(self, base_url: str, db_path: str, lease_s: float) -> list[str]:
+        argv = [sys.executable, "-m", self.module, "--base", base_url, "--db", db_path]
+        if self.takes_lease:
+            argv += ["--lease", str(lease_s)]
+        return argv
+
+    def environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [PROJECT_ROOT, env.get("PYTHONPATH")]))
+        env["PYTHONUNBUFFERED"] = "1"
+        return env
+
+
+BUILT_IN_DESIGNS = {
+    "naive": Design(
+        name="naive",
+        module="scrapers.naive",
+        records_sql="SELECT sku, price FROM products",
+        claims_idempotence=False,
+    ),
+    "idempotent": Design(
+        name="idempotent",
+        module="scrapers.idempotent",
+        records_sql="SELECT json_extract(data, '$.sku'), json_extract(data, '$.price') FROM records",
+        claims_idempotence=True,
+        held_leases_sql="SELECT path FROM frontier WHERE status = 'leased'",
+        takes_lease=True,
+    ),
+}
+
+
+def design_named(name: str) -> Design:
+    try:
+        return BUILT_IN_DESIGNS[name]
+    except KeyError:
+        known = ", ".join(sorted(BUILT_IN_DESIGNS))
+        raise KilltestError(f"unknown design {name!r}; known designs: {known}") from None

@@ -1,0 +1,40 @@
+"""The campaign plot: rows and requests per run for every design, the article's values marked."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; no display is needed or wanted
+import matplotlib.pyplot as plt  # noqa: E402
+
+from harness.published import published_run  # noqa: E402
+from harness.report import PUBLISHED_COLUMNS, Campaign  # noqa: E402
+
+
+def plot_campaign(campaign: Campaign, path: str) -> None:
+    designs = campaign.designs()
+    runs = sorted({v.run for v in campaign.verdicts})
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    width = 0.8 / max(1, len(designs))
+    for panel, (field, title) in zip(axes, [("rows", "Rows stored"), ("requests", "Requests served")]):
+        for i, design in enumerate(designs):
+            by_run = {v.run: getattr(v, field) for v in campaign.of_design(design)}
+            xs = [r + (i - (len(designs) - 1) / 2) * width for r in runs]
+            bars = panel.bar(xs, [by_run.get(r, 0) for r in runs], width, label=f"{design} (ours)")
+            columns = PUBLISHED_COLUMNS.get(design)
+            if columns:
+                column = columns[0] if field == "rows" else columns[1]
+                published = [(x, getattr(published_run(r), column)) for x, r in zip(xs, runs) if published_run(r)]
+                if published:
+                    panel.scatter([x for x, _ in published], [y for _, y in published], marker="_", s=400,
+                                  color="black", linewidths=2.5,
+                                  zorder=3, label=f"{design} (published)")
+        panel.set_title(title)
+        panel.set_xlabel("run")
+        panel.set_xticks(runs)
+        panel.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize=8)
+    figure.suptitle("killtest: ten SIGKILLs a run, same schedule for every design")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)

@@ -1,0 +1,165 @@
+"""Start a scraper, SIGKILL its process group on schedule, restart it, let the last start finish.
+
+Every start runs in a session (and so a process group) of its own, so one killpg reaches every
+process the scraper made. Whatever happens, timeouts and Ctrl+C included, no process outlives the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from fixture_site.server import SiteServer
+from harness.designs import Design
+from harness.errors import ScraperStartError
+from harness.history import History
+from harness.schedule import KillSchedule
+from harness.store import held_leases
+
+DEFAULT_TIME_LIMIT_S = 120.0
+STDERR_TAIL_LINES = 5
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What stays the same across the starts of one run."""
+
+    lease_s: float = 3.0
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S
+
+
+@dataclass
+class _Start:
+    index: int
+    process: subprocess.Popen
+    started: float
+    stdout_path: str
+    stderr_path: str
+
+
+def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work_dir: str,
+                  settings: RunSettings = RunSettings(),
+                  on_progress: Callable[[str], None] = lambda message: None) -> History:
+    """Kill-test `design` once against `site`; its store goes in `work_dir`. Returns the run's history."""
+    db_path = os.path.join(work_dir, f"{design.name}.sqlite")
+    history = History()
+    site.request_log.clear()
+    began = time.monotonic()
+    deadline = began + settings.time_limit_s
+    history.add("run_started", 0.0, design=design.name, seed=schedule.seed, kill_delays_s=list(schedule.delays_s),
+                base_url=site.base_url, lease_s=settings.lease_s, time_limit_s=settings.time_limit_s,
+                products=len(site.catalog.products), full_crawl_requests=site.catalog.full_crawl_requests)
+    starts: list[_Start] = []
+    outcome = "completed"
+    current: _Start | None = None
+    try:
+        for index, delay_s in enumerate([*schedule.delays_s, None]):
+            current = _spawn(design, site.base_url, db_path, settings.lease_s, work_dir, index)
+            starts.append(current)
+            history.add("process_started", current.started - began, start=index, pid=current.process.pid)
+            planned = "runs to the end" if delay_s is None else f"kill at {delay_s:.2f}s"
+            on_progress(f"start {index + 1}/{schedule.kills + 1}, {planned}")
+            wait_s = deadline - current.started if delay_s is None else min(delay_s, deadline - current.started)
+            try:
+                returncode = current.process.wait(timeout=max(0.0, wait_s))
+            except subprocess.TimeoutExpired:
+                if delay_s is None or time.monotonic() >= deadline:
+                    returncode = _kill_group(current)
+                    history.add("time_limit", time.monotonic() - began, start=index, returncode=returncode)
+                    outcome = "timed_out"
+                    break
+                killed_at = time.monotonic()
+                returncode = _kill_group(current)
+                history.add("kill", killed_at - began, start=index, signal="SIGKILL", planned_delay_s=delay_s,
+                            returncode=returncode, held_leases=held_leases(design, db_path))
+                current = None
+                continue
+            _reap_group(current)
+            history.add("process_exited", time.monotonic() - began, start=index, returncode=returncode)
+            current = None
+            if returncode != 0:
+                outcome = "crashed"
+                history.add("crash", time.monotonic() - began, start=index, returncode=returncode,
+                            stderr_tail=_tail(starts[-1].stderr_path))
+            break  # the crawl ended by itself: with success, or with an error no restart should paper over
+    finally:
+        if current is not None and current.process.returncode is None:
+            _kill_group(current)
+    ended = time.monotonic()
+    _add_requests(history, site, starts, began)
+    _add_scraper_events(history, starts, began)
+    history.add("run_finished", ended - began, outcome=outcome, wall_s=round(ended - began, 4))
+    history = history.sorted()
+    first_crash = history.first("crash")
+    if first_crash is not None and first_crash["start"] == 0 and not history.of_type("request"):
+        last_line = (first_crash["stderr_tail"] or ["(no output)"])[-1]
+        raise ScraperStartError(f"design {design.name!r} exited with status {first_crash['returncode']}"
+                                f" before its first request: {last_line}")
+    return history
+
+
+def _spawn(design: Design, base_url: str, db_path: str, lease_s: float, work_dir: str, index: int) -> _Start:
+    stdout_path = os.path.join(work_dir, f"start-{index:03d}.out")
+    stderr_path = os.path.join(work_dir, f"start-{index:03d}.err")
+    # Files, not pipes: a killed scraper can never block on a full pipe, and nothing needs a reader thread.
+    with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
+        process = subprocess.Popen(design.command(base_url, db_path, lease_s), stdin=subprocess.DEVNULL,
+                                   stdout=stdout, stderr=stderr, env=design.environment(),
+                                   start_new_session=True)
+    return _Start(index, process, time.monotonic(), stdout_path, stderr_path)
+
+
+def _kill_group(start: _Start) -> int:
+    """SIGKILL the start's whole process group and reap it; the exit status as the kernel gave it."""
+    try:
+        os.killpg(start.process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    returncode = start.process.wait()
+    _reap_group(start)
+    return returncode
+
+
+def _reap_group(start: _Start, patience_s: float = 2.0) -> None:
+    """Make sure no member of the start's process group survives, children it left behind included."""
+    until = time.monotonic() + patience_s
+    while True:
+        try:
+            os.killpg(start.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        if time.monotonic() > until:
+            raise RuntimeError(f"process group {start.process.pid} survived SIGKILL for {patience_s}s")
+        time.sleep(0.005)
+
+
+def _add_requests(history: History, site: SiteServer, starts: list[_Start], began: float) -> None:
+    """Each request the site served, credited to the start that was running when it arrived."""
+    start_times = [s.started for s in starts]
+    for served in site.request_log.snapshot():
+        start = max((i for i, t in enumerate(start_times) if t <= served.t), default=None)
+        history.add("request", served.t - began, path=served.path, status=served.status, start=start)
+
+
+def _add_scraper_events(history: History, starts: list[_Start], began: float) -> None:
+    """The JSON lines a scraper printed about itself (ready, lease waits); other output is ignored."""
+    for start in starts:
+        with open(start.stdout_path, encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue  # a line cut short by SIGKILL, or a design's own chatter
+                if isinstance(event, dict) and isinstance(event.get("t"), (int, float)) and "event" in event:
+                    fields = {k: v for k, v in event.items() if k not in ("t", "event", "type", "start")}
+                    history.add("scraper_event", event["t"] - began, start=start.index, name=event["event"], **fields)
+
+
+def _tail(path: str) -> list[str]:
+    with open(path, encoding="utf-8", errors="replace") as src:
+        return [line.rstrip() for line in src.readlines()[-STDERR_TAIL_LINES:]]

@@ -1,0 +1,63 @@
+"""What every shipped design shares: its command line, the page parsing for the fixture site, and its events."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+
+PRODUCT_LINK = re.compile(r'href="(/product/\d+)"')
+LISTING_LINK = re.compile(r'href="(/list/\d+)"')
+SKU = re.compile(r'class="sku">([^<]+)<')
+PRICE = re.compile(r'class="price">([^<]+)<')
+FIRST_PAGE = "/list/0"
+
+
+class ScraperArgumentError(SystemExit):
+    """A bad command line: one line on stderr and exit status 2, never a traceback."""
+
+    def __init__(self, message: str) -> None:
+        print(f"error: {message}", file=sys.stderr)
+        super().__init__(2)
+
+
+def parse_args(prog: str, argv: list[str] | None, with_lease: bool = False) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=prog, description=f"The {prog} scraper design under test.")
+    parser.add_argument("--base", required=True, help="the site's base URL, for example http://127.0.0.1:8000")
+    parser.add_argument("--db", required=True, help="the SQLite file that holds the scraper's records")
+    if with_lease:
+        parser.add_argument("--lease", type=float, default=60.0,
+                            help="seconds a claimed URL stays leased before another start may take it (default 60)")
+    args = parser.parse_args(argv)
+    if not args.base.startswith(("http://", "https://")):
+        raise ScraperArgumentError(f"--base must be an http:// or https:// URL, not {args.base!r}")
+    args.base = args.base.rstrip("/")
+    directory = os.path.dirname(os.path.abspath(args.db))
+    if not os.path.isdir(directory):
+        raise ScraperArgumentError(f"the directory for --db does not exist: {directory}")
+    if with_lease and not args.lease > 0:
+        raise ScraperArgumentError(f"--lease must be a positive number of seconds, not {args.lease}")
+    return args
+
+
+def fetch(session, url: str) -> str:
+    """The page's text; an HTTP error status raises, so an error page is never parsed as content."""
+    response = session.get(url, timeout=30)
+    response.raise_for_status()
+    return response.text
+
+
+def parse_product(html: str) -> tuple[str, str]:
+    """The SKU and price on a product page."""
+    sku, price = SKU.search(html), PRICE.search(html)
+    if sku is None or price is None:
+        raise ValueError("product page without a SKU or a price")
+    return sku.group(1), price.group(1)
+
+
+def emit(event: str, **fields) -> None:
+    """One JSON line on stdout that the harness copies into the run's history (time.monotonic clock)."""
+    print(json.dumps({"event": event, "t": time.monotonic(), **fields}), flush=True)
