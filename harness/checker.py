@@ -24,6 +24,7 @@ class RunVerdict:
     kills_not_delivered: int  # the crawl finished before the schedule ran out
     kills_before_first_request: int
     kills_between_lease_and_commit: int
+    kills_during_lease_wait: int  # the start was asleep, waiting for another start's lease to run out
     rows: int
     distinct_records: int
     correct_records: int
@@ -71,6 +72,7 @@ def check_run(design: Design, run: int, history: History, records: list[tuple[st
         kills_not_delivered=len(started["kill_delays_s"]) - len(kills),
         kills_before_first_request=sum(1 for k in landed if requests_per_start[k["start"]] == 0),
         kills_between_lease_and_commit=_kills_holding_a_new_lease(landed),
+        kills_during_lease_wait=_kills_during_lease_wait(landed, history),
         rows=len(records), distinct_records=len(stored_values), correct_records=correct, wrong_records=wrong,
         missing_records=len(set(truth) - set(stored_values)),
         unexpected_records=len(set(stored_values) - set(truth)),
@@ -129,6 +131,12 @@ def _kills_holding_a_new_lease(kills: list[dict]) -> int:
             count += 1
         held_before = held_now
     return count
+
+
+def _kills_during_lease_wait(kills: list[dict], history: History) -> int:
+    naps = [e for e in history.of_type("scraper_event") if e["name"] == "lease_wait"]
+    return sum(1 for k in kills
+               if any(n["start"] == k["start"] and n["t"] <= k["t"] <= n["t"] + n.get("seconds", 0) for n in naps))
 
 
 def _median_startup(history: History) -> float | None:

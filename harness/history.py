@@ -7,8 +7,9 @@ since the run began, on the monotonic clock that the scraper, the site and the r
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
+
+from harness.files import write_atomically
 
 
 @dataclass
@@ -34,11 +35,7 @@ class History:
 
     def write_jsonl(self, path: str) -> None:
         """Write atomically: a reader finds the whole history or none, never half of it."""
-        temporary = f"{path}.partial"
-        with open(temporary, "w", encoding="utf-8") as out:
-            for event in self.events:
-                out.write(json.dumps(event, sort_keys=True) + "\n")
-        os.replace(temporary, path)
+        write_atomically(path, "".join(json.dumps(event, sort_keys=True) + "\n" for event in self.events))
 
     @classmethod
     def read_jsonl(cls, path: str) -> "History":

@@ -26,15 +26,18 @@ def plot_campaign(campaign: Campaign, path: str) -> None:
                 column = columns[0] if field == "rows" else columns[1]
                 published = [(x, getattr(published_run(r), column)) for x, r in zip(xs, runs) if published_run(r)]
                 if published:
-                    panel.scatter([x for x, _ in published], [y for _, y in published], marker="_", s=400,
-                                  color="black", linewidths=2.5,
+                    panel.scatter([x for x, _ in published], [y for _, y in published], marker="D", s=45,
+                                  color=bars.patches[0].get_facecolor(), edgecolors="black", linewidths=1.2,
                                   zorder=3, label=f"{design} (published)")
+        minimum = campaign.settings["products" if field == "rows" else "full_crawl_requests"]
+        panel.axhline(minimum, color="grey", linestyle="--", linewidth=1, label=f"minimum ({minimum})")
         panel.set_title(title)
         panel.set_xlabel("run")
         panel.set_xticks(runs)
         panel.grid(axis="y", alpha=0.3)
-    axes[0].legend(fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
     figure.suptitle("killtest: ten SIGKILLs a run, same schedule for every design")
-    figure.tight_layout()
+    figure.tight_layout(rect=(0, 0.07, 1, 1))
     figure.savefig(path, dpi=110)
     plt.close(figure)

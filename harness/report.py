@@ -8,6 +8,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from harness.checker import RunVerdict
+from harness.files import write_atomically
 from harness.published import (KILLS_PER_RUN, PRODUCTS, PUBLISHED_NAIVE_ROWS_PER_PRODUCT, PUBLISHED_RUNS, PUBLISHED_WALL_S,
                                published_run)
 
@@ -58,6 +59,7 @@ def summarise(campaign: Campaign) -> dict:
             "kills_not_delivered": sum(v.kills_not_delivered for v in runs),
             "kills_before_first_request": sum(v.kills_before_first_request for v in runs),
             "kills_between_lease_and_commit": sum(v.kills_between_lease_and_commit for v in runs),
+            "kills_during_lease_wait": sum(v.kills_during_lease_wait for v in runs),
             "lease_wait_s": round(sum(v.lease_wait_s for v in runs), 3),
             "valid_runs": sum(v.valid for v in runs),
         }
@@ -83,13 +85,6 @@ def to_json(campaign: Campaign) -> dict:
             "runs": [v.to_json() for v in campaign.verdicts],
             "comparison_problems": campaign.comparison_problems,
             "summary": summarise(campaign) if campaign.verdicts else {}}
-
-
-def write_atomically(path: str, text: str) -> None:
-    temporary = f"{path}.partial"
-    with open(temporary, "w", encoding="utf-8") as out:
-        out.write(text)
-    os.replace(temporary, path)
 
 
 def write_results(campaign: Campaign, out_dir: str, name: str, plot: bool = True) -> list[str]:
@@ -162,7 +157,7 @@ def _summary_table(campaign: Campaign) -> list[str]:
     summary = summarise(campaign)
     header = ["Design", "rows per product", "requests", "wall s (published)", "start-up s (median)",
               "requests/s while crawling", "kills landed / planned", "before first request",
-              "between lease and commit", "not delivered (crawl done)", "valid runs"]
+              "between lease and commit", "during a lease wait", "not delivered (crawl done)", "valid runs"]
     lines = ["## Per design", "", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for design, s in summary.items():
         wall = f"{_n(s['wall_s'][0])}–{_n(s['wall_s'][1])}"
@@ -173,6 +168,7 @@ def _summary_table(campaign: Campaign) -> list[str]:
             f"{s['requests'][0]:,}–{s['requests'][1]:,}", wall, _n(s["median_startup_s"]),
             _n(s["median_request_rate"]), f"{s['kills']} / {s['kills_planned']}",
             str(s["kills_before_first_request"]), str(s["kills_between_lease_and_commit"]),
+            str(s["kills_during_lease_wait"]),
             str(s["kills_not_delivered"]), f"{s['valid_runs']} / {s['runs']}"]) + " |")
     return lines + [""]
 

@@ -1,0 +1,85 @@
+"""The killtest command as a user meets it: a real subprocess, its exit status, its files."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from harness.designs import PROJECT_ROOT
+
+REQUIRED_FIELDS = {"design", "run", "seed", "kills", "rows", "distinct_records", "correct_records",
+                   "missing_records", "requests", "repeated_requests", "duplicate_ratio", "wall_s", "valid"}
+
+
+def killtest(*args):
+    return [sys.executable, "-m", "harness", *args]
+
+
+def run_killtest(*args, timeout=120):
+    return subprocess.run(killtest(*args), capture_output=True, text=True, timeout=timeout, cwd=PROJECT_ROOT)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["run", "--design", "nope"], "unknown design 'nope'"),
+    (["run", "--design", "naive", "--runs", "0"], "--runs"),
+    (["run", "--design", "naive", "--lease", "-3"], "--lease"),
+    (["run", "--design", "naive", "--kill-delay", "soon"], "--kill-delay"),
+    (["run", "--design", "naive", "--work-dir", "/no/such/dir"], "does not exist"),
+    (["run"], "--design"),
+    (["calibrate", "--latencies", "fast"], "--latencies"),
+])
+def test_bad_input_is_one_line_and_exit_status_2(args, says, tmp_path):
+    done = run_killtest(*args, "--out", str(tmp_path / "out"))
+    assert done.returncode == 2
+    assert says in done.stderr
+    assert done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr
+
+
+def test_a_campaign_writes_json_markdown_and_a_plot(tmp_path):
+    out = tmp_path / "out"
+    done = run_killtest("run", "--design", "naive,idempotent", "--runs", "2", "--kills", "2",
+                        "--kill-delay", "0.3,0.4", "--lease", "1", "--out", str(out))
+    assert done.returncode in (0, 1), done.stderr  # 1 only if a timed check failed; the files must be there
+    report = json.loads((out / "killtest.json").read_text())
+    assert report["complete"] is True
+    assert [(r["design"], r["run"]) for r in report["runs"]] == \
+        [("naive", 1), ("idempotent", 1), ("naive", 2), ("idempotent", 2)]
+    assert all(REQUIRED_FIELDS <= set(r) for r in report["runs"])
+    assert {r["seed"] for r in report["runs"] if r["run"] == 1} == {1}  # both designs, same schedule
+    markdown = (out / "killtest.md").read_text()
+    assert "2,165" in markdown and "| naive |" in markdown  # the published table sits beside ours
+    assert (out / "killtest.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(list((out / "history").glob("*.jsonl"))) == 4
+    assert not list(out.rglob("*.partial"))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_campaign_keeps_finished_runs_and_leaves_nothing_behind(signum, tmp_path):
+    out, work = tmp_path / "out", tmp_path / "work"
+    work.mkdir()
+    harness = subprocess.Popen(killtest("run", "--design", "naive", "--runs", "50", "--kills", "3",
+                                        "--kill-delay", "0.3,0.4", "--listing-pages", "5", "--no-plot",
+                                        "--out", str(out), "--work-dir", str(work)),
+                               cwd=PROJECT_ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (out / "killtest.json").exists() or not json.loads((out / "killtest.json").read_text())["runs"]:
+            assert time.monotonic() < deadline, "no run finished in time"
+            time.sleep(0.1)
+        scrapers = psutil.Process(harness.pid).children(recursive=True)
+        harness.send_signal(signum)
+        stderr = harness.communicate(timeout=30)[1]
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+    assert harness.returncode == 130
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    report = json.loads((out / "killtest.json").read_text())
+    assert report["complete"] is False and report["runs"]
+    assert os.listdir(work) == []
+    assert all(not p.is_running() or p.status() == psutil.STATUS_ZOMBIE for p in scrapers)

@@ -1,0 +1,89 @@
+"""End to end: real scraper processes, real SIGKILL on their process groups, the real site."""
+
+import os
+import signal
+
+import psutil
+import pytest
+
+from harness.checker import check_run
+from harness.designs import design_named
+from harness.errors import ScraperStartError
+from harness.runner import RunSettings, run_kill_test
+from harness.schedule import KillSchedule, timed_schedule
+from harness.store import stored_records
+from tests.conftest import fixture_design
+
+# Kills early in each start, so that on any machine the 525-page crawl is still running when they land.
+EARLY_KILLS = timed_schedule(seed=11, kills=4, low_s=0.3, high_s=0.6)
+
+
+def no_process_left(history):
+    for started in history.of_type("process_started"):
+        assert not psutil.pid_exists(started["pid"]) or \
+            psutil.Process(started["pid"]).status() == psutil.STATUS_ZOMBIE
+    assert psutil.Process().children(recursive=True) == []
+
+
+def kill_test(design, schedule, site, tmp_path, **settings):
+    history = run_kill_test(design, schedule, site, str(tmp_path), RunSettings(**settings))
+    records = stored_records(design, str(tmp_path / f"{design.name}.sqlite"))
+    return history, check_run(design, 1, history, records, site.catalog)
+
+
+def test_idempotent_design_keeps_one_correct_row_per_product_after_several_kills(default_site, tmp_path):
+    history, verdict = kill_test(design_named("idempotent"), EARLY_KILLS, default_site, tmp_path, lease_s=1.0)
+    assert verdict.kills >= 3, "the schedule must land at least three kills mid-crawl"
+    assert [k["returncode"] for k in history.of_type("kill")] == [-signal.SIGKILL] * verdict.kills
+    assert verdict.rows == verdict.correct_records == 500
+    assert verdict.missing_records == 0
+    assert verdict.requests <= 525 + verdict.kills
+    assert verdict.outcome == "completed" and verdict.valid, verdict.problems
+    no_process_left(history)
+
+
+def test_naive_design_ends_with_every_product_and_a_row_per_product_fetched(default_site, tmp_path):
+    history, verdict = kill_test(design_named("naive"), EARLY_KILLS, default_site, tmp_path)
+    product_requests = sum(1 for r in history.of_type("request") if r["path"].startswith("/product/"))
+    assert verdict.kills == 4
+    assert verdict.distinct_records == verdict.correct_records == 500 and verdict.missing_records == 0
+    # Restarting from scratch stores a row per product fetched, less any fetch a kill cut short.
+    assert 500 <= verdict.rows <= product_requests
+    assert product_requests - verdict.rows <= verdict.kills
+    no_process_left(history)
+
+
+def test_every_request_is_credited_to_the_start_that_made_it(default_site, tmp_path):
+    history, _ = kill_test(design_named("naive"), EARLY_KILLS, default_site, tmp_path)
+    started = {e["start"]: e["t"] for e in history.of_type("process_started")}
+    for request in history.of_type("request"):
+        # A request sent just before a kill may reach the server just after it, never after the restart.
+        next_start = started.get(request["start"] + 1, float("inf"))
+        assert started[request["start"]] <= request["t"] < next_start
+
+
+def test_a_design_that_fails_at_start_is_a_clear_error(site, tmp_path):
+    with pytest.raises(ScraperStartError, match="No module named"):
+        run_kill_test(fixture_design("broken", "scrapers.no_such_design"), timed_schedule(1, 2), site, str(tmp_path))
+    assert psutil.Process().children(recursive=True) == []
+
+
+def test_a_design_that_never_finishes_is_a_liveness_failure(site, tmp_path):
+    design = fixture_design("hangs", "tests.scraper_fixtures.hangs")
+    history, verdict = kill_test(design, KillSchedule(seed=0, delays_s=(0.5,)), site, tmp_path, time_limit_s=2.5)
+    assert verdict.outcome == "timed_out"
+    assert any(p.startswith("liveness") for p in verdict.problems)
+    assert 2.5 <= verdict.wall_s < 5
+    no_process_left(history)
+
+
+def test_killing_the_process_group_takes_the_scrapers_children_too(site, tmp_path):
+    design = fixture_design("spawns", "tests.scraper_fixtures.spawns_child")
+    history = run_kill_test(design, KillSchedule(seed=0, delays_s=(0.6,)), site, str(tmp_path),
+                            RunSettings(time_limit_s=1.5))
+    child_pids = [int(line) for name in sorted(os.listdir(tmp_path)) if name.endswith(".out")
+                  for line in open(tmp_path / name) if line.strip().isdigit()]
+    assert child_pids, "the fixture design should have reported its child"
+    for pid in child_pids:
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    no_process_left(history)

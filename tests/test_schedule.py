@@ -1,0 +1,35 @@
+import pytest
+from hypothesis import given, strategies as st
+
+from harness.errors import KilltestError
+from harness.schedule import run_seeds, timed_schedule
+
+
+def test_default_schedule_is_ten_kills_between_a_fifth_of_a_second_and_one_second():
+    schedule = timed_schedule(seed=1)
+    assert schedule.kills == 10
+    assert all(0.2 <= d <= 1.0 for d in schedule.delays_s)
+
+
+@given(seed=st.integers(), kills=st.integers(0, 50),
+       low=st.floats(0.01, 5), span=st.floats(0, 5))
+def test_same_seed_gives_the_same_schedule_within_its_bounds(seed, kills, low, span):
+    first = timed_schedule(seed, kills, low, low + span)
+    assert first == timed_schedule(seed, kills, low, low + span)
+    assert first.kills == kills
+    assert all(round(low, 4) <= d <= round(low + span, 4) for d in first.delays_s)
+
+
+def test_different_seeds_give_different_schedules():
+    assert timed_schedule(1).delays_s != timed_schedule(2).delays_s
+
+
+def test_run_r_uses_base_seed_plus_r_minus_one_so_one_run_replays_alone():
+    assert run_seeds(10, 3) == [10, 11, 12]
+    assert timed_schedule(run_seeds(10, 3)[2]) == timed_schedule(12)
+
+
+@pytest.mark.parametrize("kills, low, high", [(-1, 0.2, 1.0), (10, 0, 1.0), (10, 1.0, 0.5)])
+def test_impossible_schedules_are_refused(kills, low, high):
+    with pytest.raises(KilltestError):
+        timed_schedule(1, kills, low, high)

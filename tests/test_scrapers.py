@@ -1,0 +1,90 @@
+"""The shipped designs run as real programs against the real fixture site."""
+
+import json
+import sqlite3
+import subprocess
+import sys
+import time
+
+from harness.designs import PROJECT_ROOT, design_named
+from harness.store import stored_records
+
+
+def run_design(name, base_url, db_path, *extra):
+    argv = design_named(name).command(base_url, str(db_path), lease_s=1.0) + list(extra)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=PROJECT_ROOT,
+                          env=design_named(name).environment())
+
+
+def test_idempotent_design_stores_every_product_once_in_one_full_crawl(site, small_catalog, tmp_path):
+    done = run_design("idempotent", site.base_url, tmp_path / "s.sqlite")
+    assert done.returncode == 0, done.stderr
+    records = stored_records(design_named("idempotent"), str(tmp_path / "s.sqlite"))
+    assert sorted(records) == sorted(small_catalog.prices_by_sku().items())
+    assert site.request_log.total == small_catalog.full_crawl_requests
+
+
+def test_idempotent_design_rerun_fetches_nothing_and_rewrites_nothing(site, tmp_path):
+    db_path = tmp_path / "s.sqlite"
+    run_design("idempotent", site.base_url, db_path)
+    before = sqlite3.connect(db_path).execute("SELECT record_id, last_changed FROM records").fetchall()
+    served = site.request_log.total
+    assert run_design("idempotent", site.base_url, db_path).returncode == 0
+    assert site.request_log.total == served  # the durable frontier says every page is done
+    assert sqlite3.connect(db_path).execute("SELECT record_id, last_changed FROM records").fetchall() == before
+
+
+def test_idempotent_upsert_leaves_unchanged_records_alone_and_updates_changed_ones(tmp_path):
+    from scrapers import idempotent
+
+    db = idempotent.open_store(str(tmp_path / "s.sqlite"))
+    idempotent.discover(db, ["/product/1"])
+    idempotent.complete(db, "/product/1", record={"sku": "SKU-1", "price": "1.00"})
+    first = db.execute("SELECT last_changed FROM records").fetchone()[0]
+    time.sleep(0.01)
+    idempotent.complete(db, "/product/1", record={"sku": "SKU-1", "price": "1.00"})
+    assert db.execute("SELECT last_changed FROM records").fetchone()[0] == first
+    idempotent.complete(db, "/product/1", record={"sku": "SKU-1", "price": "2.00"})
+    rows = db.execute("SELECT data, last_changed FROM records").fetchall()
+    assert len(rows) == 1 and json.loads(rows[0][0])["price"] == "2.00" and rows[0][1] > first
+
+
+def test_idempotent_design_waits_for_a_held_lease_instead_of_exiting(site, small_catalog, tmp_path):
+    from scrapers import idempotent
+
+    db_path = tmp_path / "s.sqlite"
+    db = idempotent.open_store(str(db_path))
+    # As a killed start leaves it: the first page claimed for another 1.5 s, nothing committed.
+    idempotent.discover(db, ["/list/0"])
+    db.execute("UPDATE frontier SET status = 'leased', leased_until = ?", (time.time() + 1.5,))
+    db.close()
+    done = run_design("idempotent", site.base_url, db_path)
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line)["event"] for line in done.stdout.splitlines()]
+    assert "lease_wait" in events
+    assert len(stored_records(design_named("idempotent"), str(db_path))) == len(small_catalog.products)
+
+
+def test_naive_design_stores_every_product_again_on_every_start(site, small_catalog, tmp_path):
+    db_path = tmp_path / "n.sqlite"
+    for _ in range(2):
+        assert run_design("naive", site.base_url, db_path).returncode == 0
+    records = stored_records(design_named("naive"), str(db_path))
+    assert len(records) == 2 * len(small_catalog.products)
+    assert set(records) == set(small_catalog.prices_by_sku().items())
+    assert site.request_log.total == 2 * small_catalog.full_crawl_requests
+
+
+def test_a_missing_database_directory_is_one_line_and_exit_status_2(site, tmp_path):
+    for name in ["naive", "idempotent"]:
+        done = run_design(name, site.base_url, tmp_path / "absent" / "s.sqlite")
+        assert done.returncode == 2
+        assert done.stderr.strip().count("\n") == 0
+        assert "does not exist" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_bad_lease_is_refused(site, tmp_path):
+    argv = [sys.executable, "-m", "scrapers.idempotent", "--base", site.base_url,
+            "--db", str(tmp_path / "s.sqlite"), "--lease", "0"]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=30)
+    assert done.returncode == 2 and "--lease" in done.stderr
