@@ -15,7 +15,7 @@ test: $(STAMP)
 
 # Naive control at several site latencies: shows which latency brings this machine nearest the published band.
 calibrate: $(STAMP)
-	$(BIN)/killtest calibrate --latencies 0,0.001,0.003 --runs 3 --out results/calibration
+	$(BIN)/killtest calibrate --latencies 0,0.0005,0.001,0.003 --runs 5 --out results/calibration
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

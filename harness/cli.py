@@ -14,9 +14,10 @@ from fixture_site.server import SiteServer
 from harness.checker import check_run, compare_designs
 from harness.designs import BUILT_IN_DESIGNS, design_named
 from harness.errors import KilltestError
-from harness.history import History
+from harness.files import write_atomically
 from harness.progress import Progress
-from harness.published import KILL_DELAY_S, KILLS_PER_RUN, LEASE_S, RUNS_PER_DESIGN
+from harness.published import (KILL_DELAY_S, KILLS_PER_RUN, LEASE_S, PUBLISHED_NAIVE_ROWS_PER_PRODUCT,
+                               RUNS_PER_DESIGN)
 from harness.report import Campaign, summarise, write_results
 from harness.runner import DEFAULT_TIME_LIMIT_S, RunSettings, run_kill_test
 from harness.schedule import run_seeds, timed_schedule
@@ -193,13 +194,37 @@ def _command_calibrate(args, progress: Progress) -> int:
         raise KilltestError("--latencies needs one or more latencies of zero seconds or more")
     _prepare_dirs(args)
     naive = design_named("naive")
+    rows = []
     for latency in latencies:
-        name = f"calibration-latency-{latency:g}"
-        campaign = run_campaign(args, [naive], latency, name, progress)
-        gap = summarise(campaign)["naive"]["band_gap"]
+        campaign = run_campaign(args, [naive], latency, f"calibration-latency-{latency:g}", progress)
+        summary = summarise(campaign)["naive"]
+        rows.append((latency, summary))
+        gap = summary["band_gap"]
         progress.done(f"latency {latency:g}s: naive rows per product {gap['ours'][0]:.2f}–{gap['ours'][1]:.2f}"
                       f" (published {gap['published'][0]}–{gap['published'][1]})")
+    write_atomically(os.path.join(args.out, "calibration.md"), calibration_markdown(rows, args))
+    nearest = min(rows, key=lambda row: _distance_to_band(row[1]["band_gap"]))
+    progress.done(f"nearest the published band: latency {nearest[0]:g}s;"
+                  f" table in {os.path.join(args.out, 'calibration.md')}")
     return 0
+
+
+def _distance_to_band(gap: dict) -> float:
+    return gap["lowest_below_band_by"] + gap["highest_above_band_by"]
+
+
+def calibration_markdown(rows, args) -> str:
+    lines = ["# Site latency against the naive control's rows per product", "",
+             f"{args.runs} runs per latency, {args.kills} kills each, seeds from {args.seed}. Published band:"
+             f" {PUBLISHED_NAIVE_ROWS_PER_PRODUCT[0]}–{PUBLISHED_NAIVE_ROWS_PER_PRODUCT[1]} rows per product.", "",
+             "| latency s | rows per product | distance to band | start-up s | requests/s | kills before first request |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for latency, s in rows:
+        gap = s["band_gap"]
+        lines.append(f"| {latency:g} | {gap['ours'][0]:.2f}–{gap['ours'][1]:.2f} | {_distance_to_band(gap):.2f}"
+                     f" | {s['median_startup_s']} | {s['median_request_rate']} | {s['kills_before_first_request']}"
+                     f" of {s['kills']} |")
+    return "\n".join(lines) + "\n"
 
 
 def _raise_interrupt(signum, frame):
