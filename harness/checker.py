@@ -1,13 +1,17 @@
-"""Judge one run from its history, the design's store and the site's ground truth; plain data out."""
+"""Judge one run from its history and the site's ground truth; plain data out.
+
+The history holds everything: starts, kills, requests, and the records the store held at the end.
+Every figure below is derived from the categories in harness.categories, not counted a second way.
+"""
 
 from __future__ import annotations
 
-import signal
 import statistics
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from fixture_site.catalog import Catalog
+from harness.categories import EXAMPLES, KillFinding, RecordSets, sort_kills, sort_records
 from harness.designs import Design
 from harness.history import History
 
@@ -19,10 +23,11 @@ class RunVerdict:
     design: str
     run: int
     seed: int
-    kills: int  # kills that landed: SIGKILL delivered and reported by the kernel as the exit status
+    kills: int  # kills that landed: SIGKILL reported by the kernel, on a start that had begun work
     kills_planned: int
     kills_not_delivered: int  # the crawl finished before the schedule ran out
-    kills_before_first_request: int
+    kills_before_work: int  # SIGKILL landed before the start made a request or reported any work
+    kills_missed: int  # the process had exited by itself when the signal was sent
     kills_between_lease_and_commit: int
     kills_during_lease_wait: int  # the start was asleep, waiting for another start's lease to run out
     rows: int
@@ -31,9 +36,12 @@ class RunVerdict:
     wrong_records: int
     missing_records: int
     unexpected_records: int
+    duplicated_records: int
     requests: int
     repeated_requests: int
     paths_fetched_again: int
+    in_flight_at_kills: int  # requests whose outcome was unknown when their start was killed
+    recovered: int  # of those, pages a later start fetched again
     duplicate_ratio: float
     wall_s: float
     outcome: str
@@ -41,6 +49,8 @@ class RunVerdict:
     request_rate: float | None  # requests per second while a start was crawling
     lease_waits: int
     lease_wait_s: float
+    categories: dict = field(default_factory=dict)
+    kill_findings: list[dict] = field(default_factory=list)
     valid: bool = True
     problems: list[str] = field(default_factory=list)
 
@@ -48,48 +58,58 @@ class RunVerdict:
         return asdict(self)
 
 
-def check_run(design: Design, run: int, history: History, records: list[tuple[str, str]],
-              catalog: Catalog) -> RunVerdict:
-    """Count rows, records and requests, and list every promise the design broke."""
+def check_run(design: Design, run: int, history: History, catalog: Catalog) -> RunVerdict:
+    """Count rows, records, requests and kills, and list every promise the design broke."""
     started = history.first("run_started")
     finished = history.first("run_finished")
     requests = history.of_type("request")
-    kills = history.of_type("kill")
-    landed = [k for k in kills if k["returncode"] == -signal.SIGKILL]
-    requests_per_start = Counter(r["start"] for r in requests)
-
-    truth = catalog.prices_by_sku()
-    stored_values: dict[str, set[str]] = {}
-    for key, value in records:
-        stored_values.setdefault(key, set()).add(value)
-    correct = sum(1 for key, values in stored_values.items() if key in truth and values == {truth[key]})
-    wrong = sum(1 for key, values in stored_values.items() if key in truth and values != {truth[key]})
+    records = sort_records(history, catalog.prices_by_sku())
+    kills = sort_kills(history)
+    landed = [k for k in kills if k.status == "landed"]
+    landed_events = [e for e in history.of_type("kill") if e["start"] in {k.start for k in landed}]
     served_per_path = Counter(r["path"] for r in requests)
+    waits = [e for e in history.of_type("scraper_event") if e["name"] == "lease_wait"]
 
     verdict = RunVerdict(
         design=design.name, run=run, seed=started["seed"],
         kills=len(landed), kills_planned=len(started["kill_delays_s"]),
         kills_not_delivered=len(started["kill_delays_s"]) - len(kills),
-        kills_before_first_request=sum(1 for k in landed if requests_per_start[k["start"]] == 0),
-        kills_between_lease_and_commit=_kills_holding_a_new_lease(landed),
-        kills_during_lease_wait=_kills_during_lease_wait(landed, history),
-        rows=len(records), distinct_records=len(stored_values), correct_records=correct, wrong_records=wrong,
-        missing_records=len(set(truth) - set(stored_values)),
-        unexpected_records=len(set(stored_values) - set(truth)),
+        kills_before_work=sum(k.status == "before_work" for k in kills),
+        kills_missed=sum(k.status == "missed" for k in kills),
+        kills_between_lease_and_commit=_kills_holding_a_new_lease(landed_events),
+        kills_during_lease_wait=_kills_during_lease_wait(landed_events, waits),
+        rows=records.rows, distinct_records=records.distinct, correct_records=records.correct,
+        wrong_records=len(records.wrong), missing_records=len(records.lost),
+        unexpected_records=records.unexpected, duplicated_records=len(records.duplicated),
         requests=len(requests),
         # Every request past the first fetch of a page; for a finished crawl this is requests - 525.
         repeated_requests=len(requests) - len(served_per_path),
         paths_fetched_again=sum(1 for n in served_per_path.values() if n > 1),
-        duplicate_ratio=round(len(records) / len(catalog.products), 4),
+        in_flight_at_kills=sum(k.in_flight is not None for k in landed),
+        recovered=sum(k.recovered for k in landed),
+        duplicate_ratio=round(records.rows / len(catalog.products), 4),
         wall_s=finished["wall_s"], outcome=finished["outcome"],
         startup_s=_median_startup(history), request_rate=_request_rate(history),
-        lease_waits=0, lease_wait_s=0.0)
-    waits = [e for e in history.of_type("scraper_event") if e["name"] == "lease_wait"]
-    verdict.lease_waits = len(waits)
-    verdict.lease_wait_s = round(sum(e.get("seconds", 0.0) for e in waits), 3)
+        lease_waits=len(waits), lease_wait_s=round(sum(e.get("seconds", 0.0) for e in waits), 3),
+        categories=_categories(records, kills), kill_findings=[k.to_json() for k in kills])
     verdict.problems = _broken_promises(design, verdict, history, catalog)
     verdict.valid = not verdict.problems
     return verdict
+
+
+def _categories(records: RecordSets, kills: list[KillFinding]) -> dict:
+    """Counts per category with a few examples of each, for the report and for a person debugging."""
+    landed = [k for k in kills if k.status == "landed"]
+    unknown = [k.in_flight for k in landed if k.in_flight is not None]
+    return {
+        "lost": {"count": len(records.lost), "examples": records.lost[:EXAMPLES]},
+        "duplicated": {"count": len(records.duplicated), "extra_rows": sum(n - 1 for n in records.duplicated.values()),
+                       "examples": list(records.duplicated)[:EXAMPLES]},
+        "unexpected": {"count": records.unexpected, "examples": (records.wrong + records.not_on_site)[:EXAMPLES]},
+        "recovered": {"count": sum(k.recovered for k in landed),
+                      "examples": [k.in_flight for k in landed if k.recovered][:EXAMPLES]},
+        "outcome_unknown_at_kill": {"count": len(unknown), "examples": unknown[:EXAMPLES]},
+    }
 
 
 def _broken_promises(design: Design, v: RunVerdict, history: History, catalog: Catalog) -> list[str]:
@@ -103,20 +123,21 @@ def _broken_promises(design: Design, v: RunVerdict, history: History, catalog: C
         last_line = (crash["stderr_tail"] or ["(no output)"])[-1]
         problems.append(f"start {crash['start'] + 1} exited by itself with status {crash['returncode']}: {last_line}")
     if v.kills_planned and v.kills == 0:
-        problems.append("no kill landed, so this run proved nothing")
+        problems.append(f"no kill landed on a start at work ({v.kills_before_work} before work,"
+                        f" {v.kills_missed} missed), so this run proved nothing")
     if v.missing_records:
         problems.append(f"lost {v.missing_records} of {products} records")
     if v.wrong_records:
         problems.append(f"{v.wrong_records} records hold a value the site never showed")
-    if v.unexpected_records:
-        problems.append(f"{v.unexpected_records} records are not on the site")
+    if v.unexpected_records - v.wrong_records:
+        problems.append(f"{v.unexpected_records - v.wrong_records} records are not on the site")
     if design.claims_idempotence:
         if v.rows != products:
             problems.append(f"{v.rows} rows for {products} products (expected exactly one each)")
         allowed = catalog.full_crawl_requests + v.kills
         if v.requests > allowed:
             problems.append(f"{v.requests} requests, more than {catalog.full_crawl_requests} + {v.kills} kills")
-    elif v.kills > v.kills_before_first_request and v.rows <= products and v.outcome == "completed":
+    elif v.kills and v.duplicated_records == 0 and v.outcome == "completed":
         # The control must show what kills do to a design without the four decisions.
         problems.append("the naive control kept no duplicate: the kills did not bite")
     return problems
@@ -133,8 +154,7 @@ def _kills_holding_a_new_lease(kills: list[dict]) -> int:
     return count
 
 
-def _kills_during_lease_wait(kills: list[dict], history: History) -> int:
-    naps = [e for e in history.of_type("scraper_event") if e["name"] == "lease_wait"]
+def _kills_during_lease_wait(kills: list[dict], naps: list[dict]) -> int:
     return sum(1 for k in kills
                if any(n["start"] == k["start"] and n["t"] <= k["t"] <= n["t"] + n.get("seconds", 0) for n in naps))
 

@@ -17,7 +17,7 @@ class Design:
 
     name: str
     module: str
-    # One row per stored record: (natural key, value); the checker compares them with the catalog.
+    # One row per stored record: (natural key, value[, time.time() of the write]); checked against the catalog.
     records_sql: str
     # Whether the design promises one correct row per product whatever the kills; the naive control does not.
     claims_idempotence: bool
@@ -42,13 +42,13 @@ BUILT_IN_DESIGNS = {
     "naive": Design(
         name="naive",
         module="scrapers.naive",
-        records_sql="SELECT sku, price FROM products",
+        records_sql="SELECT sku, price, scraped_at FROM products",
         claims_idempotence=False,
     ),
     "idempotent": Design(
         name="idempotent",
         module="scrapers.idempotent",
-        records_sql="SELECT json_extract(data, '$.sku'), json_extract(data, '$.price') FROM records",
+        records_sql="SELECT json_extract(data, '$.sku'), json_extract(data, '$.price'), first_seen FROM records",
         claims_idempotence=True,
         held_leases_sql="SELECT path FROM frontier WHERE status = 'leased'",
         takes_lease=True,

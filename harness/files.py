@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
+from typing import Iterator
 
 
-def write_atomically(path: str, text: str) -> None:
+@contextmanager
+def replacing(path: str) -> Iterator[str]:
+    """Yield a temporary path to write; on success it becomes `path`, on any error (Ctrl+C too) it is removed."""
     temporary = f"{path}.partial"
     try:
-        with open(temporary, "w", encoding="utf-8") as out:
-            out.write(text)
+        yield temporary
         os.replace(temporary, path)
-    except BaseException:  # Ctrl+C mid-write included: the old file stays, no half-written one appears
+    except BaseException:
         if os.path.exists(temporary):
             os.remove(temporary)
         raise
+
+
+def write_atomically(path: str, text: str) -> None:
+    with replacing(path) as temporary, open(temporary, "w", encoding="utf-8") as out:
+        out.write(text)

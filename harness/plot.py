@@ -8,7 +8,8 @@ matplotlib.use("Agg")  # files only; no display is needed or wanted
 import matplotlib.pyplot as plt  # noqa: E402
 
 from harness.published import published_run  # noqa: E402
-from harness.report import PUBLISHED_COLUMNS, Campaign  # noqa: E402
+from harness.campaign import PUBLISHED_COLUMNS, Campaign  # noqa: E402
+from harness.files import replacing  # noqa: E402
 
 
 def plot_campaign(campaign: Campaign, path: str) -> None:
@@ -39,5 +40,6 @@ def plot_campaign(campaign: Campaign, path: str) -> None:
     figure.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
     figure.suptitle("killtest: ten SIGKILLs a run, same schedule for every design")
     figure.tight_layout(rect=(0, 0.07, 1, 1))
-    figure.savefig(path, dpi=110)
+    with replacing(path) as temporary:
+        figure.savefig(temporary, dpi=110, format="png")
     plt.close(figure)

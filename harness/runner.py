@@ -19,7 +19,7 @@ from harness.designs import Design
 from harness.errors import ScraperStartError
 from harness.history import History
 from harness.schedule import KillSchedule
-from harness.store import held_leases
+from harness.store import held_leases, stored_records
 
 DEFAULT_TIME_LIMIT_S = 120.0
 STDERR_TAIL_LINES = 5
@@ -50,10 +50,13 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
     history = History()
     site.request_log.clear()
     began = time.monotonic()
+    # Designs stamp their writes with time.time(); this turns such a stamp into history time.
+    wall_clock_at_start = time.time()
     deadline = began + settings.time_limit_s
     history.add("run_started", 0.0, design=design.name, seed=schedule.seed, kill_delays_s=list(schedule.delays_s),
                 base_url=site.base_url, lease_s=settings.lease_s, time_limit_s=settings.time_limit_s,
-                products=len(site.catalog.products), full_crawl_requests=site.catalog.full_crawl_requests)
+                products=len(site.catalog.products), full_crawl_requests=site.catalog.full_crawl_requests,
+                wall_clock_at_start=wall_clock_at_start)
     starts: list[_Start] = []
     outcome = "completed"
     current: _Start | None = None
@@ -93,6 +96,7 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
     ended = time.monotonic()
     _add_requests(history, site, starts, began)
     _add_scraper_events(history, starts, began)
+    _add_store_records(history, design, db_path, wall_clock_at_start, ended - began)
     history.add("run_finished", ended - began, outcome=outcome, wall_s=round(ended - began, 4))
     history = history.sorted()
     first_crash = history.first("crash")
@@ -158,6 +162,14 @@ def _add_scraper_events(history: History, starts: list[_Start], began: float) ->
                 if isinstance(event, dict) and isinstance(event.get("t"), (int, float)) and "event" in event:
                     fields = {k: v for k, v in event.items() if k not in ("t", "event", "type", "start")}
                     history.add("scraper_event", event["t"] - began, start=start.index, name=event["event"], **fields)
+
+
+def _add_store_records(history: History, design: Design, db_path: str, wall_clock_at_start: float,
+                       read_at: float) -> None:
+    """Every record as the store holds it after the last start, timed by the design's own stamp if it has one."""
+    for key, value, stored_at in stored_records(design, db_path):
+        t = read_at if stored_at is None else min(read_at, stored_at - wall_clock_at_start)
+        history.add("store_record", t, key=key, value=value, stamped=stored_at is not None)
 
 
 def _tail(path: str) -> list[str]:

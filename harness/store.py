@@ -23,9 +23,14 @@ def _query(db_path: str, sql: str) -> list[tuple]:
         db.close()
 
 
-def stored_records(design: Design, db_path: str) -> list[tuple[str, str]]:
-    """Every stored row as (natural key, value); duplicates stay in, the checker counts them."""
-    return [(str(key), str(value)) for key, value in _query(db_path, design.records_sql)]
+def stored_records(design: Design, db_path: str) -> list[tuple[str, str, float | None]]:
+    """Every stored row as (natural key, value, stored at); duplicates stay in, the checker counts them.
+
+    `stored at` is the design's own time.time() of the write when its query returns a third column.
+    """
+    rows = _query(db_path, design.records_sql)
+    return [(str(row[0]), str(row[1]), float(row[2]) if len(row) > 2 and row[2] is not None else None)
+            for row in rows]
 
 
 def held_leases(design: Design, db_path: str) -> list[str]:

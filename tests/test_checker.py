@@ -37,6 +37,14 @@ def history(kills=(), extra_requests=(), outcome="completed", delays=None, reque
     return h
 
 
+def check(design, h, records):
+    """The checker on history `h` after the store was found holding `records`."""
+    end = h.first("run_finished")["t"]
+    for key, value in records:
+        h.add("store_record", end, key=key, value=value, stamped=False)
+    return check_run(design, 1, h.sorted(), CATALOG)
+
+
 def truth():
     return list(CATALOG.prices_by_sku().items())
 
@@ -45,7 +53,7 @@ KILLED_TWICE = [{"held": ["/product/0"]}, {"held": ["/product/0", "/product/2"]}
 
 
 def test_a_clean_idempotent_run_is_valid_with_its_figures():
-    v = check_run(IDEMPOTENT, 1, history(KILLED_TWICE, extra_requests=["/product/2"]), truth(), CATALOG)
+    v = check(IDEMPOTENT, history(KILLED_TWICE, extra_requests=["/product/2"]), truth())
     assert v.valid, v.problems
     assert (v.rows, v.distinct_records, v.correct_records, v.missing_records) == (6, 6, 6, 0)
     assert (v.requests, v.repeated_requests, v.paths_fetched_again) == (9, 1, 1)
@@ -53,56 +61,56 @@ def test_a_clean_idempotent_run_is_valid_with_its_figures():
 
 
 def test_duplicate_rows_break_the_idempotent_promise():
-    v = check_run(IDEMPOTENT, 1, history(KILLED_TWICE), truth() + truth()[:2], CATALOG)
+    v = check(IDEMPOTENT, history(KILLED_TWICE), truth() + truth()[:2])
     assert not v.valid and any("8 rows for 6 products" in p for p in v.problems)
 
 
 def test_a_lost_record_is_reported():
-    v = check_run(IDEMPOTENT, 1, history(KILLED_TWICE), truth()[1:], CATALOG)
+    v = check(IDEMPOTENT, history(KILLED_TWICE), truth()[1:])
     assert v.missing_records == 1 and any("lost 1 of 6" in p for p in v.problems)
 
 
 def test_a_wrong_value_is_reported():
     records = truth()
     records[0] = (records[0][0], "0.01")
-    v = check_run(IDEMPOTENT, 1, history(KILLED_TWICE), records, CATALOG)
+    v = check(IDEMPOTENT, history(KILLED_TWICE), records)
     assert v.wrong_records == 1 and v.correct_records == 5 and not v.valid
 
 
 def test_a_record_not_on_the_site_is_unexpected():
-    v = check_run(IDEMPOTENT, 1, history(KILLED_TWICE), truth() + [("SKU-NOPE", "1.00")], CATALOG)
+    v = check(IDEMPOTENT, history(KILLED_TWICE), truth() + [("SKU-NOPE", "1.00")])
     assert v.unexpected_records == 1 and not v.valid
 
 
 def test_more_requests_than_minimum_plus_kills_break_the_idempotent_promise():
-    v = check_run(IDEMPOTENT, 1, history(KILLED_TWICE, extra_requests=["/list/0"] * 3), truth(), CATALOG)
+    v = check(IDEMPOTENT, history(KILLED_TWICE, extra_requests=["/list/0"] * 3), truth())
     assert any("11 requests, more than 8 + 2 kills" in p for p in v.problems)
 
 
 def test_a_run_that_never_finished_is_a_liveness_failure():
-    v = check_run(IDEMPOTENT, 1, history(KILLED_TWICE, outcome="timed_out"), truth(), CATALOG)
+    v = check(IDEMPOTENT, history(KILLED_TWICE, outcome="timed_out"), truth())
     assert any(p.startswith("liveness") for p in v.problems)
 
 
 def test_a_run_where_no_kill_landed_fails_loudly():
     missed = [{"returncode": 0}, {"returncode": 0}]
-    v = check_run(IDEMPOTENT, 1, history(missed), truth(), CATALOG)
+    v = check(IDEMPOTENT, history(missed), truth())
     assert v.kills == 0 and any("no kill landed" in p for p in v.problems)
 
 
-def test_kills_before_the_first_request_are_counted_apart():
-    v = check_run(NAIVE, 1, history(KILLED_TWICE, requests_before_kill=0), truth(), CATALOG)
-    assert v.kills == 2 and v.kills_before_first_request == 2
+def test_kills_before_any_work_are_counted_apart_and_do_not_count_as_landed():
+    v = check(NAIVE, history(KILLED_TWICE, requests_before_kill=0), truth())
+    assert v.kills == 0 and not v.valid and v.kills_before_work == 2
 
 
 def test_kills_not_delivered_because_the_crawl_finished_are_counted():
-    v = check_run(IDEMPOTENT, 1, history(KILLED_TWICE, delays=[0.5] * 5), truth(), CATALOG)
+    v = check(IDEMPOTENT, history(KILLED_TWICE, delays=[0.5] * 5), truth())
     assert v.kills_planned == 5 and v.kills_not_delivered == 3
 
 
 def test_the_naive_control_must_show_duplicates_when_kills_landed_mid_crawl():
-    assert not check_run(NAIVE, 1, history(KILLED_TWICE), truth(), CATALOG).valid
-    assert check_run(NAIVE, 1, history(KILLED_TWICE), truth() + truth()[:3], CATALOG).valid
+    assert not check(NAIVE, history(KILLED_TWICE), truth()).valid
+    assert check(NAIVE, history(KILLED_TWICE), truth() + truth()[:3]).valid
 
 
 @pytest.mark.parametrize("held, expected", [
@@ -112,12 +120,12 @@ def test_the_naive_control_must_show_duplicates_when_kills_landed_mid_crawl():
 ])
 def test_a_kill_between_lease_and_commit_leaves_a_lease_that_was_not_there_before(held, expected):
     kills = [{"held": h} for h in held]
-    assert check_run(IDEMPOTENT, 1, history(kills), truth(), CATALOG).kills_between_lease_and_commit == expected
+    assert check(IDEMPOTENT, history(kills), truth()).kills_between_lease_and_commit == expected
 
 
 def test_comparison_fails_when_the_idempotent_design_is_not_faster_on_the_same_schedule():
-    fast = check_run(IDEMPOTENT, 1, history(KILLED_TWICE), truth(), CATALOG)
-    slow = check_run(NAIVE, 1, history(KILLED_TWICE), truth() + truth(), CATALOG)
+    fast = check(IDEMPOTENT, history(KILLED_TWICE), truth())
+    slow = check(NAIVE, history(KILLED_TWICE), truth() + truth())
     slow.wall_s = fast.wall_s + 1.0
     assert compare_designs([fast, slow], BUILT_IN_DESIGNS) == []
     slow.wall_s = fast.wall_s - 0.1
@@ -125,8 +133,32 @@ def test_comparison_fails_when_the_idempotent_design_is_not_faster_on_the_same_s
 
 
 def test_a_kill_while_the_start_sleeps_on_a_held_lease_is_counted_as_such():
-    h = history(KILLED_TWICE, requests_before_kill=0)
+    h = history(KILLED_TWICE, requests_before_kill=1)
     kill = h.of_type("kill")[1]
     h.add("scraper_event", kill["t"] - 0.005, start=kill["start"], name="lease_wait", seconds=0.5)
-    v = check_run(IDEMPOTENT, 1, h.sorted(), truth(), CATALOG)
+    v = check(IDEMPOTENT, h, truth())
     assert v.kills_during_lease_wait == 1
+
+
+def test_the_page_in_flight_at_a_kill_is_outcome_unknown_and_recovered_when_fetched_again():
+    # Each killed start's last request is in flight; only /product/2 is fetched again by a later start.
+    v = check(IDEMPOTENT, history(KILLED_TWICE, extra_requests=["/list/0"]), truth())
+    assert v.in_flight_at_kills == 2
+    assert v.categories["outcome_unknown_at_kill"]["examples"] == ["/product/0", "/product/2"]
+    assert v.recovered == 0
+    v = check(IDEMPOTENT, history(KILLED_TWICE, extra_requests=["/product/2"]), truth())
+    assert v.recovered == 1 and v.categories["recovered"]["examples"] == ["/product/2"]
+
+
+def test_each_record_category_names_its_examples():
+    records = truth()[1:] + truth()[1:2] + [(truth()[2][0], "0.01"), ("SKU-NOPE", "9.99")]
+    c = check(NAIVE, history(KILLED_TWICE), records).categories
+    assert c["lost"] == {"count": 1, "examples": [truth()[0][0]]}
+    assert c["duplicated"]["count"] == 2 and c["duplicated"]["extra_rows"] == 2
+    assert c["unexpected"]["count"] == 2 and "SKU-NOPE" in c["unexpected"]["examples"]
+
+
+def test_a_signal_sent_after_the_process_exited_is_a_missed_kill():
+    v = check(IDEMPOTENT, history([{"returncode": 0}, {}]), truth())
+    assert (v.kills, v.kills_missed) == (1, 1)
+    assert [k["status"] for k in v.kill_findings] == ["missed", "landed"]

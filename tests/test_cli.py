@@ -40,7 +40,7 @@ def test_bad_input_is_one_line_and_exit_status_2(args, says, tmp_path):
     assert done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr
 
 
-def test_a_campaign_writes_json_markdown_and_a_plot(tmp_path):
+def test_a_campaign_writes_json_markdown_html_and_plots(tmp_path):
     out = tmp_path / "out"
     done = run_killtest("run", "--design", "naive,idempotent", "--runs", "2", "--kills", "2",
                         "--kill-delay", "0.3,0.4", "--lease", "1", "--out", str(out))
@@ -55,6 +55,9 @@ def test_a_campaign_writes_json_markdown_and_a_plot(tmp_path):
     assert "2,165" in markdown and "| naive |" in markdown  # the published table sits beside ours
     assert (out / "killtest.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(list((out / "history").glob("*.jsonl"))) == 4
+    assert len(list((out / "timelines").glob("*.png"))) == 4
+    page = (out / "killtest.html").read_text()
+    assert 'src="killtest.png"' in page and page.count('src="timelines/') == 4
     assert not list(out.rglob("*.partial"))
 
 

@@ -11,7 +11,6 @@ from harness.designs import design_named
 from harness.errors import ScraperStartError
 from harness.runner import RunSettings, run_kill_test
 from harness.schedule import KillSchedule, timed_schedule
-from harness.store import stored_records
 from tests.conftest import fixture_design
 
 # Kills early in each start, so that on any machine the 525-page crawl is still running when they land.
@@ -27,8 +26,7 @@ def no_process_left(history):
 
 def kill_test(design, schedule, site, tmp_path, **settings):
     history = run_kill_test(design, schedule, site, str(tmp_path), RunSettings(**settings))
-    records = stored_records(design, str(tmp_path / f"{design.name}.sqlite"))
-    return history, check_run(design, 1, history, records, site.catalog)
+    return history, check_run(design, 1, history, site.catalog)
 
 
 def test_idempotent_design_keeps_one_correct_row_per_product_after_several_kills(default_site, tmp_path):
@@ -87,3 +85,20 @@ def test_killing_the_process_group_takes_the_scrapers_children_too(site, tmp_pat
     for pid in child_pids:
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     no_process_left(history)
+
+
+def test_kills_that_land_before_the_scraper_starts_work_are_reported_and_fail_the_run(site, tmp_path):
+    # 10 ms after spawn the interpreter has not even started (its own start-up takes far longer).
+    too_early = KillSchedule(seed=0, delays_s=(0.01, 0.01))
+    history, verdict = kill_test(design_named("idempotent"), too_early, site, tmp_path, lease_s=1.0)
+    assert [k["status"] for k in verdict.kill_findings] == ["before_work", "before_work"]
+    assert verdict.kills == 0 and verdict.kills_before_work == 2
+    assert not verdict.valid and any("no kill landed" in p for p in verdict.problems)
+    assert verdict.rows == verdict.correct_records == len(site.catalog.products)  # the last start still finished
+
+
+def test_the_history_holds_every_stored_record(default_site, tmp_path):
+    history, verdict = kill_test(design_named("idempotent"), EARLY_KILLS, default_site, tmp_path, lease_s=1.0)
+    stored = history.of_type("store_record")
+    assert len(stored) == verdict.rows == 500
+    assert all(r["stamped"] and 0 <= r["t"] <= verdict.wall_s for r in stored)

@@ -10,6 +10,10 @@ from harness.designs import PROJECT_ROOT, design_named
 from harness.store import stored_records
 
 
+def pairs(records):
+    return [(key, value) for key, value, _ in records]
+
+
 def run_design(name, base_url, db_path, *extra):
     argv = design_named(name).command(base_url, str(db_path), lease_s=1.0) + list(extra)
     return subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=PROJECT_ROOT,
@@ -19,7 +23,7 @@ def run_design(name, base_url, db_path, *extra):
 def test_idempotent_design_stores_every_product_once_in_one_full_crawl(site, small_catalog, tmp_path):
     done = run_design("idempotent", site.base_url, tmp_path / "s.sqlite")
     assert done.returncode == 0, done.stderr
-    records = stored_records(design_named("idempotent"), str(tmp_path / "s.sqlite"))
+    records = pairs(stored_records(design_named("idempotent"), str(tmp_path / "s.sqlite")))
     assert sorted(records) == sorted(small_catalog.prices_by_sku().items())
     assert site.request_log.total == small_catalog.full_crawl_requests
 
@@ -69,7 +73,7 @@ def test_naive_design_stores_every_product_again_on_every_start(site, small_cata
     db_path = tmp_path / "n.sqlite"
     for _ in range(2):
         assert run_design("naive", site.base_url, db_path).returncode == 0
-    records = stored_records(design_named("naive"), str(db_path))
+    records = pairs(stored_records(design_named("naive"), str(db_path)))
     assert len(records) == 2 * len(small_catalog.products)
     assert set(records) == set(small_catalog.prices_by_sku().items())
     assert site.request_log.total == 2 * small_catalog.full_crawl_requests

@@ -1,0 +1,89 @@
+"""A campaign: the verdicts of every run so far, and the figures summarised from them."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from harness.checker import RunVerdict
+from harness.published import PUBLISHED_NAIVE_ROWS_PER_PRODUCT, PUBLISHED_WALL_S
+
+# Which columns of the article's table belong to which shipped design.
+PUBLISHED_COLUMNS = {"naive": ("naive_rows", "naive_requests"),
+                     "idempotent": ("idempotent_rows", "idempotent_requests")}
+
+
+@dataclass
+class Campaign:
+    """Everything one `killtest run` produced so far; `complete` is False until the last run is checked."""
+
+    command: str
+    settings: dict
+    verdicts: list[RunVerdict] = field(default_factory=list)
+    comparison_problems: list[str] = field(default_factory=list)
+    complete: bool = False
+    interrupted: bool = False
+
+    @property
+    def valid(self) -> bool:
+        return all(v.valid for v in self.verdicts) and not self.comparison_problems
+
+    def designs(self) -> list[str]:
+        return list(dict.fromkeys(v.design for v in self.verdicts))
+
+    def of_design(self, design: str) -> list[RunVerdict]:
+        return [v for v in self.verdicts if v.design == design]
+
+
+def summarise(campaign: Campaign) -> dict:
+    """Per-design ranges and medians, and where the naive control falls against the published band."""
+    summary = {}
+    for design in campaign.designs():
+        runs = campaign.of_design(design)
+        startups = [v.startup_s for v in runs if v.startup_s is not None]
+        rates = [v.request_rate for v in runs if v.request_rate is not None]
+        summary[design] = {
+            "runs": len(runs),
+            "rows_per_product": [min(v.duplicate_ratio for v in runs), max(v.duplicate_ratio for v in runs)],
+            "requests": [min(v.requests for v in runs), max(v.requests for v in runs)],
+            "wall_s": [min(v.wall_s for v in runs), max(v.wall_s for v in runs)],
+            "published_wall_s": list(PUBLISHED_WALL_S[design]) if design in PUBLISHED_WALL_S else None,
+            "median_startup_s": round(statistics.median(startups), 4) if startups else None,
+            "median_request_rate": round(statistics.median(rates), 1) if rates else None,
+            "kills": sum(v.kills for v in runs),
+            "kills_planned": sum(v.kills_planned for v in runs),
+            "kills_not_delivered": sum(v.kills_not_delivered for v in runs),
+            "kills_before_work": sum(v.kills_before_work for v in runs),
+            "kills_missed": sum(v.kills_missed for v in runs),
+            "in_flight_at_kills": sum(v.in_flight_at_kills for v in runs),
+            "recovered": sum(v.recovered for v in runs),
+            "lost": sum(v.missing_records for v in runs),
+            "duplicated": sum(v.duplicated_records for v in runs),
+            "unexpected": sum(v.unexpected_records for v in runs),
+            "kills_between_lease_and_commit": sum(v.kills_between_lease_and_commit for v in runs),
+            "kills_during_lease_wait": sum(v.kills_during_lease_wait for v in runs),
+            "lease_wait_s": round(sum(v.lease_wait_s for v in runs), 3),
+            "valid_runs": sum(v.valid for v in runs),
+        }
+    if "naive" in summary:
+        summary["naive"]["band_gap"] = naive_band_gap(summary["naive"]["rows_per_product"])
+    return summary
+
+
+def naive_band_gap(ours: list[float]) -> dict:
+    """How far our naive rows-per-product range lies from the article's 2.6-4.3, in rows per product."""
+    low, high = PUBLISHED_NAIVE_ROWS_PER_PRODUCT
+    below = round(max(0.0, low - ours[0]), 2)
+    above = round(max(0.0, ours[1] - high), 2)
+    inside = ours[0] >= low and ours[1] <= high
+    overlaps = ours[1] >= low and ours[0] <= high
+    return {"published": [low, high], "ours": ours, "inside": inside, "overlaps": overlaps,
+            "lowest_below_band_by": below, "highest_above_band_by": above}
+
+
+def to_json(campaign: Campaign) -> dict:
+    return {"command": campaign.command, "settings": campaign.settings, "complete": campaign.complete,
+            "interrupted": campaign.interrupted, "valid": campaign.valid,
+            "runs": [v.to_json() for v in campaign.verdicts],
+            "comparison_problems": campaign.comparison_problems,
+            "summary": summarise(campaign) if campaign.verdicts else {}}

@@ -1,0 +1,76 @@
+"""Render the report's sections: Markdown for the repository, a static HTML page that opens with no server."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from harness.campaign import Campaign
+from harness.sections import Section, report_sections
+
+
+def _preamble(campaign: Campaign) -> list[str]:
+    lines = [f"Command: `{campaign.command}`"]
+    if not campaign.complete:
+        lines.append("**Incomplete:** the campaign was interrupted; only the runs below finished.")
+    lines.append(f"Verdict: **{'PASS' if campaign.valid else 'FAIL'}**")
+    return lines
+
+
+def markdown(campaign: Campaign, plot_file: str | None) -> str:
+    lines = ["# killtest results", ""]
+    for paragraph in _preamble(campaign):
+        lines += [paragraph, ""]
+    for section in report_sections(campaign):
+        lines += [f"## {section.title}", ""]
+        for paragraph in section.paragraphs:
+            lines += [paragraph, ""]
+        if section.header:
+            lines += ["| " + " | ".join(section.header) + " |", "|" + " --- |" * len(section.header)]
+            lines += ["| " + " | ".join(row) + " |" for row in section.rows]
+            lines.append("")
+        if section.bullets:
+            lines += [f"- {bullet}" for bullet in section.bullets] + [""]
+    if plot_file and campaign.verdicts:
+        lines += [f"![rows and requests per run]({plot_file})", ""]
+    return "\n".join(lines)
+
+
+def _inline(text: str) -> str:
+    """The little Markdown the sections use (`code`, **bold**, *emphasis*) as HTML."""
+    text = html.escape(text)
+    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+    text = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
+    return re.sub(r"\*([^*]+)\*", r"<em>\1</em>", text)
+
+
+def _html_section(section: Section) -> list[str]:
+    out = [f"<h2>{_inline(section.title)}</h2>"] + [f"<p>{_inline(p)}</p>" for p in section.paragraphs]
+    if section.header:
+        out.append("<table><tr>" + "".join(f"<th>{_inline(h)}</th>" for h in section.header) + "</tr>")
+        out += ["<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in section.rows]
+        out.append("</table>")
+    if section.bullets:
+        out += ["<ul>"] + [f"<li>{_inline(b)}</li>" for b in section.bullets] + ["</ul>"]
+    return out
+
+
+def summary_page(campaign: Campaign, name: str, plot_file: str | None, timelines: list[tuple[str, str]]) -> str:
+    """One page for a whole campaign: verdict, tables, the campaign plot and every run's timeline."""
+    body = ["<h1>killtest results</h1>"] + [f"<p>{_inline(p)}</p>" for p in _preamble(campaign)]
+    body.append(f'<p>Data: <a href="{name}.json">{name}.json</a> · Markdown: <a href="{name}.md">{name}.md</a>'
+                ' · histories: <a href="history/">history/</a></p>')
+    for section in report_sections(campaign):
+        body += _html_section(section)
+    if plot_file:
+        body += ["<h2>Rows and requests per run</h2>", f'<img src="{plot_file}" alt="rows and requests per run">']
+    if timelines:
+        body.append("<h2>Timelines</h2><p>Requests served and records stored over time; red: a SIGKILL until"
+                    " the restart; orange: a start waiting for a lease left by a killed one.</p>")
+        body += [f'<figure><img src="{path}" alt="{html.escape(label)}"><figcaption>{html.escape(label)}'
+                 "</figcaption></figure>" for label, path in timelines]
+    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+             "table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ccc;padding:.3em .5em}"
+             "th{background:#f4f4f4}img{max-width:100%}figure{margin:1em 0}")
+    return ("<!doctype html><html><head><meta charset=\"utf-8\"><title>killtest results</title>"
+            f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")

@@ -1,0 +1,136 @@
+"""The report's content as plain data (titles, paragraphs, tables), rendered to Markdown and HTML alike."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.published import KILLS_PER_RUN, PRODUCTS, PUBLISHED_RUNS, published_run
+from harness.campaign import PUBLISHED_COLUMNS, Campaign, summarise
+
+
+@dataclass
+class Section:
+    title: str
+    paragraphs: list[str] = field(default_factory=list)
+    header: list[str] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
+    bullets: list[str] = field(default_factory=list)
+
+
+def report_sections(campaign: Campaign) -> list[Section]:
+    if not campaign.verdicts:
+        return []
+    return [s for s in (_side_by_side(campaign), _per_design(campaign), _categories(campaign),
+                        _naive_band(campaign), _checks(campaign)) if s is not None]
+
+
+def number(value) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:,.2f}"
+    return f"{value:,}"
+
+
+def _with_published(ours, published) -> str:
+    return number(ours) if published is None else f"{number(ours)} ({published:,})"
+
+
+def _side_by_side(campaign: Campaign) -> Section:
+    designs = campaign.designs()
+    section = Section("Run by run, ours beside the article's",
+                      ["Each cell is *ours (published)*; the article gives no per-run wall times."],
+                      header=["Run", "Seed"] + [f"{d}: {c}" for d in designs for c in ("rows", "requests", "wall s")])
+    for run in sorted({v.run for v in campaign.verdicts}):
+        published = published_run(run)
+        seeds = sorted({v.seed for v in campaign.verdicts if v.run == run})
+        row = [str(run), ", ".join(map(str, seeds))]
+        for d in designs:
+            v = next((v for v in campaign.of_design(d) if v.run == run), None)
+            columns = PUBLISHED_COLUMNS.get(d)
+            pub_rows = getattr(published, columns[0]) if published and columns else None
+            pub_requests = getattr(published, columns[1]) if published and columns else None
+            row += [_with_published(v.rows if v else None, pub_rows),
+                    _with_published(v.requests if v else None, pub_requests), number(v.wall_s if v else None)]
+        section.rows.append(row)
+    return section
+
+
+def _per_design(campaign: Campaign) -> Section:
+    section = Section("Per design", header=[
+        "Design", "rows per product", "requests", "wall s (published)", "start-up s (median)",
+        "requests/s while crawling", "kills landed / planned", "before work", "between lease and commit",
+        "during a lease wait", "not delivered (crawl done)", "valid runs"])
+    for design, s in summarise(campaign).items():
+        wall = f"{number(s['wall_s'][0])}–{number(s['wall_s'][1])}"
+        if s["published_wall_s"]:
+            wall += f" ({s['published_wall_s'][0]}–{s['published_wall_s'][1]})"
+        section.rows.append([
+            design, f"{s['rows_per_product'][0]:.2f}–{s['rows_per_product'][1]:.2f}",
+            f"{s['requests'][0]:,}–{s['requests'][1]:,}", wall, number(s["median_startup_s"]),
+            number(s["median_request_rate"]), f"{s['kills']} / {s['kills_planned']}", str(s["kills_before_work"]),
+            str(s["kills_between_lease_and_commit"]), str(s["kills_during_lease_wait"]),
+            str(s["kills_not_delivered"]), f"{s['valid_runs']} / {s['runs']}"])
+    return section
+
+
+def _categories(campaign: Campaign) -> Section:
+    section = Section("Records and kills by category, all runs", [
+        "Lost: on the site, never stored. Duplicated: stored more than once. Unexpected: a value the site"
+        " never showed, or a record not on the site. In flight: the page a start was on when it was killed,"
+        " whose outcome was unknown at the kill; recovered: a later start fetched it again. A kill landed when"
+        " the kernel reported signal 9 on a start that had begun work."],
+        header=["Design", "lost", "duplicated records (extra rows)", "unexpected",
+                "in flight at a kill", "recovered", "kills landed", "before work", "missed", "not delivered"])
+    for design in campaign.designs():
+        runs = campaign.of_design(design)
+
+        def total(name: str) -> int:
+            return sum(getattr(v, name) for v in runs)
+        extra = sum(v.categories["duplicated"]["extra_rows"] for v in runs)
+        section.rows.append([design, str(total("missing_records")), f"{total('duplicated_records')} ({extra:,})",
+                             str(total("unexpected_records")), str(total("in_flight_at_kills")),
+                             str(total("recovered")), str(total("kills")), str(total("kills_before_work")),
+                             str(total("kills_missed")), str(total("kills_not_delivered"))])
+    return section
+
+
+def _published_rows_per_killed_start() -> str:
+    extra = sorted((r.naive_rows - PRODUCTS) / KILLS_PER_RUN for r in PUBLISHED_RUNS)
+    return f"{extra[0]:.0f}–{extra[-1]:.0f}"
+
+
+def _naive_band(campaign: Campaign) -> Section | None:
+    summary = summarise(campaign)
+    if "naive" not in summary:
+        return None
+    s = summary["naive"]
+    gap = s["band_gap"]
+    low, high = gap["published"]
+    where = "inside" if gap["inside"] else "overlapping" if gap["overlaps"] else "outside"
+    section = Section("The naive control against the published band", [
+        f"Ours: {gap['ours'][0]:.2f}–{gap['ours'][1]:.2f} rows per product, {where} the published band"
+        f" {low}–{high} (lowest run {gap['lowest_below_band_by']:.2f} below the band,"
+        f" highest {gap['highest_above_band_by']:.2f} above it)."])
+    delays = campaign.settings.get("kill_delay_s", [0.2, 1.0])
+    startup, rate = s["median_startup_s"], s["median_request_rate"]
+    if startup is not None and rate:
+        mean_delay = (delays[0] + delays[1]) / 2
+        per_kill = max(0.0, mean_delay - startup) * rate
+        section.paragraphs.append(
+            "Why: a killed naive start stores about (mean kill delay − start-up) × request rate rows."
+            f" Here that is ({mean_delay:.2f} s − {startup:.2f} s) × {rate:.0f}/s ≈ {per_kill:.0f} requests per"
+            f" killed start; {s['kills_before_work']} of {s['kills'] + s['kills_before_work']} SIGKILLs landed"
+            f" before the start made any request. The article's figures imply {_published_rows_per_killed_start()}"
+            " rows per killed start. Start-up (interpreter and `import requests`) and the request rate decide the"
+            " gap; site latency only lowers the rate.")
+    return section
+
+
+def _checks(campaign: Campaign) -> Section:
+    section = Section("Checks")
+    for v in campaign.verdicts:
+        status = "ok" if v.valid else "FAIL: " + "; ".join(v.problems)
+        section.bullets.append(f"{v.design} run {v.run} (seed {v.seed}): {status}")
+    section.bullets += [f"comparison FAIL: {problem}" for problem in campaign.comparison_problems]
+    return section

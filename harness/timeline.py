@@ -1,0 +1,47 @@
+"""A run's timeline, drawn from its history alone: requests and records over time, kills and restarts marked."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from harness.files import replacing  # noqa: E402
+from harness.history import History  # noqa: E402
+
+# A kill's downtime lasts milliseconds; drawn at its real width it would vanish at this scale.
+KILL_BAND_MIN_S = 0.05
+
+
+def plot_timeline(history: History, path: str, title: str) -> None:
+    requests = [e["t"] for e in history.of_type("request")]
+    stored = sorted(e["t"] for e in history.of_type("store_record") if e.get("stamped"))
+    finished = history.first("run_finished")["t"]
+    starts = {e["start"]: e["t"] for e in history.of_type("process_started")}
+    figure, axis = plt.subplots(figsize=(10, 3.8))
+    axis.step(requests, range(1, len(requests) + 1), where="post", label="requests served")
+    if stored:
+        axis.step(stored, range(1, len(stored) + 1), where="post", label="records stored (still in the store)")
+    for i, kill in enumerate(history.of_type("kill")):
+        restart = starts.get(kill["start"] + 1, finished)
+        axis.axvspan(kill["t"], max(restart, kill["t"] + KILL_BAND_MIN_S), color="red", alpha=0.35,
+                     label="SIGKILL until restart" if i == 0 else None)
+    for index, t in starts.items():
+        if index:
+            axis.axvline(t, color="grey", linestyle=":", linewidth=0.8, label="restart" if index == 1 else None)
+    for i, nap in enumerate(e for e in history.of_type("scraper_event") if e["name"] == "lease_wait"):
+        axis.axvspan(nap["t"], nap["t"] + nap.get("seconds", 0), color="orange", alpha=0.2,
+                     label="waiting for a held lease" if i == 0 else None)
+    products = history.first("run_started")["products"]
+    axis.axhline(products, color="black", linewidth=0.6, linestyle="--", label=f"{products} products")
+    axis.set_xlabel("seconds since the first start")
+    axis.set_ylabel("count")
+    axis.set_xlim(0, finished)
+    axis.set_title(title)
+    axis.legend(fontsize=7, loc="upper left")
+    axis.grid(alpha=0.3)
+    figure.tight_layout()
+    with replacing(path) as temporary:
+        figure.savefig(temporary, dpi=100, format="png")
+    plt.close(figure)
