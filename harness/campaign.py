@@ -21,6 +21,7 @@ class Campaign:
     settings: dict
     verdicts: list[RunVerdict] = field(default_factory=list)
     comparison_problems: list[str] = field(default_factory=list)
+    comparison_figures: list[str] = field(default_factory=list)
     complete: bool = False
     interrupted: bool = False
 
@@ -86,4 +87,5 @@ def to_json(campaign: Campaign) -> dict:
             "interrupted": campaign.interrupted, "valid": campaign.valid,
             "runs": [v.to_json() for v in campaign.verdicts],
             "comparison_problems": campaign.comparison_problems,
+            "comparison_figures": campaign.comparison_figures,
             "summary": summarise(campaign) if campaign.verdicts else {}}

@@ -132,5 +132,6 @@ def _checks(campaign: Campaign) -> Section:
     for v in campaign.verdicts:
         status = "ok" if v.valid else "FAIL: " + "; ".join(v.problems)
         section.bullets.append(f"{v.design} run {v.run} (seed {v.seed}): {status}")
+    section.bullets += [f"comparison: {figure}" for figure in campaign.comparison_figures]
     section.bullets += [f"comparison FAIL: {problem}" for problem in campaign.comparison_problems]
     return section
