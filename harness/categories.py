@@ -2,9 +2,10 @@
 
 Records: lost (on the site, never stored), duplicated (stored more than once), unexpected (stored
 with a value the site never showed, or not on the site at all). Kills: landed (SIGKILL reported by
-the kernel, and the start had begun work), before work, or missed. A kill's in-flight request (the
-last one its start made) has an unknown outcome at the kill; it is recovered when a later start
-fetches the same page again.
+the kernel, and the start had begun work), before work, or missed. The pages in flight at a kill
+have an unknown outcome; they are recovered when a later start fetches them again. For a design
+whose leases the harness can read, those are the pages the kill left newly leased (claimed, perhaps
+fetched, not committed); for any other design, the last page its start requested.
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ class KillFinding:
     t: float
     returncode: int
     status: str  # landed | before_work | missed
-    in_flight: str | None  # the path the start was fetching or handling; its outcome was unknown at the kill
-    recovered: bool  # a later start fetched the in-flight page again
+    in_flight: list[str]  # pages the start was working on; their outcome was unknown at the kill
+    recovered: list[str]  # of those, the pages a later start fetched again
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -71,15 +72,21 @@ def did_work(history: History, start: int) -> bool:
 
 def sort_kills(history: History) -> list[KillFinding]:
     requests = history.of_type("request")
-    findings = []
+    reads_leases = history.first("run_started").get("reports_leases", False)
+    findings, held_before = [], set()
     for kill in history.of_type("kill"):
         if kill["returncode"] != -signal.SIGKILL:
             status = "missed"  # the process had already exited by itself
         else:
             status = "landed" if did_work(history, kill["start"]) else "before_work"
-        own = [r for r in requests if r["start"] == kill["start"]]
-        in_flight = own[-1]["path"] if own else None
-        recovered = in_flight is not None and any(
-            r["path"] == in_flight and r["start"] is not None and r["start"] > kill["start"] for r in requests)
-        findings.append(KillFinding(kill["start"], kill["t"], kill["returncode"], status, in_flight, recovered))
+        held_now = set(kill.get("held_leases", []))
+        if reads_leases:
+            in_flight = sorted(held_now - held_before)
+        else:
+            own = [r["path"] for r in requests if r["start"] == kill["start"]]
+            in_flight = own[-1:]
+        held_before = held_now
+        fetched_later = {r["path"] for r in requests if r["start"] is not None and r["start"] > kill["start"]}
+        findings.append(KillFinding(kill["start"], kill["t"], kill["returncode"], status, in_flight,
+                                    [p for p in in_flight if p in fetched_later]))
     return findings

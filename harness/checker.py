@@ -40,7 +40,7 @@ class RunVerdict:
     requests: int
     repeated_requests: int
     paths_fetched_again: int
-    in_flight_at_kills: int  # requests whose outcome was unknown when their start was killed
+    in_flight_at_kills: int  # pages whose outcome was unknown when their start was killed
     recovered: int  # of those, pages a later start fetched again
     duplicate_ratio: float
     wall_s: float
@@ -85,8 +85,8 @@ def check_run(design: Design, run: int, history: History, catalog: Catalog) -> R
         # Every request past the first fetch of a page; for a finished crawl this is requests - 525.
         repeated_requests=len(requests) - len(served_per_path),
         paths_fetched_again=sum(1 for n in served_per_path.values() if n > 1),
-        in_flight_at_kills=sum(k.in_flight is not None for k in landed),
-        recovered=sum(k.recovered for k in landed),
+        in_flight_at_kills=sum(len(k.in_flight) for k in landed),
+        recovered=sum(len(k.recovered) for k in landed),
         duplicate_ratio=round(records.rows / len(catalog.products), 4),
         wall_s=finished["wall_s"], outcome=finished["outcome"],
         startup_s=_median_startup(history), request_rate=_request_rate(history),
@@ -100,14 +100,14 @@ def check_run(design: Design, run: int, history: History, catalog: Catalog) -> R
 def _categories(records: RecordSets, kills: list[KillFinding]) -> dict:
     """Counts per category with a few examples of each, for the report and for a person debugging."""
     landed = [k for k in kills if k.status == "landed"]
-    unknown = [k.in_flight for k in landed if k.in_flight is not None]
+    unknown = [path for k in landed for path in k.in_flight]
+    recovered = [path for k in landed for path in k.recovered]
     return {
         "lost": {"count": len(records.lost), "examples": records.lost[:EXAMPLES]},
         "duplicated": {"count": len(records.duplicated), "extra_rows": sum(n - 1 for n in records.duplicated.values()),
                        "examples": list(records.duplicated)[:EXAMPLES]},
         "unexpected": {"count": records.unexpected, "examples": (records.wrong + records.not_on_site)[:EXAMPLES]},
-        "recovered": {"count": sum(k.recovered for k in landed),
-                      "examples": [k.in_flight for k in landed if k.recovered][:EXAMPLES]},
+        "recovered": {"count": len(recovered), "examples": recovered[:EXAMPLES]},
         "outcome_unknown_at_kill": {"count": len(unknown), "examples": unknown[:EXAMPLES]},
     }
 

@@ -56,7 +56,7 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
     history.add("run_started", 0.0, design=design.name, seed=schedule.seed, kill_delays_s=list(schedule.delays_s),
                 base_url=site.base_url, lease_s=settings.lease_s, time_limit_s=settings.time_limit_s,
                 products=len(site.catalog.products), full_crawl_requests=site.catalog.full_crawl_requests,
-                wall_clock_at_start=wall_clock_at_start)
+                wall_clock_at_start=wall_clock_at_start, reports_leases=design.held_leases_sql is not None)
     starts: list[_Start] = []
     outcome = "completed"
     current: _Start | None = None

@@ -77,8 +77,9 @@ def _per_design(campaign: Campaign) -> Section:
 def _categories(campaign: Campaign) -> Section:
     section = Section("Records and kills by category, all runs", [
         "Lost: on the site, never stored. Duplicated: stored more than once. Unexpected: a value the site"
-        " never showed, or a record not on the site. In flight: the page a start was on when it was killed,"
-        " whose outcome was unknown at the kill; recovered: a later start fetched it again. A kill landed when"
+        " never showed, or a record not on the site. In flight: the pages a start was working on when it was"
+        " killed (newly leased ones, for a design with leases; else its last request), whose outcome was"
+        " unknown at the kill; recovered: a later start fetched them again. A kill landed when"
         " the kernel reported signal 9 on a start that had begun work."],
         header=["Design", "lost", "duplicated records (extra rows)", "unexpected",
                 "in flight at a kill", "recovered", "kills landed", "before work", "missed", "not delivered"])

@@ -14,11 +14,13 @@ IDEMPOTENT, NAIVE = BUILT_IN_DESIGNS["idempotent"], BUILT_IN_DESIGNS["naive"]
 ALL_PATHS = ["/list/0", *[p.path for p in CATALOG.products[:3]], "/list/1", *[p.path for p in CATALOG.products[3:]]]
 
 
-def history(kills=(), extra_requests=(), outcome="completed", delays=None, requests_before_kill=2):
+def history(kills=(), extra_requests=(), outcome="completed", delays=None, requests_before_kill=2,
+            reports_leases=False):
     """Starts killed after `requests_before_kill` requests each, then one start that fetches the rest."""
     h = History()
     h.add("run_started", 0.0, design="x", seed=5, kill_delays_s=list(delays if delays is not None else [0.5] * len(kills)),
-          time_limit_s=60, products=len(CATALOG.products), full_crawl_requests=CATALOG.full_crawl_requests)
+          time_limit_s=60, products=len(CATALOG.products), full_crawl_requests=CATALOG.full_crawl_requests,
+          reports_leases=reports_leases)
     t, paths = 0.0, list(ALL_PATHS)
     for start, kill in enumerate(kills):
         h.add("process_started", t, start=start, pid=100 + start)
@@ -148,14 +150,22 @@ def test_a_kill_while_the_start_sleeps_on_a_held_lease_is_counted_as_such():
     assert v.kills_during_lease_wait == 1
 
 
-def test_the_page_in_flight_at_a_kill_is_outcome_unknown_and_recovered_when_fetched_again():
-    # Each killed start's last request is in flight; only /product/2 is fetched again by a later start.
-    v = check(IDEMPOTENT, history(KILLED_TWICE, extra_requests=["/list/0"]), truth())
+def test_without_leases_the_last_page_requested_is_in_flight_and_recovered_when_fetched_again():
+    # Starts 0 and 1 last asked for /product/0 and /product/2; only /product/2 is fetched again later.
+    v = check(NAIVE, history(KILLED_TWICE, extra_requests=["/list/0"]), truth() + truth())
     assert v.in_flight_at_kills == 2
     assert v.categories["outcome_unknown_at_kill"]["examples"] == ["/product/0", "/product/2"]
     assert v.recovered == 0
-    v = check(IDEMPOTENT, history(KILLED_TWICE, extra_requests=["/product/2"]), truth())
+    v = check(NAIVE, history(KILLED_TWICE, extra_requests=["/product/2"]), truth() + truth())
     assert v.recovered == 1 and v.categories["recovered"]["examples"] == ["/product/2"]
+
+
+def test_with_leases_the_pages_a_kill_left_newly_leased_are_in_flight_even_if_never_requested():
+    # The second kill caught a start that had claimed /product/9 but not yet asked for it.
+    kills = [{"held": ["/product/0"]}, {"held": ["/product/0", "/product/9"]}]
+    v = check(IDEMPOTENT, history(kills, extra_requests=["/product/0"], reports_leases=True), truth())
+    assert [k["in_flight"] for k in v.kill_findings] == [["/product/0"], ["/product/9"]]
+    assert [k["recovered"] for k in v.kill_findings] == [["/product/0"], []]
 
 
 def test_each_record_category_names_its_examples():
