@@ -11,7 +11,11 @@ from fixture_site.request_log import RequestLog
 
 
 def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_s: float = 0.0) -> Flask:
-    """A shop serving `catalog`; every request, 404s included, goes into `request_log`."""
+    """A shop serving `catalog`; every request, 404s included, goes into `request_log`.
+
+    `app.config["ON_REQUEST"]`, when set, is called with each request's path as it arrives, before the
+    site answers: the harness uses it to kill a scraper at an exact request.
+    """
     if latency_s < 0:
         raise ValueError("latency_s must be zero or more")
     app = Flask("fixture_site")
@@ -21,6 +25,9 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
     @app.before_request
     def note_arrival() -> None:
         g.arrived = time.monotonic()
+        on_request = app.config.get("ON_REQUEST")
+        if on_request is not None:
+            on_request(request.path)
         if latency_s:
             time.sleep(latency_s)
 

@@ -31,6 +31,10 @@ class SiteServer:
         self._server = None
         self._thread: threading.Thread | None = None
 
+    def set_request_hook(self, hook) -> None:
+        """Call `hook(path)` as each request arrives, before it is answered; None removes it."""
+        self._app.config["ON_REQUEST"] = hook
+
     @property
     def base_url(self) -> str:
         if self._server is None:

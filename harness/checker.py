@@ -72,8 +72,8 @@ def check_run(design: Design, run: int, history: History, catalog: Catalog) -> R
 
     verdict = RunVerdict(
         design=design.name, run=run, seed=started["seed"],
-        kills=len(landed), kills_planned=len(started["kill_delays_s"]),
-        kills_not_delivered=len(started["kill_delays_s"]) - len(kills),
+        kills=len(landed), kills_planned=len(started["kill_points"]),
+        kills_not_delivered=len(started["kill_points"]) - len(kills),
         kills_before_work=sum(k.status == "before_work" for k in kills),
         kills_missed=sum(k.status == "missed" for k in kills),
         kills_between_lease_and_commit=_kills_holding_a_new_lease(landed_events),

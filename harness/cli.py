@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import signal
@@ -14,14 +15,16 @@ from fixture_site.server import SiteServer
 from harness.checker import check_run, compare_designs, per_run_wins
 from harness.designs import BUILT_IN_DESIGNS, design_named
 from harness.errors import KilltestError
+from harness.explore import explore
 from harness.files import write_atomically
 from harness.progress import Progress
+from harness.render import exploration_markdown
 from harness.published import (KILL_DELAY_S, KILLS_PER_RUN, LEASE_S, PUBLISHED_NAIVE_ROWS_PER_PRODUCT,
                                RUNS_PER_DESIGN)
 from harness.campaign import Campaign, summarise
 from harness.report import history_path, write_results
 from harness.runner import DEFAULT_TIME_LIMIT_S, RunSettings, run_kill_test
-from harness.schedule import run_seeds, timed_schedule
+from harness.schedule import parse_schedule, run_seeds, timed_schedule
 
 EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -68,6 +71,23 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also fail unless each idempotent design's total wall time over the shared schedules beats the"
                           " naive control's (a timing check: make killtest sets it)")
     run.add_argument("--name", default="killtest", help="base name of the result files (default killtest)")
+    run.add_argument("--schedule", default=None,
+                     help="exact kill points instead of timed kills, comma-joined: t<seconds>, r<request>,"
+                          " l:<file>:<line>:<hit> (for example r5,l:scrapers/idempotent.py:90:2); see harness/schedule.py")
+
+    replay = commands.add_parser("replay", help="run one design once on one schedule, as a failure printed it")
+    replay.add_argument("--design", action="append", required=True, help="the design to run")
+    replay.add_argument("--schedule", required=True, help="the kill points, as printed by the failure")
+    _catalog_options(replay, lease_default=0.5)
+    replay.add_argument("--out", default="results", help="directory for results (default results/)")
+    replay.add_argument("--work-dir", default=None, help="existing directory for the scraper's store")
+
+    explore = commands.add_parser("explore", help="kill once at every request boundary and commit-path line")
+    explore.add_argument("--design", required=True, help=f"the design to explore: {', '.join(BUILT_IN_DESIGNS)}")
+    explore.add_argument("--only", default=None, help="explore just these kill points (comma-joined, as --schedule)")
+    _catalog_options(explore, lease_default=0.5, pages_default=2, per_page_default=3)
+    explore.add_argument("--out", default="results", help="directory for results (default results/)")
+    explore.add_argument("--work-dir", default=None, help="existing directory for the scrapers' stores")
 
     calibrate = commands.add_parser("calibrate", help="run the naive control at several site latencies")
     calibrate.add_argument("--latencies", default="0,0.001,0.003",
@@ -98,6 +118,19 @@ def _campaign_options(command: argparse.ArgumentParser, runs_default: int = RUNS
     command.add_argument("--no-plot", action="store_true", help="skip the PNG plot")
 
 
+def _catalog_options(command: argparse.ArgumentParser, lease_default: float, pages_default: int = 2,
+                     per_page_default: int = 3) -> None:
+    """Options of the commands that run exact points: a small catalog and a short lease keep them fast."""
+    command.add_argument("--listing-pages", type=_positive(int), default=pages_default,
+                         help=f"listing pages in the catalog (default {pages_default})")
+    command.add_argument("--per-page", type=_positive(int), default=per_page_default,
+                         help=f"products per listing page (default {per_page_default})")
+    command.add_argument("--lease", type=_positive(float), default=lease_default,
+                         help=f"lease length in seconds (default {lease_default:g})")
+    command.add_argument("--time-limit", type=_positive(float), default=60.0,
+                         help="seconds one run may take before it is a liveness failure (default 60)")
+
+
 def _kill_delay(text: str) -> tuple[float, float]:
     try:
         low, high = (float(part) for part in text.split(","))
@@ -125,11 +158,16 @@ def _prepare_dirs(args) -> None:
 def run_campaign(args, designs, latency_s: float, name: str, progress: Progress) -> Campaign:
     """Every run of every design on the same schedules; results are rewritten after each run."""
     delay_range = _kill_delay(args.kill_delay)
-    schedules = [timed_schedule(seed, args.kills, *delay_range) for seed in run_seeds(args.seed, args.runs)]
+    if getattr(args, "schedule", None) is not None:
+        schedules = [parse_schedule(args.schedule)] * args.runs  # exact points: every run repeats the same one
+    else:
+        schedules = [timed_schedule(seed, args.kills, *delay_range) for seed in run_seeds(args.seed, args.runs)]
     catalog = build_catalog(args.listing_pages, args.per_page)
     settings = RunSettings(lease_s=getattr(args, "lease", LEASE_S), time_limit_s=args.time_limit)
     campaign = Campaign(command=shlex.join(["killtest", *sys.argv[1:]]) if sys.argv else "killtest",
-                        settings={"designs": [d.name for d in designs], "runs": args.runs, "kills": args.kills,
+                        settings={"designs": [d.name for d in designs], "runs": args.runs,
+                                  "kills": schedules[0].kills if schedules else args.kills,
+                                  "schedule": getattr(args, "schedule", None),
                                   "seed": args.seed, "kill_delay_s": list(delay_range), "lease_s": settings.lease_s,
                                   "latency_s": latency_s, "products": len(catalog.products),
                                   "full_crawl_requests": catalog.full_crawl_requests,
@@ -140,7 +178,8 @@ def run_campaign(args, designs, latency_s: float, name: str, progress: Progress)
         with SiteServer(catalog, latency_s=latency_s) as site:
             for run, schedule in enumerate(schedules, start=1):
                 for design in designs:
-                    label = f"[{design.name} run {run}/{args.runs} seed {schedule.seed}]"
+                    label = f"[{design.name} run {run}/{args.runs} " + (
+                        f"seed {schedule.seed}]" if schedule.seed is not None else f"schedule {schedule.spec}]")
                     with tempfile.TemporaryDirectory(prefix="killtest-", dir=args.work_dir) as work_dir:
                         history = run_kill_test(design, schedule, site, work_dir, settings,
                                                 on_progress=lambda m, label=label: progress.step(f"{label} {m}"))
@@ -233,6 +272,38 @@ def calibration_markdown(rows, args) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _command_replay(args, progress: Progress) -> int:
+    designs = _designs(args.design)
+    args.schedule = parse_schedule(args.schedule).spec  # refuse a bad spec before anything starts
+    args.runs, args.kills, args.seed, args.kill_delay, args.latency, args.no_plot = 1, 0, 0, "0.2,1.0", 0.0, True
+    _prepare_dirs(args)
+    campaign = run_campaign(args, designs, 0.0, "replay", progress)
+    progress.done(f"results: {os.path.join(args.out, 'replay')}.{{json,md}} — {'PASS' if campaign.valid else 'FAIL'}")
+    return 0 if campaign.valid else EXIT_CHECK_FAILED
+
+
+def _command_explore(args, progress: Progress) -> int:
+    design = design_named(args.design)
+    points = list(parse_schedule(args.only).points) if args.only else None
+    _prepare_dirs(args)
+    catalog = build_catalog(args.listing_pages, args.per_page)
+    settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
+    with SiteServer(catalog) as site:
+        exploration = explore(design, site, settings, args.work_dir, points, on_progress=progress.step)
+    base = os.path.join(args.out, f"explore-{design.name}")
+    write_atomically(f"{base}.json", json.dumps(exploration.to_json(), indent=2) + "\n")
+    write_atomically(f"{base}.md", exploration_markdown(exploration, shlex.join(["killtest", *sys.argv[1:]])))
+    for outcome in exploration.broken:
+        progress.done(f"{outcome.point}: {'; '.join(outcome.problems)}")
+    progress.done(f"explore {design.name}: {len(exploration.outcomes)} crash points, {len(exploration.broken)} broken,"
+                  f" {exploration.schedules_per_minute} schedules/minute; {base}.{{json,md}}")
+    if exploration.broken:
+        first = exploration.broken[0]
+        progress.done(f"replay the first: killtest replay --design {design.name} --schedule {first.point}"
+                      f" --listing-pages {args.listing_pages} --per-page {args.per_page} --lease {args.lease:g}")
+    return EXIT_CHECK_FAILED if design.claims_idempotence and exploration.broken else 0
+
+
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
@@ -243,7 +314,8 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         args = build_parser().parse_args(argv)
-        command = {"run": _command_run, "calibrate": _command_calibrate}[args.command]
+        command = {"run": _command_run, "calibrate": _command_calibrate, "replay": _command_replay,
+                   "explore": _command_explore}[args.command]
         sys.exit(command(args, progress))
     except KilltestError as error:
         progress.done(f"killtest: error: {error}")

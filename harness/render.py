@@ -74,3 +74,21 @@ def summary_page(campaign: Campaign, name: str, plot_file: str | None, timelines
              "th{background:#f4f4f4}img{max-width:100%}figure{margin:1em 0}")
     return ("<!doctype html><html><head><meta charset=\"utf-8\"><title>killtest results</title>"
             f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+def exploration_markdown(exploration, command: str) -> str:
+    """The crash points of `killtest explore`, the broken ones first."""
+    lines = ["# killtest explore", "", f"Command: `{command}`", "",
+             f"Design **{exploration.design}** ({'claims' if exploration.claims_idempotence else 'does not claim'}"
+             f" idempotence): {len(exploration.outcomes)} crash points, {len(exploration.broken)} break a promise;"
+             f" {exploration.schedules_per_minute} schedules a minute ({exploration.elapsed_s:.1f} s in all).", "",
+             "Each point is one run: the first start is SIGKILLed exactly there (`rK`: on the site's K-th"
+             " request, before the answer; `l:FILE:LINE:HIT`: before the HIT-th execution of that line),"
+             " the next start finishes the crawl, and the outcome is held to the idempotent promises.", "",
+             "| point | reached | verdict | rows | requests |", "| --- | --- | --- | --- | --- |"]
+    ordered = sorted(exploration.outcomes, key=lambda o: o.valid)
+    for o in ordered:
+        verdict = "ok" if o.valid else "; ".join(o.problems)
+        lines.append(f"| `{o.point}` | {'yes' if o.landed else 'no (crawl done first)'} | {verdict} |"
+                     f" {o.rows} | {o.requests} |")
+    return "\n".join(lines) + "\n"

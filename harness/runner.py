@@ -10,15 +10,17 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from typing import Callable
 
 from fixture_site.server import SiteServer
-from harness.designs import Design
+from harness.designs import PROJECT_ROOT, Design
 from harness.errors import ScraperStartError
 from harness.history import History
-from harness.schedule import KillSchedule
+from harness.schedule import AfterDelay, AtLine, AtRequest, KillSchedule
+from harness.tracepoint import ENVIRONMENT_VARIABLE
 from harness.store import held_leases, stored_records
 
 DEFAULT_TIME_LIMIT_S = 120.0
@@ -53,7 +55,7 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
     # Designs stamp their writes with time.time(); this turns such a stamp into history time.
     wall_clock_at_start = time.time()
     deadline = began + settings.time_limit_s
-    history.add("run_started", 0.0, design=design.name, seed=schedule.seed, kill_delays_s=list(schedule.delays_s),
+    history.add("run_started", 0.0, design=design.name, seed=schedule.seed, kill_points=[p.spec for p in schedule.points],
                 base_url=site.base_url, lease_s=settings.lease_s, time_limit_s=settings.time_limit_s,
                 products=len(site.catalog.products), full_crawl_requests=site.catalog.full_crawl_requests,
                 wall_clock_at_start=wall_clock_at_start, reports_leases=design.held_leases_sql is not None)
@@ -61,28 +63,43 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
     outcome = "completed"
     current: _Start | None = None
     try:
-        for index, delay_s in enumerate([*schedule.delays_s, None]):
-            current = _spawn(design, site.base_url, db_path, settings.lease_s, work_dir, index)
+        for index, point in enumerate([*schedule.points, None]):
+            trigger = _RequestTrigger(point.index) if isinstance(point, AtRequest) else None
+            site.set_request_hook(trigger)
+            current = _spawn(design, site.base_url, db_path, settings.lease_s, work_dir, index,
+                             point if isinstance(point, AtLine) else None)
+            if trigger is not None:
+                trigger.process_group = current.process.pid
             starts.append(current)
             history.add("process_started", current.started - began, start=index, pid=current.process.pid)
-            planned = "runs to the end" if delay_s is None else f"kill at {delay_s:.2f}s"
+            planned = "runs to the end" if point is None else f"kill at {point.spec}"
             on_progress(f"start {index + 1}/{schedule.kills + 1}, {planned}")
-            wait_s = deadline - current.started if delay_s is None else min(delay_s, deadline - current.started)
+            timed = isinstance(point, AfterDelay)
+            remaining_s = max(0.0, deadline - current.started)
             try:
-                returncode = current.process.wait(timeout=max(0.0, wait_s))
+                returncode = current.process.wait(timeout=min(point.delay_s, remaining_s) if timed else remaining_s)
             except subprocess.TimeoutExpired:
-                if delay_s is None or time.monotonic() >= deadline:
+                if not timed or time.monotonic() >= deadline:
                     returncode = _kill_group(current)
                     history.add("time_limit", time.monotonic() - began, start=index, returncode=returncode)
                     outcome = "timed_out"
                     break
                 killed_at = time.monotonic()
                 returncode = _kill_group(current)
-                history.add("kill", killed_at - began, start=index, signal="SIGKILL", planned_delay_s=delay_s,
+                history.add("kill", killed_at - began, start=index, signal="SIGKILL", point=point.spec,
                             returncode=returncode, held_leases=held_leases(design, db_path))
                 current = None
                 continue
+            finally:
+                site.set_request_hook(None)
             _reap_group(current)
+            if point is not None and returncode == -signal.SIGKILL:
+                # An exact point fired: the site's trigger or the tracer inside the scraper sent the signal.
+                fired_at = trigger.fired_at if trigger is not None and trigger.fired_at else time.monotonic()
+                history.add("kill", fired_at - began, start=index, signal="SIGKILL", point=point.spec,
+                            returncode=returncode, held_leases=held_leases(design, db_path))
+                current = None
+                continue
             history.add("process_exited", time.monotonic() - began, start=index, returncode=returncode)
             current = None
             if returncode != 0:
@@ -91,6 +108,7 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
                             stderr_tail=_tail(starts[-1].stderr_path))
             break  # the crawl ended by itself: with success, or with an error no restart should paper over
     finally:
+        site.set_request_hook(None)
         if current is not None and current.process.returncode is None:
             _kill_group(current)
     ended = time.monotonic()
@@ -107,14 +125,41 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
     return history
 
 
-def _spawn(design: Design, base_url: str, db_path: str, lease_s: float, work_dir: str, index: int) -> _Start:
+class _RequestTrigger:
+    """Called by the site as each request arrives: SIGKILLs the start's group at its `index`-th, before the answer."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.process_group: int | None = None
+        self.fired_at: float | None = None
+        self._seen = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, path: str) -> None:
+        with self._lock:
+            self._seen += 1
+            if self._seen != self.index or self.process_group is None:
+                return
+            self.fired_at = time.monotonic()
+        try:
+            os.killpg(self.process_group, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _spawn(design: Design, base_url: str, db_path: str, lease_s: float, work_dir: str, index: int,
+           kill_at_line: AtLine | None = None) -> _Start:
     stdout_path = os.path.join(work_dir, f"start-{index:03d}.out")
     stderr_path = os.path.join(work_dir, f"start-{index:03d}.err")
     # Files, not pipes: a killed scraper can never block on a full pipe, and nothing needs a reader thread.
     with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
-        process = subprocess.Popen(design.command(base_url, db_path, lease_s), stdin=subprocess.DEVNULL,
-                                   stdout=stdout, stderr=stderr, env=design.environment(),
-                                   start_new_session=True)
+        extra_env = {}
+        if kill_at_line is not None:
+            where = os.path.join(PROJECT_ROOT, kill_at_line.path)
+            extra_env[ENVIRONMENT_VARIABLE] = f"{where}:{kill_at_line.line}:{kill_at_line.hit}"
+        process = subprocess.Popen(design.command(base_url, db_path, lease_s, traced=kill_at_line is not None),
+                                   stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                                   env=design.environment(**extra_env), start_new_session=True)
     return _Start(index, process, time.monotonic(), stdout_path, stderr_path)
 
 

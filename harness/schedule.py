@@ -1,27 +1,71 @@
-"""Kill schedules: when, after each start, the scraper's process group gets SIGKILL."""
+"""Kill schedules: what ends each start with SIGKILL, and the seeded timed schedules of the article.
+
+A schedule is a list of kill points, one per start; the start after the last point runs to the end.
+A point is one of:
+- `t0.42`: 0.42 s after the start was spawned (the article's kind; sampled, not exact);
+- `r5`: when the site receives the start's 5th request, before it answers (exact);
+- `l:scrapers/idempotent.py:88:2`: at the 2nd execution of line 88 of that file, inside the
+  scraper's own process, by a tracer the harness starts there (exact; Python designs only).
+Points are written joined by commas, `r5,l:scrapers/idempotent.py:88:2,t0.3`, which is also what
+`killtest run --schedule` takes, so any schedule can be replayed from one command.
+"""
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Union
 
 from harness.errors import KilltestError
 from harness.published import KILL_DELAY_S, KILLS_PER_RUN
 
 
 @dataclass(frozen=True)
-class KillSchedule:
-    """`delays_s[i]` is how long start i runs before it is killed; the start after the last runs to the end."""
+class AfterDelay:
+    delay_s: float
 
-    seed: int
-    delays_s: tuple[float, ...]
+    @property
+    def spec(self) -> str:
+        return f"t{self.delay_s:g}"
+
+
+@dataclass(frozen=True)
+class AtRequest:
+    index: int  # 1-based, counting the start's own requests
+
+    @property
+    def spec(self) -> str:
+        return f"r{self.index}"
+
+
+@dataclass(frozen=True)
+class AtLine:
+    path: str  # relative to the project root
+    line: int
+    hit: int = 1  # 1-based execution count of that line in the start
+
+    @property
+    def spec(self) -> str:
+        return f"l:{self.path}:{self.line}:{self.hit}"
+
+
+KillPoint = Union[AfterDelay, AtRequest, AtLine]
+
+
+@dataclass(frozen=True)
+class KillSchedule:
+    """`points[i]` ends start i; the start after the last runs to the end."""
+
+    seed: int | None
+    points: tuple[KillPoint, ...]
 
     @property
     def kills(self) -> int:
-        return len(self.delays_s)
+        return len(self.points)
 
-    def to_json(self) -> dict:
-        return {"seed": self.seed, "delays_s": list(self.delays_s)}
+    @property
+    def spec(self) -> str:
+        return ",".join(p.spec for p in self.points)
 
 
 def timed_schedule(seed: int, kills: int = KILLS_PER_RUN,
@@ -32,7 +76,35 @@ def timed_schedule(seed: int, kills: int = KILLS_PER_RUN,
     if not 0 < low_s <= high_s:
         raise KilltestError(f"kill delays need 0 < low <= high, not {low_s}..{high_s}")
     rng = random.Random(f"killtest-schedule:{seed}")
-    return KillSchedule(seed=seed, delays_s=tuple(round(rng.uniform(low_s, high_s), 4) for _ in range(kills)))
+    return KillSchedule(seed=seed, points=tuple(AfterDelay(round(rng.uniform(low_s, high_s), 4))
+                                                for _ in range(kills)))
+
+
+def parse_point(text: str) -> KillPoint:
+    text = text.strip()
+    try:
+        if text.startswith("t"):
+            point = AfterDelay(float(text[1:]))
+            if point.delay_s > 0:
+                return point
+        elif text.startswith("r"):
+            point = AtRequest(int(text[1:]))
+            if point.index >= 1:
+                return point
+        elif text.startswith("l:"):
+            path, line, hit = text[2:].rsplit(":", 2)
+            point = AtLine(path, int(line), int(hit))
+            if path and point.line >= 1 and point.hit >= 1:
+                return point
+    except ValueError:
+        pass
+    raise KilltestError(f"bad kill point {text!r}: write t<seconds>, r<request number> or l:<file>:<line>:<hit>,"
+                        " for example t0.4, r5 or l:scrapers/idempotent.py:88:1")
+
+
+def parse_schedule(text: str) -> KillSchedule:
+    """A schedule from its comma-joined spec; an empty spec is no kill at all."""
+    return KillSchedule(seed=None, points=tuple(parse_point(p) for p in text.split(",") if p.strip()))
 
 
 def run_seeds(base_seed: int, runs: int) -> list[int]:

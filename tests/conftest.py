@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from fixture_site.catalog import build_catalog
 from fixture_site.server import SiteServer
@@ -31,3 +32,11 @@ def default_site():
 def fixture_design(name: str, module: str) -> Design:
     """A test-only design whose store is empty; only its process behaviour matters."""
     return Design(name=name, module=module, records_sql="SELECT 1, 1 WHERE 0", claims_idempotence=True)
+
+
+# Hypothesis: `make test` runs a few kill schedules per property; `--hypothesis-profile=campaign` runs many.
+settings.register_profile("killtest-ci", max_examples=6, deadline=None, database=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.register_profile("campaign", max_examples=200, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.load_profile("killtest-ci")

@@ -18,7 +18,7 @@ def history(kills=(), extra_requests=(), outcome="completed", delays=None, reque
             reports_leases=False):
     """Starts killed after `requests_before_kill` requests each, then one start that fetches the rest."""
     h = History()
-    h.add("run_started", 0.0, design="x", seed=5, kill_delays_s=list(delays if delays is not None else [0.5] * len(kills)),
+    h.add("run_started", 0.0, design="x", seed=5, kill_points=["t0.5"] * (delays if delays is not None else len(kills)),
           time_limit_s=60, products=len(CATALOG.products), full_crawl_requests=CATALOG.full_crawl_requests,
           reports_leases=reports_leases)
     t, paths = 0.0, list(ALL_PATHS)
@@ -106,7 +106,7 @@ def test_kills_before_any_work_are_counted_apart_and_do_not_count_as_landed():
 
 
 def test_kills_not_delivered_because_the_crawl_finished_are_counted():
-    v = check(IDEMPOTENT, history(KILLED_TWICE, delays=[0.5] * 5), truth())
+    v = check(IDEMPOTENT, history(KILLED_TWICE, delays=5), truth())
     assert v.kills_planned == 5 and v.kills_not_delivered == 3
 
 

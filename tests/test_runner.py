@@ -10,7 +10,7 @@ from harness.checker import check_run
 from harness.designs import design_named
 from harness.errors import ScraperStartError
 from harness.runner import RunSettings, run_kill_test
-from harness.schedule import KillSchedule, timed_schedule
+from harness.schedule import parse_schedule, timed_schedule
 from tests.conftest import fixture_design
 
 # Kills early in each start, so that on any machine the 525-page crawl is still running when they land.
@@ -68,7 +68,7 @@ def test_a_design_that_fails_at_start_is_a_clear_error(site, tmp_path):
 
 def test_a_design_that_never_finishes_is_a_liveness_failure(site, tmp_path):
     design = fixture_design("hangs", "tests.scraper_fixtures.hangs")
-    history, verdict = kill_test(design, KillSchedule(seed=0, delays_s=(0.5,)), site, tmp_path, time_limit_s=2.5)
+    history, verdict = kill_test(design, parse_schedule("t0.5"), site, tmp_path, time_limit_s=2.5)
     assert verdict.outcome == "timed_out"
     assert any(p.startswith("liveness") for p in verdict.problems)
     assert 2.5 <= verdict.wall_s < 5
@@ -77,7 +77,7 @@ def test_a_design_that_never_finishes_is_a_liveness_failure(site, tmp_path):
 
 def test_killing_the_process_group_takes_the_scrapers_children_too(site, tmp_path):
     design = fixture_design("spawns", "tests.scraper_fixtures.spawns_child")
-    history = run_kill_test(design, KillSchedule(seed=0, delays_s=(0.6,)), site, str(tmp_path),
+    history = run_kill_test(design, parse_schedule("t0.6"), site, str(tmp_path),
                             RunSettings(time_limit_s=1.5))
     child_pids = [int(line) for name in sorted(os.listdir(tmp_path)) if name.endswith(".out")
                   for line in open(tmp_path / name) if line.strip().isdigit()]
@@ -89,7 +89,7 @@ def test_killing_the_process_group_takes_the_scrapers_children_too(site, tmp_pat
 
 def test_kills_that_land_before_the_scraper_starts_work_are_reported_and_fail_the_run(site, tmp_path):
     # 10 ms after spawn the interpreter has not even started (its own start-up takes far longer).
-    too_early = KillSchedule(seed=0, delays_s=(0.01, 0.01))
+    too_early = parse_schedule("t0.01,t0.01")
     history, verdict = kill_test(design_named("idempotent"), too_early, site, tmp_path, lease_s=1.0)
     assert [k["status"] for k in verdict.kill_findings] == ["before_work", "before_work"]
     assert verdict.kills == 0 and verdict.kills_before_work == 2

@@ -2,13 +2,17 @@ import pytest
 from hypothesis import given, strategies as st
 
 from harness.errors import KilltestError
-from harness.schedule import run_seeds, timed_schedule
+from harness.schedule import AfterDelay, AtLine, AtRequest, parse_schedule, run_seeds, timed_schedule
+
+
+def delays(schedule):
+    return [p.delay_s for p in schedule.points]
 
 
 def test_default_schedule_is_ten_kills_between_a_fifth_of_a_second_and_one_second():
     schedule = timed_schedule(seed=1)
     assert schedule.kills == 10
-    assert all(0.2 <= d <= 1.0 for d in schedule.delays_s)
+    assert all(0.2 <= d <= 1.0 for d in delays(schedule))
 
 
 @given(seed=st.integers(), kills=st.integers(0, 50),
@@ -17,11 +21,11 @@ def test_same_seed_gives_the_same_schedule_within_its_bounds(seed, kills, low, s
     first = timed_schedule(seed, kills, low, low + span)
     assert first == timed_schedule(seed, kills, low, low + span)
     assert first.kills == kills
-    assert all(round(low, 4) <= d <= round(low + span, 4) for d in first.delays_s)
+    assert all(round(low, 4) <= d <= round(low + span, 4) for d in delays(first))
 
 
 def test_different_seeds_give_different_schedules():
-    assert timed_schedule(1).delays_s != timed_schedule(2).delays_s
+    assert delays(timed_schedule(1)) != delays(timed_schedule(2))
 
 
 def test_run_r_uses_base_seed_plus_r_minus_one_so_one_run_replays_alone():
@@ -33,3 +37,16 @@ def test_run_r_uses_base_seed_plus_r_minus_one_so_one_run_replays_alone():
 def test_impossible_schedules_are_refused(kills, low, high):
     with pytest.raises(KilltestError):
         timed_schedule(1, kills, low, high)
+
+
+def test_a_schedule_spec_round_trips_through_its_text():
+    schedule = parse_schedule("r5, l:scrapers/idempotent.py:88:2,t0.25")
+    assert schedule.points == (AtRequest(5), AtLine("scrapers/idempotent.py", 88, 2), AfterDelay(0.25))
+    assert parse_schedule(schedule.spec) == schedule
+    assert parse_schedule("").points == ()
+
+
+@pytest.mark.parametrize("spec", ["x3", "r0", "t-1", "tfast", "l:file.py:10", "l::10:1", "l:f.py:0:1"])
+def test_a_bad_kill_point_is_refused_with_the_forms_it_takes(spec):
+    with pytest.raises(KilltestError, match="t<seconds>, r<request number> or l:"):
+        parse_schedule(spec)

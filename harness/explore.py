@@ -1,0 +1,97 @@
+"""Exhaustive crash points: kill once at every request boundary and every commit-path line, check each.
+
+Every point is one run: the first start dies exactly there, the next one finishes the crawl, and the
+outcome is held to the idempotent promises whatever the design claims, so for a design that does
+not keep them the report names the points that break them.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from fixture_site.server import SiteServer
+from harness.checker import check_run
+from harness.designs import PROJECT_ROOT, Design
+from harness.runner import RunSettings, run_kill_test
+from harness.schedule import AtLine, AtRequest, KillPoint, KillSchedule
+
+EXPLORE_HITS = (1, 2)  # the first and second execution of each line: a listing page, then a product
+
+
+def commit_path_lines(design: Design) -> list[tuple[str, int]]:
+    """(project-relative file, line) for the first line of every statement in the design's commit path."""
+    source_file = design.source_file
+    tree = ast.parse(open(source_file, encoding="utf-8").read())
+    relative = os.path.relpath(source_file, PROJECT_ROOT)
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name in design.commit_path:
+            body = node.body[1:] if ast.get_docstring(node) else node.body
+            for statement in body:
+                lines.update(n.lineno for n in ast.walk(statement) if isinstance(n, ast.stmt))
+    return [(relative, line) for line in sorted(lines)]
+
+
+def crash_points(design: Design, full_crawl_requests: int) -> list[KillPoint]:
+    points: list[KillPoint] = [AtRequest(k) for k in range(1, full_crawl_requests + 1)]
+    points += [AtLine(path, line, hit) for path, line in commit_path_lines(design) for hit in EXPLORE_HITS]
+    return points
+
+
+@dataclass
+class PointOutcome:
+    point: str
+    landed: bool  # False: the crawl finished before the point was reached
+    valid: bool
+    problems: list[str]
+    rows: int
+    requests: int
+
+
+@dataclass
+class Exploration:
+    design: str
+    claims_idempotence: bool
+    outcomes: list[PointOutcome] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    @property
+    def broken(self) -> list[PointOutcome]:
+        return [o for o in self.outcomes if not o.valid]
+
+    @property
+    def schedules_per_minute(self) -> float:
+        return round(60 * len(self.outcomes) / self.elapsed_s, 1) if self.elapsed_s else 0.0
+
+    def to_json(self) -> dict:
+        return {"design": self.design, "claims_idempotence": self.claims_idempotence,
+                "points": len(self.outcomes), "broken": len(self.broken), "elapsed_s": round(self.elapsed_s, 2),
+                "schedules_per_minute": self.schedules_per_minute,
+                "outcomes": [dataclasses.asdict(o) for o in self.outcomes]}
+
+
+def explore(design: Design, site: SiteServer, settings: RunSettings, work_dir: str | None = None,
+            points: list[KillPoint] | None = None,
+            on_progress: Callable[[str], None] = lambda message: None) -> Exploration:
+    """Kill `design` at each point in turn (all crash points by default) and check every outcome."""
+    strict = dataclasses.replace(design, claims_idempotence=True)
+    points = crash_points(design, site.catalog.full_crawl_requests) if points is None else points
+    exploration = Exploration(design.name, design.claims_idempotence)
+    began = time.monotonic()
+    for number, point in enumerate(points, start=1):
+        on_progress(f"[explore {design.name}] point {number}/{len(points)}: {point.spec}")
+        with tempfile.TemporaryDirectory(prefix="killtest-explore-", dir=work_dir) as scratch:
+            history = run_kill_test(design, KillSchedule(seed=None, points=(point,)), site, scratch, settings)
+        verdict = check_run(strict, 1, history, site.catalog)
+        landed = verdict.kills + verdict.kills_before_work > 0
+        problems = [p for p in verdict.problems if not p.startswith("no kill landed")]
+        exploration.outcomes.append(PointOutcome(point.spec, landed, not problems, problems,
+                                                 verdict.rows, verdict.requests))
+    exploration.elapsed_s = time.monotonic() - began
+    return exploration

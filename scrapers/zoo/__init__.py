@@ -1,0 +1,1 @@
+"""Designs with one classic idempotency bug each; killtest must catch every one."""
