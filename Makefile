@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: killtest test calibrate clean
+.PHONY: killtest test calibrate bench-explore clean
 
 # The article's experiment: five runs per design, ten SIGKILLs each, 3 s lease, same schedules.
 killtest: $(STAMP)
@@ -16,6 +16,13 @@ test: $(STAMP)
 # Naive control at several site latencies: shows which latency brings this machine nearest the published band.
 calibrate: $(STAMP)
 	$(BIN)/killtest calibrate --latencies 0,0.0005,0.001,0.003 --runs 5 --out results/calibration
+
+# How many exact kill schedules a minute this machine checks: a new interpreter per start (and the
+# first explore's 0.5 s lease) against pre-forked starts with a 0.2 s lease. A benchmark, not a test.
+bench-explore: $(STAMP)
+	$(BIN)/killtest explore --design idempotent --no-prefork --lease 0.5 --out results/bench-explore/subprocess
+	$(BIN)/killtest explore --design idempotent --no-prefork --out results/bench-explore/subprocess-short-lease
+	$(BIN)/killtest explore --design idempotent --out results/bench-explore/prefork
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

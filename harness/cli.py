@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
@@ -17,6 +18,7 @@ from harness.designs import BUILT_IN_DESIGNS, design_named
 from harness.errors import KilltestError
 from harness.explore import explore
 from harness.files import write_atomically
+from harness.prefork import Zygote
 from harness.progress import Progress
 from harness.render import exploration_markdown
 from harness.published import (KILL_DELAY_S, KILLS_PER_RUN, LEASE_S, PUBLISHED_NAIVE_ROWS_PER_PRODUCT,
@@ -26,6 +28,9 @@ from harness.report import history_path, write_results
 from harness.runner import DEFAULT_TIME_LIMIT_S, RunSettings, run_kill_test
 from harness.schedule import parse_schedule, run_seeds, timed_schedule
 
+# Exact-point runs use a small catalog whose pages take milliseconds: a 0.2 s lease is still 50 times the
+# slowest page, and it keeps the wait for a killed start's lease from dominating the run.
+EXACT_LEASE_S = 0.2
 EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -78,14 +83,18 @@ def build_parser() -> argparse.ArgumentParser:
     replay = commands.add_parser("replay", help="run one design once on one schedule, as a failure printed it")
     replay.add_argument("--design", action="append", required=True, help="the design to run")
     replay.add_argument("--schedule", required=True, help="the kill points, as printed by the failure")
-    _catalog_options(replay, lease_default=0.5)
+    replay.add_argument("--no-prefork", action="store_true",
+                        help="start a new interpreter for every start (the fuzzer and explore fork by default)")
+    _catalog_options(replay, lease_default=EXACT_LEASE_S)
     replay.add_argument("--out", default="results", help="directory for results (default results/)")
     replay.add_argument("--work-dir", default=None, help="existing directory for the scraper's store")
 
     explore = commands.add_parser("explore", help="kill once at every request boundary and commit-path line")
     explore.add_argument("--design", required=True, help=f"the design to explore: {', '.join(BUILT_IN_DESIGNS)}")
     explore.add_argument("--only", default=None, help="explore just these kill points (comma-joined, as --schedule)")
-    _catalog_options(explore, lease_default=0.5, pages_default=2, per_page_default=3)
+    explore.add_argument("--no-prefork", action="store_true",
+                         help="start a new interpreter for every start instead of forking a pre-imported one (slower)")
+    _catalog_options(explore, lease_default=EXACT_LEASE_S, pages_default=2, per_page_default=3)
     explore.add_argument("--out", default="results", help="directory for results (default results/)")
     explore.add_argument("--work-dir", default=None, help="existing directory for the scrapers' stores")
 
@@ -155,8 +164,11 @@ def _prepare_dirs(args) -> None:
         raise KilltestError(f"cannot create the results directory {args.out!r}: {error.strerror}") from None
 
 
-def run_campaign(args, designs, latency_s: float, name: str, progress: Progress) -> Campaign:
-    """Every run of every design on the same schedules; results are rewritten after each run."""
+def run_campaign(args, designs, latency_s: float, name: str, progress: Progress, prefork: bool = False) -> Campaign:
+    """Every run of every design on the same schedules; results are rewritten after each run.
+
+    With `prefork`, each design's starts are forked from a process that imported it once.
+    """
     delay_range = _kill_delay(args.kill_delay)
     if getattr(args, "schedule", None) is not None:
         schedules = [parse_schedule(args.schedule)] * args.runs  # exact points: every run repeats the same one
@@ -175,14 +187,16 @@ def run_campaign(args, designs, latency_s: float, name: str, progress: Progress)
                                   "python": sys.version.split()[0]})
     designs_by_name = {d.name: d for d in designs}
     try:
-        with SiteServer(catalog, latency_s=latency_s) as site:
+        with SiteServer(catalog, latency_s=latency_s) as site, contextlib.ExitStack() as stack:
+            launchers = {d.name: stack.enter_context(Zygote(d)) for d in designs} if prefork else {}
             for run, schedule in enumerate(schedules, start=1):
                 for design in designs:
                     label = f"[{design.name} run {run}/{args.runs} " + (
                         f"seed {schedule.seed}]" if schedule.seed is not None else f"schedule {schedule.spec}]")
                     with tempfile.TemporaryDirectory(prefix="killtest-", dir=args.work_dir) as work_dir:
                         history = run_kill_test(design, schedule, site, work_dir, settings,
-                                                on_progress=lambda m, label=label: progress.step(f"{label} {m}"))
+                                                on_progress=lambda m, label=label: progress.step(f"{label} {m}"),
+                                                launcher=launchers.get(design.name))
                     history.write_jsonl(history_path(args.out, name, design.name, run))
                     verdict = check_run(design, run, history, catalog)
                     campaign.verdicts.append(verdict)
@@ -277,7 +291,7 @@ def _command_replay(args, progress: Progress) -> int:
     args.schedule = parse_schedule(args.schedule).spec  # refuse a bad spec before anything starts
     args.runs, args.kills, args.seed, args.kill_delay, args.latency, args.no_plot = 1, 0, 0, "0.2,1.0", 0.0, True
     _prepare_dirs(args)
-    campaign = run_campaign(args, designs, 0.0, "replay", progress)
+    campaign = run_campaign(args, designs, 0.0, "replay", progress, prefork=not args.no_prefork)
     progress.done(f"results: {os.path.join(args.out, 'replay')}.{{json,md}} — {'PASS' if campaign.valid else 'FAIL'}")
     return 0 if campaign.valid else EXIT_CHECK_FAILED
 
@@ -288,8 +302,10 @@ def _command_explore(args, progress: Progress) -> int:
     _prepare_dirs(args)
     catalog = build_catalog(args.listing_pages, args.per_page)
     settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
-    with SiteServer(catalog) as site:
-        exploration = explore(design, site, settings, args.work_dir, points, on_progress=progress.step)
+    with SiteServer(catalog) as site, contextlib.ExitStack() as stack:
+        launcher = None if args.no_prefork else stack.enter_context(Zygote(design))
+        exploration = explore(design, site, settings, args.work_dir, points, on_progress=progress.step,
+                              launcher=launcher)
     base = os.path.join(args.out, f"explore-{design.name}")
     write_atomically(f"{base}.json", json.dumps(exploration.to_json(), indent=2) + "\n")
     write_atomically(f"{base}.md", exploration_markdown(exploration, shlex.join(["killtest", *sys.argv[1:]])))

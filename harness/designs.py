@@ -28,13 +28,17 @@ class Design:
     # Functions of the design's module where a crash matters most; `killtest explore` kills at each line.
     commit_path: tuple[str, ...] = ()
 
-    def command(self, base_url: str, db_path: str, lease_s: float, traced: bool = False) -> list[str]:
-        """The start's argv; `traced` runs it under harness.tracepoint, which kills it at a line."""
-        runner = ["-m", "harness.tracepoint", self.module] if traced else ["-m", self.module]
-        argv = [sys.executable, *runner, "--base", base_url, "--db", db_path]
+    def arguments(self, base_url: str, db_path: str, lease_s: float) -> list[str]:
+        """The design's own command-line arguments."""
+        argv = ["--base", base_url, "--db", db_path]
         if self.takes_lease:
             argv += ["--lease", str(lease_s)]
         return argv
+
+    def command(self, base_url: str, db_path: str, lease_s: float, traced: bool = False) -> list[str]:
+        """The start's argv; `traced` runs it under harness.tracepoint, which kills it at a line."""
+        runner = ["-m", "harness.tracepoint", self.module] if traced else ["-m", self.module]
+        return [sys.executable, *runner, *self.arguments(base_url, db_path, lease_s)]
 
     def environment(self, **extra: str) -> dict[str, str]:
         env = dict(os.environ)

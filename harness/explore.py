@@ -58,6 +58,7 @@ class PointOutcome:
 class Exploration:
     design: str
     claims_idempotence: bool
+    prefork: bool = False
     outcomes: list[PointOutcome] = field(default_factory=list)
     elapsed_s: float = 0.0
 
@@ -70,7 +71,7 @@ class Exploration:
         return round(60 * len(self.outcomes) / self.elapsed_s, 1) if self.elapsed_s else 0.0
 
     def to_json(self) -> dict:
-        return {"design": self.design, "claims_idempotence": self.claims_idempotence,
+        return {"design": self.design, "claims_idempotence": self.claims_idempotence, "prefork": self.prefork,
                 "points": len(self.outcomes), "broken": len(self.broken), "elapsed_s": round(self.elapsed_s, 2),
                 "schedules_per_minute": self.schedules_per_minute,
                 "outcomes": [dataclasses.asdict(o) for o in self.outcomes]}
@@ -78,16 +79,20 @@ class Exploration:
 
 def explore(design: Design, site: SiteServer, settings: RunSettings, work_dir: str | None = None,
             points: list[KillPoint] | None = None,
-            on_progress: Callable[[str], None] = lambda message: None) -> Exploration:
-    """Kill `design` at each point in turn (all crash points by default) and check every outcome."""
+            on_progress: Callable[[str], None] = lambda message: None, launcher=None) -> Exploration:
+    """Kill `design` at each point in turn (all crash points by default) and check every outcome.
+
+    `launcher` (a harness.prefork.Zygote) forks each start instead of starting a new interpreter.
+    """
     strict = dataclasses.replace(design, claims_idempotence=True)
     points = crash_points(design, site.catalog.full_crawl_requests) if points is None else points
-    exploration = Exploration(design.name, design.claims_idempotence)
+    exploration = Exploration(design.name, design.claims_idempotence, prefork=launcher is not None)
     began = time.monotonic()
     for number, point in enumerate(points, start=1):
         on_progress(f"[explore {design.name}] point {number}/{len(points)}: {point.spec}")
         with tempfile.TemporaryDirectory(prefix="killtest-explore-", dir=work_dir) as scratch:
-            history = run_kill_test(design, KillSchedule(seed=None, points=(point,)), site, scratch, settings)
+            history = run_kill_test(design, KillSchedule(seed=None, points=(point,)), site, scratch, settings,
+                                    launcher=launcher)
         verdict = check_run(strict, 1, history, site.catalog)
         landed = verdict.kills + verdict.kills_before_work > 0
         problems = [p for p in verdict.problems if not p.startswith("no kill landed")]

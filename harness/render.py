@@ -81,7 +81,8 @@ def exploration_markdown(exploration, command: str) -> str:
     lines = ["# killtest explore", "", f"Command: `{command}`", "",
              f"Design **{exploration.design}** ({'claims' if exploration.claims_idempotence else 'does not claim'}"
              f" idempotence): {len(exploration.outcomes)} crash points, {len(exploration.broken)} break a promise;"
-             f" {exploration.schedules_per_minute} schedules a minute ({exploration.elapsed_s:.1f} s in all).", "",
+             f" {exploration.schedules_per_minute} schedules a minute ({exploration.elapsed_s:.1f} s in all,"
+             f" {'pre-forked starts' if exploration.prefork else 'a new interpreter per start'}).", "",
              "Each point is one run: the first start is SIGKILLed exactly there (`rK`: on the site's K-th"
              " request, before the answer; `l:FILE:LINE:HIT`: before the HIT-th execution of that line),"
              " the next start finishes the crawl, and the outcome is held to the idempotent promises.", "",
