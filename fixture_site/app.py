@@ -14,7 +14,8 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
     """A shop serving `catalog`; every request, 404s included, goes into `request_log`.
 
     `app.config["ON_REQUEST"]`, when set, is called with each request's path as it arrives, before the
-    site answers: the harness uses it to kill a scraper at an exact request.
+    site answers, and `app.config["ON_RESPONSE_SENT"]` once the server has written the answer: the
+    harness uses them to kill a scraper at an exact request.
     """
     if latency_s < 0:
         raise ValueError("latency_s must be zero or more")
@@ -34,6 +35,10 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
     @app.after_request
     def count(response):
         log.record(request.path, response.status_code, arrived=g.get("arrived"))
+        on_sent = app.config.get("ON_RESPONSE_SENT")
+        if on_sent is not None:
+            path = request.path
+            response.call_on_close(lambda: on_sent(path))  # the WSGI server closes it after writing the body
         return response
 
     @app.get("/")

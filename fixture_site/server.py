@@ -31,9 +31,11 @@ class SiteServer:
         self._server = None
         self._thread: threading.Thread | None = None
 
-    def set_request_hook(self, hook) -> None:
-        """Call `hook(path)` as each request arrives, before it is answered; None removes it."""
+    def set_request_hook(self, hook, after_sent=None) -> None:
+        """Call `hook(path)` as each request arrives, before it is answered, and `after_sent(path)` once
+        its answer is written; None removes them."""
         self._app.config["ON_REQUEST"] = hook
+        self._app.config["ON_RESPONSE_SENT"] = after_sent
 
     @property
     def base_url(self) -> str:

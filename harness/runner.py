@@ -70,8 +70,13 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
     current: _Start | None = None
     try:
         for index, point in enumerate([*schedule.points, None]):
-            trigger = _RequestTrigger(point.index) if isinstance(point, AtRequest) else None
-            site.set_request_hook(trigger)
+            trigger = _RequestTrigger(point) if isinstance(point, AtRequest) else None
+            if trigger is None:
+                site.set_request_hook(None)
+            elif point.after_response:
+                site.set_request_hook(trigger.count, after_sent=trigger.kill_if_due)
+            else:
+                site.set_request_hook(trigger.count_and_kill_if_due)
             current = _spawn(design, site.base_url, db_path, settings.lease_s, work_dir, index,
                              point if isinstance(point, AtLine) else None, launcher)
             if trigger is not None:
@@ -132,20 +137,29 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
 
 
 class _RequestTrigger:
-    """Called by the site as each request arrives: SIGKILLs the start's group at its `index`-th, before the answer."""
+    """Called by the site's threads: SIGKILLs the start's group at its `index`-th request, before or after the answer."""
 
-    def __init__(self, index: int) -> None:
-        self.index = index
+    def __init__(self, point: AtRequest) -> None:
+        self.index = point.index
         self.process_group: int | None = None
         self.fired_at: float | None = None
         self._seen = 0
+        self._fired = False
         self._lock = threading.Lock()
 
-    def __call__(self, path: str) -> None:
+    def count(self, path: str) -> None:
         with self._lock:
             self._seen += 1
-            if self._seen != self.index or self.process_group is None:
+
+    def count_and_kill_if_due(self, path: str) -> None:
+        self.count(path)
+        self.kill_if_due(path)
+
+    def kill_if_due(self, path: str) -> None:
+        with self._lock:
+            if self._fired or self._seen != self.index or self.process_group is None:
                 return
+            self._fired = True
             self.fired_at = time.monotonic()
         try:
             os.killpg(self.process_group, signal.SIGKILL)

@@ -4,6 +4,9 @@ A schedule is a list of kill points, one per start; the start after the last poi
 A point is one of:
 - `t0.42`: 0.42 s after the start was spawned (the article's kind; sampled, not exact);
 - `r5`: when the site receives the start's 5th request, before it answers (exact);
+- `r5+`: as soon as the site has written its answer to the 5th request. Not exact: the scraper
+  races the signal and has sometimes stored the page already (seen here with a pre-forked start).
+  The site cannot see inside the scraper; for an exact point after the answer, use a line;
 - `l:scrapers/idempotent.py:88:2`: at the 2nd execution of line 88 of that file, inside the
   scraper's own process, by a tracer the harness starts there (exact; Python designs only).
 Points are written joined by commas, `r5,l:scrapers/idempotent.py:88:2,t0.3`, which is also what
@@ -32,10 +35,11 @@ class AfterDelay:
 @dataclass(frozen=True)
 class AtRequest:
     index: int  # 1-based, counting the start's own requests
+    after_response: bool = False  # False: before the site answers; True: once the answer is written
 
     @property
     def spec(self) -> str:
-        return f"r{self.index}"
+        return f"r{self.index}{'+' if self.after_response else ''}"
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,8 @@ def parse_point(text: str) -> KillPoint:
             if point.delay_s > 0:
                 return point
         elif text.startswith("r"):
-            point = AtRequest(int(text[1:]))
+            after = text.endswith("+")
+            point = AtRequest(int(text[1:-1] if after else text[1:]), after_response=after)
             if point.index >= 1:
                 return point
         elif text.startswith("l:"):
@@ -98,8 +103,8 @@ def parse_point(text: str) -> KillPoint:
                 return point
     except ValueError:
         pass
-    raise KilltestError(f"bad kill point {text!r}: write t<seconds>, r<request number> or l:<file>:<line>:<hit>,"
-                        " for example t0.4, r5 or l:scrapers/idempotent.py:88:1")
+    raise KilltestError(f"bad kill point {text!r}: write t<seconds>, r<request number>[+] or"
+                        " l:<file>:<line>:<hit>, for example t0.4, r5, r5+ or l:scrapers/idempotent.py:88:1")
 
 
 def parse_schedule(text: str) -> KillSchedule:

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 from hypothesis import given, strategies as st
 
@@ -40,13 +42,14 @@ def test_impossible_schedules_are_refused(kills, low, high):
 
 
 def test_a_schedule_spec_round_trips_through_its_text():
-    schedule = parse_schedule("r5, l:scrapers/idempotent.py:88:2,t0.25")
-    assert schedule.points == (AtRequest(5), AtLine("scrapers/idempotent.py", 88, 2), AfterDelay(0.25))
+    schedule = parse_schedule("r5, r6+, l:scrapers/idempotent.py:88:2,t0.25")
+    assert schedule.points == (AtRequest(5), AtRequest(6, after_response=True),
+                               AtLine("scrapers/idempotent.py", 88, 2), AfterDelay(0.25))
     assert parse_schedule(schedule.spec) == schedule
     assert parse_schedule("").points == ()
 
 
-@pytest.mark.parametrize("spec", ["x3", "r0", "t-1", "tfast", "l:file.py:10", "l::10:1", "l:f.py:0:1"])
+@pytest.mark.parametrize("spec", ["x3", "r0", "r+", "t-1", "tfast", "l:file.py:10", "l::10:1", "l:f.py:0:1"])
 def test_a_bad_kill_point_is_refused_with_the_forms_it_takes(spec):
-    with pytest.raises(KilltestError, match="t<seconds>, r<request number> or l:"):
+    with pytest.raises(KilltestError, match=re.escape("t<seconds>, r<request number>[+] or")):
         parse_schedule(spec)
