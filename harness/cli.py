@@ -57,7 +57,12 @@ def _positive(kind):
 
 def _not_negative(kind):
     def parse(text: str):
-        value = _positive(kind)(text) if text.strip() not in ("0", "0.0") else kind(text)
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"must be zero or more, not {text}")
         return value
     return parse
 
@@ -85,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--schedule", required=True, help="the kill points, as printed by the failure")
     replay.add_argument("--no-prefork", action="store_true",
                         help="start a new interpreter for every start (the fuzzer and explore fork by default)")
-    _catalog_options(replay, lease_default=EXACT_LEASE_S)
+    _exact_point_options(replay)
     replay.add_argument("--out", default="results", help="directory for results (default results/)")
     replay.add_argument("--work-dir", default=None, help="existing directory for the scraper's store")
 
@@ -94,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     explore.add_argument("--only", default=None, help="explore just these kill points (comma-joined, as --schedule)")
     explore.add_argument("--no-prefork", action="store_true",
                          help="start a new interpreter for every start instead of forking a pre-imported one (slower)")
-    _catalog_options(explore, lease_default=EXACT_LEASE_S, pages_default=2, per_page_default=3)
+    _exact_point_options(explore)
     explore.add_argument("--out", default="results", help="directory for results (default results/)")
     explore.add_argument("--work-dir", default=None, help="existing directory for the scrapers' stores")
 
@@ -115,29 +120,27 @@ def _campaign_options(command: argparse.ArgumentParser, runs_default: int = RUNS
                          help="the range a kill lands in after each start, LOW,HIGH seconds (default 0.2,1.0)")
     command.add_argument("--latency", type=_not_negative(float), default=0.0,
                          help="added per-request latency of the fixture site, seconds (default 0)")
-    command.add_argument("--listing-pages", type=_positive(int), default=DEFAULT_LISTING_PAGES,
-                         help=f"listing pages in the catalog (default {DEFAULT_LISTING_PAGES})")
-    command.add_argument("--per-page", type=_positive(int), default=DEFAULT_PRODUCTS_PER_PAGE,
-                         help=f"products per listing page (default {DEFAULT_PRODUCTS_PER_PAGE})")
-    command.add_argument("--time-limit", type=_positive(float), default=DEFAULT_TIME_LIMIT_S,
-                         help=f"seconds a run may take before it is a liveness failure (default {DEFAULT_TIME_LIMIT_S:g})")
+    _site_options(command, DEFAULT_LISTING_PAGES, DEFAULT_PRODUCTS_PER_PAGE, DEFAULT_TIME_LIMIT_S)
     command.add_argument("--out", default="results", help="directory for results (default results/)")
     command.add_argument("--work-dir", default=None,
                          help="existing directory for the scrapers' stores while they run (default: system temp)")
     command.add_argument("--no-plot", action="store_true", help="skip the PNG plot")
 
 
-def _catalog_options(command: argparse.ArgumentParser, lease_default: float, pages_default: int = 2,
-                     per_page_default: int = 3) -> None:
+def _site_options(command: argparse.ArgumentParser, pages: int, per_page: int, time_limit_s: float) -> None:
+    command.add_argument("--listing-pages", type=_positive(int), default=pages,
+                         help=f"listing pages in the catalog (default {pages})")
+    command.add_argument("--per-page", type=_positive(int), default=per_page,
+                         help=f"products per listing page (default {per_page})")
+    command.add_argument("--time-limit", type=_positive(float), default=time_limit_s,
+                         help=f"seconds a run may take before it is a liveness failure (default {time_limit_s:g})")
+
+
+def _exact_point_options(command: argparse.ArgumentParser) -> None:
     """Options of the commands that run exact points: a small catalog and a short lease keep them fast."""
-    command.add_argument("--listing-pages", type=_positive(int), default=pages_default,
-                         help=f"listing pages in the catalog (default {pages_default})")
-    command.add_argument("--per-page", type=_positive(int), default=per_page_default,
-                         help=f"products per listing page (default {per_page_default})")
-    command.add_argument("--lease", type=_positive(float), default=lease_default,
-                         help=f"lease length in seconds (default {lease_default:g})")
-    command.add_argument("--time-limit", type=_positive(float), default=60.0,
-                         help="seconds one run may take before it is a liveness failure (default 60)")
+    _site_options(command, pages=2, per_page=3, time_limit_s=60.0)
+    command.add_argument("--lease", type=_positive(float), default=EXACT_LEASE_S,
+                         help=f"lease length in seconds (default {EXACT_LEASE_S:g})")
 
 
 def _kill_delay(text: str) -> tuple[float, float]:

@@ -32,6 +32,10 @@ def run_killtest(*args, timeout=120):
     (["run", "--design", "naive", "--work-dir", "/no/such/dir"], "does not exist"),
     (["run"], "--design"),
     (["calibrate", "--latencies", "fast"], "--latencies"),
+    (["run", "--design", "naive", "--latency", "-1"], "--latency"),
+    (["replay", "--design", "idempotent", "--schedule", "r0"], "bad kill point 'r0'"),
+    (["explore", "--design", "nope"], "unknown design 'nope'"),
+    (["explore", "--design", "idempotent", "--only", "soon"], "bad kill point 'soon'"),
 ])
 def test_bad_input_is_one_line_and_exit_status_2(args, says, tmp_path):
     done = run_killtest(*args, "--out", str(tmp_path / "out"))
@@ -86,3 +90,23 @@ def test_an_interrupted_campaign_keeps_finished_runs_and_leaves_nothing_behind(s
     assert report["complete"] is False and report["runs"]
     assert os.listdir(work) == []
     assert all(not p.is_running() or p.status() == psutil.STATUS_ZOMBIE for p in scrapers)
+
+
+def test_explore_exits_1_and_prints_a_replay_when_a_design_that_claims_idempotence_breaks(tmp_path):
+    bad_line = "l:scrapers/zoo/done_before_record.py:20:2"
+    done = run_killtest("explore", "--design", "zoo-done-before-record", "--only", f"r3,{bad_line}",
+                        "--out", str(tmp_path))
+    assert done.returncode == 1, done.stderr
+    report = json.loads((tmp_path / "explore-zoo-done-before-record.json").read_text())
+    assert [(o["point"], o["valid"]) for o in report["outcomes"]] == [("r3", True), (bad_line, False)]
+    assert f"killtest replay --design zoo-done-before-record --schedule {bad_line}" in done.stderr
+    replayed = run_killtest("replay", "--design", "zoo-done-before-record", "--schedule", bad_line,
+                            "--out", str(tmp_path))
+    assert replayed.returncode == 1 and "lost 1 of 6 records" in replayed.stderr
+
+
+def test_explore_passes_the_idempotent_design(tmp_path):
+    done = run_killtest("explore", "--design", "idempotent", "--only", "r3,r5,l:scrapers/idempotent.py:90:2",
+                        "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "3 crash points, 0 broken" in done.stderr
