@@ -88,20 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
     replay = commands.add_parser("replay", help="run one design once on one schedule, as a failure printed it")
     replay.add_argument("--design", action="append", required=True, help="the design to run")
     replay.add_argument("--schedule", required=True, help="the kill points, as printed by the failure")
-    replay.add_argument("--no-prefork", action="store_true",
-                        help="start a new interpreter for every start (the fuzzer and explore fork by default)")
     _exact_point_options(replay)
-    replay.add_argument("--out", default="results", help="directory for results (default results/)")
-    replay.add_argument("--work-dir", default=None, help="existing directory for the scraper's store")
 
     explore = commands.add_parser("explore", help="kill once at every request boundary and commit-path line")
     explore.add_argument("--design", required=True, help=f"the design to explore: {', '.join(BUILT_IN_DESIGNS)}")
     explore.add_argument("--only", default=None, help="explore just these kill points (comma-joined, as --schedule)")
-    explore.add_argument("--no-prefork", action="store_true",
-                         help="start a new interpreter for every start instead of forking a pre-imported one (slower)")
     _exact_point_options(explore)
-    explore.add_argument("--out", default="results", help="directory for results (default results/)")
-    explore.add_argument("--work-dir", default=None, help="existing directory for the scrapers' stores")
 
     calibrate = commands.add_parser("calibrate", help="run the naive control at several site latencies")
     calibrate.add_argument("--latencies", default="0,0.001,0.003",
@@ -141,6 +133,11 @@ def _exact_point_options(command: argparse.ArgumentParser) -> None:
     _site_options(command, pages=2, per_page=3, time_limit_s=60.0)
     command.add_argument("--lease", type=_positive(float), default=EXACT_LEASE_S,
                          help=f"lease length in seconds (default {EXACT_LEASE_S:g})")
+    command.add_argument("--no-prefork", action="store_true",
+                         help="start a new interpreter for every start instead of forking one that imported"
+                              " the design already (slower, and lease expiry may then race the start-up)")
+    command.add_argument("--out", default="results", help="directory for results (default results/)")
+    command.add_argument("--work-dir", default=None, help="existing directory for the scrapers' stores")
 
 
 def _kill_delay(text: str) -> tuple[float, float]:
