@@ -9,23 +9,21 @@ import os
 import shlex
 import signal
 import sys
-import tempfile
 
 from fixture_site.catalog import DEFAULT_LISTING_PAGES, DEFAULT_PRODUCTS_PER_PAGE, build_catalog
 from fixture_site.server import SiteServer
-from harness.checker import check_run, compare_designs, per_run_wins
+from harness.campaign import Campaign, summarise
+from harness.campaign_runner import CampaignPlan, run_campaign
 from harness.designs import BUILT_IN_DESIGNS, design_named
 from harness.errors import KilltestError
 from harness.explore import explore
 from harness.files import write_atomically
 from harness.prefork import Zygote
 from harness.progress import Progress
-from harness.render import exploration_markdown
 from harness.published import (KILL_DELAY_S, KILLS_PER_RUN, LEASE_S, PUBLISHED_NAIVE_ROWS_PER_PRODUCT,
                                RUNS_PER_DESIGN)
-from harness.campaign import Campaign, summarise
-from harness.report import history_path, write_results
-from harness.runner import DEFAULT_TIME_LIMIT_S, RunSettings, run_kill_test
+from harness.render import exploration_markdown
+from harness.runner import DEFAULT_TIME_LIMIT_S, RunSettings
 from harness.schedule import parse_schedule, run_seeds, timed_schedule
 
 # Exact-point runs use a small catalog whose pages take milliseconds: a 0.2 s lease is still 50 times the
@@ -164,65 +162,30 @@ def _prepare_dirs(args) -> None:
         raise KilltestError(f"cannot create the results directory {args.out!r}: {error.strerror}") from None
 
 
-def run_campaign(args, designs, latency_s: float, name: str, progress: Progress, prefork: bool = False) -> Campaign:
-    """Every run of every design on the same schedules; results are rewritten after each run.
-
-    With `prefork`, each design's starts are forked from a process that imported it once.
-    """
+def _timed_plan(args, designs, latency_s: float, name: str) -> CampaignPlan:
+    """The plan of `run` and `calibrate`: seeded timed schedules, or one exact schedule repeated."""
     delay_range = _kill_delay(args.kill_delay)
-    if getattr(args, "schedule", None) is not None:
-        schedules = [parse_schedule(args.schedule)] * args.runs  # exact points: every run repeats the same one
+    exact = getattr(args, "schedule", None)
+    if exact is not None:
+        schedules = (parse_schedule(exact),) * args.runs  # exact points: every run repeats the same one
     else:
-        schedules = [timed_schedule(seed, args.kills, *delay_range) for seed in run_seeds(args.seed, args.runs)]
-    catalog = build_catalog(args.listing_pages, args.per_page)
-    settings = RunSettings(lease_s=getattr(args, "lease", LEASE_S), time_limit_s=args.time_limit)
-    campaign = Campaign(command=shlex.join(["killtest", *sys.argv[1:]]) if sys.argv else "killtest",
-                        settings={"designs": [d.name for d in designs], "runs": args.runs,
-                                  "kills": schedules[0].kills if schedules else args.kills,
-                                  "schedule": getattr(args, "schedule", None),
-                                  "seed": args.seed, "kill_delay_s": list(delay_range), "lease_s": settings.lease_s,
-                                  "latency_s": latency_s, "products": len(catalog.products),
-                                  "full_crawl_requests": catalog.full_crawl_requests,
-                                  "time_limit_s": settings.time_limit_s, "cpus": os.cpu_count(),
-                                  "python": sys.version.split()[0]})
-    designs_by_name = {d.name: d for d in designs}
-    try:
-        with SiteServer(catalog, latency_s=latency_s) as site, contextlib.ExitStack() as stack:
-            launchers = {d.name: stack.enter_context(Zygote(d)) for d in designs} if prefork else {}
-            for run, schedule in enumerate(schedules, start=1):
-                for design in designs:
-                    label = f"[{design.name} run {run}/{args.runs} " + (
-                        f"seed {schedule.seed}]" if schedule.seed is not None else f"schedule {schedule.spec}]")
-                    with tempfile.TemporaryDirectory(prefix="killtest-", dir=args.work_dir) as work_dir:
-                        history = run_kill_test(design, schedule, site, work_dir, settings,
-                                                on_progress=lambda m, label=label: progress.step(f"{label} {m}"),
-                                                launcher=launchers.get(design.name))
-                    history.write_jsonl(history_path(args.out, name, design.name, run))
-                    verdict = check_run(design, run, history, catalog)
-                    campaign.verdicts.append(verdict)
-                    progress.done(_one_line(label, verdict))
-                    write_results(campaign, args.out, name, plot=False)
-        campaign.comparison_figures = per_run_wins(campaign.verdicts, designs_by_name)
-        if getattr(args, "check_faster", False):
-            campaign.comparison_problems = compare_designs(campaign.verdicts, designs_by_name)
-        campaign.complete = True
-    finally:
-        # Whatever stopped the campaign, the runs that finished are kept, whole.
-        write_results(campaign, args.out, name, plot=not args.no_plot)
-    return campaign
+        schedules = tuple(timed_schedule(seed, args.kills, *delay_range) for seed in run_seeds(args.seed, args.runs))
+    return CampaignPlan(command=_command_line(), designs=tuple(designs), schedules=schedules,
+                        catalog=build_catalog(args.listing_pages, args.per_page),
+                        settings=RunSettings(lease_s=getattr(args, "lease", LEASE_S), time_limit_s=args.time_limit),
+                        out_dir=args.out, name=name, latency_s=latency_s, work_dir=args.work_dir,
+                        plot=not args.no_plot, check_faster=getattr(args, "check_faster", False),
+                        seed=None if exact is not None else args.seed, kill_delay_s=delay_range)
 
 
-def _one_line(label: str, v) -> str:
-    status = "ok" if v.valid else "FAIL: " + "; ".join(v.problems)
-    return (f"{label} rows {v.rows} ({v.duplicate_ratio:.2f}/product), correct {v.correct_records},"
-            f" missing {v.missing_records}, requests {v.requests}, kills {v.kills}/{v.kills_planned},"
-            f" wall {v.wall_s:.2f}s: {status}")
+def _command_line() -> str:
+    return shlex.join(["killtest", *sys.argv[1:]])
 
 
 def _command_run(args, progress: Progress) -> int:
     designs = _designs(args.design)
     _prepare_dirs(args)
-    campaign = run_campaign(args, designs, args.latency, args.name, progress)
+    campaign = run_campaign(_timed_plan(args, designs, args.latency, args.name), progress)
     for figure in campaign.comparison_figures:
         progress.done(figure)
     for problem in campaign.comparison_problems:
@@ -255,7 +218,7 @@ def _command_calibrate(args, progress: Progress) -> int:
     naive = design_named("naive")
     rows = []
     for latency in latencies:
-        campaign = run_campaign(args, [naive], latency, f"calibration-latency-{latency:g}", progress)
+        campaign = run_campaign(_timed_plan(args, [naive], latency, f"calibration-latency-{latency:g}"), progress)
         summary = summarise(campaign)["naive"]
         rows.append((latency, summary))
         gap = summary["band_gap"]
@@ -288,10 +251,14 @@ def calibration_markdown(rows, args) -> str:
 
 def _command_replay(args, progress: Progress) -> int:
     designs = _designs(args.design)
-    args.schedule = parse_schedule(args.schedule).spec  # refuse a bad spec before anything starts
-    args.runs, args.kills, args.seed, args.kill_delay, args.latency, args.no_plot = 1, 0, 0, "0.2,1.0", 0.0, True
+    schedule = parse_schedule(args.schedule)  # a bad spec is refused before anything starts
     _prepare_dirs(args)
-    campaign = run_campaign(args, designs, 0.0, "replay", progress, prefork=not args.no_prefork)
+    plan = CampaignPlan(command=_command_line(), designs=tuple(designs), schedules=(schedule,),
+                        catalog=build_catalog(args.listing_pages, args.per_page),
+                        settings=RunSettings(lease_s=args.lease, time_limit_s=args.time_limit),
+                        out_dir=args.out, name="replay", work_dir=args.work_dir, plot=False,
+                        prefork=not args.no_prefork)
+    campaign = run_campaign(plan, progress)
     progress.done(f"results: {os.path.join(args.out, 'replay')}.{{json,md}} — {'PASS' if campaign.valid else 'FAIL'}")
     return 0 if campaign.valid else EXIT_CHECK_FAILED
 
@@ -308,7 +275,7 @@ def _command_explore(args, progress: Progress) -> int:
                               launcher=launcher)
     base = os.path.join(args.out, f"explore-{design.name}")
     write_atomically(f"{base}.json", json.dumps(exploration.to_json(), indent=2) + "\n")
-    write_atomically(f"{base}.md", exploration_markdown(exploration, shlex.join(["killtest", *sys.argv[1:]])))
+    write_atomically(f"{base}.md", exploration_markdown(exploration, _command_line()))
     for outcome in exploration.broken:
         progress.done(f"{outcome.point}: {'; '.join(outcome.problems)}")
     progress.done(f"explore {design.name}: {len(exploration.outcomes)} crash points, {len(exploration.broken)} broken,"

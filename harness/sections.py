@@ -113,9 +113,9 @@ def _naive_band(campaign: Campaign) -> Section | None:
         f"Ours: {gap['ours'][0]:.2f}–{gap['ours'][1]:.2f} rows per product, {where} the published band"
         f" {low}–{high} (lowest run {gap['lowest_below_band_by']:.2f} below the band,"
         f" highest {gap['highest_above_band_by']:.2f} above it)."])
-    delays = campaign.settings.get("kill_delay_s", [0.2, 1.0])
+    delays = campaign.settings.get("kill_delay_s")  # None for exact schedules, where the timed model says nothing
     startup, rate = s["median_startup_s"], s["median_request_rate"]
-    if startup is not None and rate:
+    if delays and startup is not None and rate:
         mean_delay = (delays[0] + delays[1]) / 2
         per_kill = max(0.0, mean_delay - startup) * rate
         section.paragraphs.append(

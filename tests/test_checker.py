@@ -55,7 +55,7 @@ KILLED_TWICE = [{"held": ["/product/0"]}, {"held": ["/product/0", "/product/2"]}
 
 
 def test_a_clean_idempotent_run_is_valid_with_its_figures():
-    v = check(IDEMPOTENT, history(KILLED_TWICE, extra_requests=["/product/2"]), truth())
+    v = check(IDEMPOTENT, history(KILLED_TWICE, extra_requests=["/product/2"], reports_leases=True), truth())
     assert v.valid, v.problems
     assert (v.rows, v.distinct_records, v.correct_records, v.missing_records) == (6, 6, 6, 0)
     assert (v.requests, v.repeated_requests, v.paths_fetched_again) == (9, 1, 1)
@@ -122,7 +122,11 @@ def test_the_naive_control_must_show_duplicates_when_kills_landed_mid_crawl():
 ])
 def test_a_kill_between_lease_and_commit_leaves_a_lease_that_was_not_there_before(held, expected):
     kills = [{"held": h} for h in held]
-    assert check(IDEMPOTENT, history(kills), truth()).kills_between_lease_and_commit == expected
+    assert check(IDEMPOTENT, history(kills, reports_leases=True), truth()).kills_between_lease_and_commit == expected
+
+
+def test_a_design_whose_leases_cannot_be_read_has_no_kill_counted_between_lease_and_commit():
+    assert check(NAIVE, history(KILLED_TWICE), truth() + truth()).kills_between_lease_and_commit == 0
 
 
 def test_comparison_sums_wall_times_over_the_shared_schedules():

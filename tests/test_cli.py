@@ -110,3 +110,12 @@ def test_explore_passes_the_idempotent_design(tmp_path):
                         "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "3 crash points, 0 broken" in done.stderr
+
+
+def test_replaying_the_naive_control_on_an_exact_schedule_writes_its_report(tmp_path):
+    done = run_killtest("replay", "--design", "naive", "--schedule", "r5", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "replay.json").read_text())
+    assert report["settings"]["schedule"] == "r5" and report["settings"]["seed"] is None
+    assert report["runs"][0]["duplicated_records"] > 0
+    assert "naive control" in (tmp_path / "replay.md").read_text()

@@ -1,0 +1,88 @@
+"""Run a campaign: every design on the same schedules against one fixture site, checking as it goes."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+
+from fixture_site.catalog import Catalog
+from fixture_site.server import SiteServer
+from harness.campaign import Campaign
+from harness.checker import check_run, compare_designs, per_run_wins
+from harness.designs import Design
+from harness.prefork import Zygote
+from harness.progress import Progress
+from harness.report import history_path, write_results
+from harness.runner import RunSettings, run_kill_test
+from harness.schedule import KillSchedule
+
+
+@dataclass(frozen=True)
+class CampaignPlan:
+    """What one campaign runs, and where its results go."""
+
+    command: str
+    designs: tuple[Design, ...]
+    schedules: tuple[KillSchedule, ...]  # run r uses schedules[r - 1], the same for every design
+    catalog: Catalog
+    settings: RunSettings
+    out_dir: str
+    name: str
+    latency_s: float = 0.0
+    work_dir: str | None = None
+    plot: bool = True
+    prefork: bool = False  # fork each start from a process that imported the design once
+    check_faster: bool = False  # fail unless idempotent designs beat the naive control in total wall time
+    seed: int | None = None  # the base seed of timed schedules, for the record
+    kill_delay_s: tuple[float, float] | None = None
+
+    def describe(self) -> dict:
+        return {"designs": [d.name for d in self.designs], "runs": len(self.schedules),
+                "kills": self.schedules[0].kills if self.schedules else 0,
+                "schedule": None if self.seed is not None else (self.schedules[0].spec if self.schedules else ""),
+                "seed": self.seed, "kill_delay_s": list(self.kill_delay_s) if self.kill_delay_s else None,
+                "lease_s": self.settings.lease_s, "latency_s": self.latency_s,
+                "products": len(self.catalog.products), "full_crawl_requests": self.catalog.full_crawl_requests,
+                "time_limit_s": self.settings.time_limit_s, "cpus": os.cpu_count(),
+                "python": sys.version.split()[0]}
+
+
+def run_campaign(plan: CampaignPlan, progress: Progress) -> Campaign:
+    """Every run of every design on the plan's schedules; results are rewritten after each run."""
+    campaign = Campaign(command=plan.command, settings=plan.describe())
+    designs_by_name = {d.name: d for d in plan.designs}
+    runs = len(plan.schedules)
+    try:
+        with SiteServer(plan.catalog, latency_s=plan.latency_s) as site, contextlib.ExitStack() as stack:
+            launchers = {d.name: stack.enter_context(Zygote(d)) for d in plan.designs} if plan.prefork else {}
+            for run, schedule in enumerate(plan.schedules, start=1):
+                for design in plan.designs:
+                    label = f"[{design.name} run {run}/{runs} " + (
+                        f"seed {schedule.seed}]" if schedule.seed is not None else f"schedule {schedule.spec}]")
+                    with tempfile.TemporaryDirectory(prefix="killtest-", dir=plan.work_dir) as work_dir:
+                        history = run_kill_test(design, schedule, site, work_dir, plan.settings,
+                                                on_progress=lambda m, label=label: progress.step(f"{label} {m}"),
+                                                launcher=launchers.get(design.name))
+                    history.write_jsonl(history_path(plan.out_dir, plan.name, design.name, run))
+                    verdict = check_run(design, run, history, plan.catalog)
+                    campaign.verdicts.append(verdict)
+                    progress.done(_one_line(label, verdict))
+                    write_results(campaign, plan.out_dir, plan.name, plot=False)
+        campaign.comparison_figures = per_run_wins(campaign.verdicts, designs_by_name)
+        if plan.check_faster:
+            campaign.comparison_problems = compare_designs(campaign.verdicts, designs_by_name)
+        campaign.complete = True
+    finally:
+        # Whatever stopped the campaign, the runs that finished are kept, whole.
+        write_results(campaign, plan.out_dir, plan.name, plot=plan.plot)
+    return campaign
+
+
+def _one_line(label: str, v) -> str:
+    status = "ok" if v.valid else "FAIL: " + "; ".join(v.problems)
+    return (f"{label} rows {v.rows} ({v.duplicate_ratio:.2f}/product), correct {v.correct_records},"
+            f" missing {v.missing_records}, requests {v.requests}, kills {v.kills}/{v.kills_planned},"
+            f" wall {v.wall_s:.2f}s: {status}")
