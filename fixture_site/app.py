@@ -10,15 +10,20 @@ from fixture_site.catalog import Catalog
 from fixture_site.request_log import RequestLog
 
 
-def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_s: float = 0.0) -> Flask:
+def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_s: float = 0.0,
+               slow_paths: dict[str, float] | None = None) -> Flask:
     """A shop serving `catalog`; every request, 404s included, goes into `request_log`.
+
+    `latency_s` delays every answer; `slow_paths` maps a path to how many seconds its answer takes,
+    for a page slower than a design's lease.
 
     `app.config["ON_REQUEST"]`, when set, is called with each request's path as it arrives, before the
     site answers, and `app.config["ON_RESPONSE_SENT"]` once the server has written the answer: the
     harness uses them to kill a scraper at an exact request.
     """
-    if latency_s < 0:
-        raise ValueError("latency_s must be zero or more")
+    slow_paths = dict(slow_paths or {})
+    if latency_s < 0 or any(seconds < 0 for seconds in slow_paths.values()):
+        raise ValueError("latency_s and slow_paths take zero seconds or more")
     app = Flask("fixture_site")
     app.config["CATALOG"] = catalog
     app.config["REQUEST_LOG"] = log = request_log if request_log is not None else RequestLog()
@@ -29,8 +34,9 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
         on_request = app.config.get("ON_REQUEST")
         if on_request is not None:
             on_request(request.path)
-        if latency_s:
-            time.sleep(latency_s)
+        delay_s = slow_paths.get(request.path, latency_s)
+        if delay_s:
+            time.sleep(delay_s)
 
     @app.after_request
     def count(response):
@@ -60,7 +66,8 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
         if not 0 <= index < len(catalog.products):
             abort(404)
         item = catalog.products[index]
-        return _page(item.sku, f'<span class="sku">{item.sku}</span> <span class="price">{item.price}</span>')
+        return _page(item.sku, f'<h1 class="name">{item.name}</h1>'
+                               f'<span class="sku">{item.sku}</span> <span class="price">{item.price}</span>')
 
     return app
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 # The article's test site: 25 listing pages of 20 products each (source: seeds/000, "열 번 죽여보기").
 DEFAULT_LISTING_PAGES = 25
 DEFAULT_PRODUCTS_PER_PAGE = 20
+# What a product page shows besides its SKU: the fields a design's spec can map its columns to.
+TRUTH_FIELDS = ("price", "name")
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,14 @@ class Product:
     @property
     def path(self) -> str:
         return f"/product/{self.index}"
+
+    @property
+    def name(self) -> str:
+        return f"Product {self.index}"
+
+    def fields(self) -> dict[str, str]:
+        """The product's values as its page shows them, by TRUTH_FIELDS name."""
+        return {"price": self.price, "name": self.name}
 
 
 @dataclass(frozen=True)
@@ -49,6 +59,13 @@ class Catalog:
 
     def prices_by_sku(self) -> dict[str, str]:
         return {product.sku: product.price for product in self.products}
+
+    def truth(self) -> dict[str, dict[str, str]]:
+        """Ground truth: every product's fields by SKU."""
+        return {product.sku: product.fields() for product in self.products}
+
+    def paths_by_sku(self) -> dict[str, str]:
+        return {product.sku: product.path for product in self.products}
 
 
 def build_catalog(listing_pages: int = DEFAULT_LISTING_PAGES,

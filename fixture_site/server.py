@@ -23,10 +23,11 @@ class _QuietHandler(WSGIRequestHandler):
 class SiteServer:
     """A context manager that serves `catalog` on 127.0.0.1 in a background thread until it exits."""
 
-    def __init__(self, catalog: Catalog, latency_s: float = 0.0, host: str = "127.0.0.1") -> None:
+    def __init__(self, catalog: Catalog, latency_s: float = 0.0, host: str = "127.0.0.1",
+                 slow_paths: dict[str, float] | None = None) -> None:
         self.catalog = catalog
         self.request_log = RequestLog()
-        self._app = create_app(catalog, self.request_log, latency_s=latency_s)
+        self._app = create_app(catalog, self.request_log, latency_s=latency_s, slow_paths=slow_paths)
         self._host = host
         self._server = None
         self._thread: threading.Thread | None = None

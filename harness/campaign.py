@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from harness.baseline import FigureDiff, regressions
 from harness.checker import RunVerdict
 from harness.published import PUBLISHED_NAIVE_ROWS_PER_PRODUCT, PUBLISHED_WALL_S
 
@@ -22,12 +23,17 @@ class Campaign:
     verdicts: list[RunVerdict] = field(default_factory=list)
     comparison_problems: list[str] = field(default_factory=list)
     comparison_figures: list[str] = field(default_factory=list)
+    baseline_diffs: list[FigureDiff] = field(default_factory=list)
     complete: bool = False
     interrupted: bool = False
 
     @property
+    def regressions(self) -> list[str]:
+        return regressions(self.baseline_diffs)
+
+    @property
     def valid(self) -> bool:
-        return all(v.valid for v in self.verdicts) and not self.comparison_problems
+        return all(v.valid for v in self.verdicts) and not self.comparison_problems and not self.regressions
 
     def designs(self) -> list[str]:
         return list(dict.fromkeys(v.design for v in self.verdicts))
@@ -88,4 +94,5 @@ def to_json(campaign: Campaign) -> dict:
             "runs": [v.to_json() for v in campaign.verdicts],
             "comparison_problems": campaign.comparison_problems,
             "comparison_figures": campaign.comparison_figures,
+            "baseline": [d.to_json() for d in campaign.baseline_diffs], "regressions": campaign.regressions,
             "summary": summarise(campaign) if campaign.verdicts else {}}

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from fixture_site.catalog import Catalog
 from fixture_site.server import SiteServer
+from harness.baseline import Thresholds, compare
 from harness.campaign import Campaign
 from harness.checker import check_run, compare_designs, per_run_wins
 from harness.designs import Design
@@ -32,12 +33,15 @@ class CampaignPlan:
     out_dir: str
     name: str
     latency_s: float = 0.0
+    slow_pages: tuple[tuple[str, float], ...] = ()  # (path, seconds its answer takes)
     work_dir: str | None = None
     plot: bool = True
     prefork: bool = False  # fork each start from a process that imported the design once
     check_faster: bool = False  # fail unless idempotent designs beat the naive control in total wall time
     seed: int | None = None  # the base seed of timed schedules, for the record
     kill_delay_s: tuple[float, float] | None = None
+    baseline_runs: tuple[dict, ...] = ()  # the runs of a saved campaign to compare with (harness/baseline.py)
+    thresholds: Thresholds = Thresholds()
 
     def describe(self) -> dict:
         return {"designs": [d.name for d in self.designs], "runs": len(self.schedules),
@@ -45,6 +49,7 @@ class CampaignPlan:
                 "schedule": None if self.seed is not None else (self.schedules[0].spec if self.schedules else ""),
                 "seed": self.seed, "kill_delay_s": list(self.kill_delay_s) if self.kill_delay_s else None,
                 "lease_s": self.settings.lease_s, "latency_s": self.latency_s,
+                "slow_pages": dict(self.slow_pages), "recrawls": self.settings.recrawls,
                 "products": len(self.catalog.products), "full_crawl_requests": self.catalog.full_crawl_requests,
                 "time_limit_s": self.settings.time_limit_s, "cpus": os.cpu_count(),
                 "python": sys.version.split()[0]}
@@ -56,8 +61,11 @@ def run_campaign(plan: CampaignPlan, progress: Progress) -> Campaign:
     designs_by_name = {d.name: d for d in plan.designs}
     runs = len(plan.schedules)
     try:
-        with SiteServer(plan.catalog, latency_s=plan.latency_s) as site, contextlib.ExitStack() as stack:
-            launchers = {d.name: stack.enter_context(Zygote(d)) for d in plan.designs} if plan.prefork else {}
+        with SiteServer(plan.catalog, latency_s=plan.latency_s, slow_paths=dict(plan.slow_pages)) as site, \
+                contextlib.ExitStack() as stack:
+            # Only a Python design can be pre-forked; any other program starts afresh every time.
+            launchers = {d.name: stack.enter_context(Zygote(d)) for d in plan.designs
+                         if plan.prefork and d.module is not None}
             for run, schedule in enumerate(plan.schedules, start=1):
                 for design in plan.designs:
                     label = f"[{design.name} run {run}/{runs} " + (
@@ -74,6 +82,9 @@ def run_campaign(plan: CampaignPlan, progress: Progress) -> Campaign:
         campaign.comparison_figures = per_run_wins(campaign.verdicts, designs_by_name)
         if plan.check_faster:
             campaign.comparison_problems = compare_designs(campaign.verdicts, designs_by_name)
+        if plan.baseline_runs:
+            campaign.baseline_diffs = compare(list(plan.baseline_runs), [v.to_json() for v in campaign.verdicts],
+                                              {d.name: d.claims_idempotence for d in plan.designs}, plan.thresholds)
         campaign.complete = True
     finally:
         # Whatever stopped the campaign, the runs that finished are kept, whole.

@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from harness.history import History
 
 EXAMPLES = 5  # how many keys or paths of each category a verdict names
+# Two stamps of one write (first written, last changed) may differ by a rounding; a rewrite is later.
+CLOCK_SLACK_S = 0.001
 
 
 @dataclass
@@ -25,6 +27,9 @@ class RecordSets:
     duplicated: dict[str, int] = field(default_factory=dict)  # key -> rows stored for it
     wrong: list[str] = field(default_factory=list)  # on the site, stored with another value
     not_on_site: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)  # rows the store holds but that could not be read
+    # Records the site never changed whose last change the design moved after their first write.
+    rewritten_unchanged: list[str] = field(default_factory=list)
     correct: int = 0
     rows: int = 0
     distinct: int = 0
@@ -34,19 +39,38 @@ class RecordSets:
         return len(self.wrong) + len(self.not_on_site)
 
 
-def sort_records(history: History, truth: dict[str, str]) -> RecordSets:
-    stored = [(e["key"], e["value"]) for e in history.of_type("store_record")]
-    values: dict[str, set[str]] = {}
-    for key, value in stored:
-        values.setdefault(key, set()).add(value)
-    rows_per_key = Counter(key for key, _ in stored)
+def same_value(stored: str, shown: str) -> bool:
+    """A stored value matches the site's when the text is equal, or both are the same number (12.5, "12.50")."""
+    if stored == shown:
+        return True
+    try:
+        return float(stored) == float(shown)
+    except ValueError:
+        return False
+
+
+def sort_records(history: History, truth: dict[str, dict[str, str]]) -> RecordSets:
+    """Sort the stored rows against the site's fields by key; only the fields a row holds are compared."""
+    stored = [e for e in history.of_type("store_record") if e["key"] is not None]
+    values: dict[str, list[dict]] = {}
+    for record in stored:
+        values.setdefault(record["key"], []).append(record["fields"])
+
+    def all_correct(key: str) -> bool:
+        return all(same_value(str(v), truth[key].get(name, "")) for fields in values[key] for name, v in fields.items())
+
+    rows_per_key = Counter(record["key"] for record in stored)
     return RecordSets(
         lost=sorted(set(truth) - set(values)),
         duplicated={k: n for k, n in sorted(rows_per_key.items()) if n > 1},
-        wrong=sorted(k for k, v in values.items() if k in truth and v != {truth[k]}),
+        wrong=sorted(k for k in values if k in truth and not all_correct(k)),
         not_on_site=sorted(set(values) - set(truth)),
-        correct=sum(1 for k, v in values.items() if k in truth and v == {truth[k]}),
-        rows=len(stored), distinct=len(values))
+        unreadable=[e.get("unreadable", "") for e in history.of_type("store_record") if e["key"] is None],
+        # Until the site changes between crawls, every change a design claims is a rewrite of unchanged content.
+        rewritten_unchanged=sorted({r["key"] for r in stored if r.get("changed_t") is not None and r["stamped"]
+                                    and r["changed_t"] > r["t"] + CLOCK_SLACK_S}),
+        correct=sum(1 for k in values if k in truth and all_correct(k)),
+        rows=len(history.of_type("store_record")), distinct=len(values))
 
 
 @dataclass
@@ -73,6 +97,7 @@ def did_work(history: History, start: int) -> bool:
 def sort_kills(history: History) -> list[KillFinding]:
     requests = history.of_type("request")
     reads_leases = history.first("run_started").get("reports_leases", False)
+    crawl_of = crawls_by_start(history)
     findings, held_before = [], set()
     for kill in history.of_type("kill"):
         if kill["returncode"] != -signal.SIGKILL:
@@ -86,7 +111,36 @@ def sort_kills(history: History) -> list[KillFinding]:
             own = [r["path"] for r in requests if r["start"] == kill["start"]]
             in_flight = own[-1:]
         held_before = held_now
-        fetched_later = {r["path"] for r in requests if r["start"] is not None and r["start"] > kill["start"]}
+        fetched_later = {r["path"] for r in requests
+                         if r["start"] is not None and r["start"] > kill["start"] and crawl_of.get(r["start"]) == 1}
         findings.append(KillFinding(kill["start"], kill["t"], kill["returncode"], status, in_flight,
                                     [p for p in in_flight if p in fetched_later]))
     return findings
+
+
+def crawls_by_start(history: History) -> dict[int, int]:
+    """Which crawl each start belonged to: 1 for the killed crawl, 2 and up for re-crawls."""
+    return {e["start"]: e.get("crawl", 1) for e in history.of_type("process_started")}
+
+
+def fetched_again_after_commit(history: History, paths_by_key: dict[str, str]) -> list[str]:
+    """Pages fetched again, in the same crawl, after the design had stored their record.
+
+    A design that commits the record and the page's done mark together never does this; one that
+    commits them apart refetches the page when a kill lands between the two.
+    """
+    crawl_of = crawls_by_start(history)
+    written: dict[str, float] = {}
+    for e in history.of_type("store_record"):
+        if e["key"] in paths_by_key and e["stamped"]:
+            path = paths_by_key[e["key"]]
+            written[path] = min(e["t"], written.get(path, e["t"]))
+    return sorted({r["path"] for r in history.of_type("request")
+                   if r["path"] in written and r["t"] > written[r["path"]] + CLOCK_SLACK_S
+                   and crawl_of.get(r["start"]) == 1})
+
+
+def fetched_twice_by_one_start(history: History) -> list[str]:
+    """Pages one start fetched more than once: its workers claimed a page whose lease ran out while still held."""
+    per_start = Counter((r["start"], r["path"]) for r in history.of_type("request") if r["start"] is not None)
+    return sorted({path for (_, path), n in per_start.items() if n > 1})

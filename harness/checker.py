@@ -11,7 +11,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from fixture_site.catalog import Catalog
-from harness.categories import EXAMPLES, KillFinding, RecordSets, sort_kills, sort_records
+from harness.categories import (EXAMPLES, KillFinding, RecordSets, crawls_by_start, fetched_again_after_commit,
+                                 fetched_twice_by_one_start, sort_kills, sort_records)
 from harness.designs import Design
 from harness.history import History
 
@@ -38,7 +39,8 @@ class RunVerdict:
     unexpected_records: int
     duplicated_records: int
     requests: int
-    repeated_requests: int
+    minimum_requests: int  # one full crawl per crawl: 525 for the article's site, twice that with a re-crawl
+    repeated_requests: int  # requests past the first fetch of a page within its crawl
     paths_fetched_again: int
     in_flight_at_kills: int  # pages whose outcome was unknown when their start was killed
     recovered: int  # of those, pages a later start fetched again
@@ -49,9 +51,16 @@ class RunVerdict:
     request_rate: float | None  # requests per second while a start was crawling
     lease_waits: int
     lease_wait_s: float
+    crawls: int = 1
+    unreadable_rows: int = 0
+    rewritten_unchanged: int = 0  # records whose last_changed moved though the site never changed them
+    refetched_after_commit: int = 0  # pages fetched again in the same crawl after their record was stored
+    fetched_twice_by_one_start: int = 0  # pages one start fetched more than once
+    leases_left_at_exit: list[str] = field(default_factory=list)  # claims a start left when it said it was done
     categories: dict = field(default_factory=dict)
     kill_findings: list[dict] = field(default_factory=list)
     valid: bool = True
+    findings: list[str] = field(default_factory=list)  # a code per broken promise, in the order of `problems`
     problems: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
@@ -63,12 +72,15 @@ def check_run(design: Design, run: int, history: History, catalog: Catalog) -> R
     started = history.first("run_started")
     finished = history.first("run_finished")
     requests = history.of_type("request")
-    records = sort_records(history, catalog.prices_by_sku())
+    records = sort_records(history, catalog.truth())
     kills = sort_kills(history)
     landed = [k for k in kills if k.status == "landed"]
     landed_events = [e for e in history.of_type("kill") if e["start"] in {k.start for k in landed}]
-    served_per_path = Counter(r["path"] for r in requests)
+    crawl_of = crawls_by_start(history)
+    crawls = 1 + started.get("recrawls", 0)
+    served_per_crawl_and_path = Counter((crawl_of.get(r["start"], 1), r["path"]) for r in requests)
     waits = [e for e in history.of_type("scraper_event") if e["name"] == "lease_wait"]
+    exits = history.of_type("process_exited")
 
     verdict = RunVerdict(
         design=design.name, run=run, seed=started["seed"],
@@ -82,19 +94,25 @@ def check_run(design: Design, run: int, history: History, catalog: Catalog) -> R
         rows=records.rows, distinct_records=records.distinct, correct_records=records.correct,
         wrong_records=len(records.wrong), missing_records=len(records.lost),
         unexpected_records=records.unexpected, duplicated_records=len(records.duplicated),
-        requests=len(requests),
-        # Every request past the first fetch of a page; for a finished crawl this is requests - 525.
-        repeated_requests=len(requests) - len(served_per_path),
-        paths_fetched_again=sum(1 for n in served_per_path.values() if n > 1),
+        requests=len(requests), minimum_requests=catalog.full_crawl_requests * crawls,
+        repeated_requests=len(requests) - len(served_per_crawl_and_path),
+        paths_fetched_again=sum(1 for n in served_per_crawl_and_path.values() if n > 1),
         in_flight_at_kills=sum(len(k.in_flight) for k in landed),
         recovered=sum(len(k.recovered) for k in landed),
         duplicate_ratio=round(records.rows / len(catalog.products), 4),
         wall_s=finished["wall_s"], outcome=finished["outcome"],
         startup_s=_median_startup(history), request_rate=_request_rate(history),
         lease_waits=len(waits), lease_wait_s=round(sum(e.get("seconds", 0.0) for e in waits), 3),
+        crawls=crawls, unreadable_rows=len(records.unreadable),
+        rewritten_unchanged=len(records.rewritten_unchanged),
+        refetched_after_commit=len(fetched_again_after_commit(history, catalog.paths_by_sku())),
+        fetched_twice_by_one_start=len(fetched_twice_by_one_start(history)),
+        leases_left_at_exit=sorted({p for e in exits if e["returncode"] == 0 for p in e.get("held_leases", [])}),
         categories=_categories(records, kills), kill_findings=[k.to_json() for k in kills])
-    verdict.problems = _broken_promises(design, verdict, history, catalog)
-    verdict.valid = not verdict.problems
+    broken = _broken_promises(design, verdict, history, catalog, records)
+    verdict.findings = [code for code, _ in broken]
+    verdict.problems = [message for _, message in broken]
+    verdict.valid = not broken
     return verdict
 
 
@@ -108,39 +126,89 @@ def _categories(records: RecordSets, kills: list[KillFinding]) -> dict:
         "duplicated": {"count": len(records.duplicated), "extra_rows": sum(n - 1 for n in records.duplicated.values()),
                        "examples": list(records.duplicated)[:EXAMPLES]},
         "unexpected": {"count": records.unexpected, "examples": (records.wrong + records.not_on_site)[:EXAMPLES]},
+        "unreadable": {"count": len(records.unreadable), "examples": records.unreadable[:EXAMPLES]},
+        "rewritten_unchanged": {"count": len(records.rewritten_unchanged),
+                                "examples": records.rewritten_unchanged[:EXAMPLES]},
         "recovered": {"count": len(recovered), "examples": recovered[:EXAMPLES]},
         "outcome_unknown_at_kill": {"count": len(unknown), "examples": unknown[:EXAMPLES]},
     }
 
 
-def _broken_promises(design: Design, v: RunVerdict, history: History, catalog: Catalog) -> list[str]:
+# Every finding the checker can report, by code; the zoo and the baseline refer to these codes.
+FINDINGS = {
+    "liveness": "the crawl did not finish in time",
+    "crashed": "a start exited by itself with an error",
+    "no_kill_landed": "no kill landed on a start at work",
+    "lost": "a product on the site was never stored",
+    "wrong_value": "a stored value the site never showed",
+    "not_on_site": "a stored record the site does not have",
+    "unreadable": "a stored row that could not be read",
+    "extra_rows": "more rows than products",
+    "excess_requests": "more requests than a full crawl plus one per kill",
+    "refetched_after_commit": "a page fetched again after its record was stored",
+    "fetched_twice_by_one_start": "a page fetched twice by one start",
+    "rewrote_unchanged": "an unchanged record rewritten (its last change moved)",
+    "left_leases": "a start finished with claims still held",
+    "control_without_duplicates": "the naive control kept no duplicate",
+}
+
+
+def _broken_promises(design: Design, v: RunVerdict, history: History, catalog: Catalog,
+                     records: RecordSets) -> list[tuple[str, str]]:
     products = len(catalog.products)
-    problems = []
+    problems: list[tuple[str, str]] = []
     if v.outcome == "timed_out":
         limit = history.first("run_started")["time_limit_s"]
-        problems.append(f"liveness: the crawl had not finished after the {limit:g}s time limit")
+        held = (history.first("time_limit") or {}).get("held_leases", [])
+        claims = f"; the store still held {len(held)} claim(s): {', '.join(held[:EXAMPLES])}" if held else ""
+        problems.append(("liveness", f"liveness: the crawl had not finished after the {limit:g}s time limit{claims}"))
     elif v.outcome == "crashed":
         crash = history.first("crash")
         last_line = (crash["stderr_tail"] or ["(no output)"])[-1]
-        problems.append(f"start {crash['start'] + 1} exited by itself with status {crash['returncode']}: {last_line}")
+        problems.append(("crashed", f"start {crash['start'] + 1} exited by itself with status {crash['returncode']}:"
+                                    f" {last_line}"))
     if v.kills_planned and v.kills == 0:
-        problems.append(f"no kill landed on a start at work ({v.kills_before_work} before work,"
-                        f" {v.kills_missed} missed), so this run proved nothing")
+        problems.append(("no_kill_landed", f"no kill landed on a start at work ({v.kills_before_work} before work,"
+                                           f" {v.kills_missed} missed), so this run proved nothing"))
     if v.missing_records:
-        problems.append(f"lost {v.missing_records} of {products} records")
+        problems.append(("lost", f"lost {v.missing_records} of {products} records"))
     if v.wrong_records:
-        problems.append(f"{v.wrong_records} records hold a value the site never showed")
-    if v.unexpected_records - v.wrong_records:
-        problems.append(f"{v.unexpected_records - v.wrong_records} records are not on the site")
+        problems.append(("wrong_value", f"{v.wrong_records} records hold a value the site never showed"))
+    if records.not_on_site:
+        problems.append(("not_on_site", f"{len(records.not_on_site)} records are not on the site"))
+    if records.unreadable:
+        problems.append(("unreadable", f"{len(records.unreadable)} stored rows could not be read:"
+                                       f" {records.unreadable[0]}"))
     if design.claims_idempotence:
-        if v.rows != products:
-            problems.append(f"{v.rows} rows for {products} products (expected exactly one each)")
-        allowed = catalog.full_crawl_requests + v.kills
-        if v.requests > allowed:
-            problems.append(f"{v.requests} requests, more than {catalog.full_crawl_requests} + {v.kills} kills")
-    elif v.kills and v.duplicated_records == 0 and v.outcome == "completed":
+        problems += _idempotence_broken(v, catalog)
+    elif design.control and v.kills and v.duplicated_records == 0 and v.outcome == "completed":
         # The control must show what kills do to a design without the four decisions.
-        problems.append("the naive control kept no duplicate: the kills did not bite")
+        problems.append(("control_without_duplicates", "the naive control kept no duplicate: the kills did not bite"))
+    return problems
+
+
+def _idempotence_broken(v: RunVerdict, catalog: Catalog) -> list[tuple[str, str]]:
+    """The promises of a design that claims idempotence, beyond keeping every record right."""
+    products = len(catalog.products)
+    problems = []
+    if v.rows > products:  # fewer rows than products is a lost record, reported above
+        problems.append(("extra_rows", f"{v.rows} rows for {products} products (expected exactly one each)"))
+    allowed = v.minimum_requests + v.kills
+    if v.requests > allowed:
+        problems.append(("excess_requests", f"{v.requests} requests, more than {v.minimum_requests} + {v.kills} kills"))
+    if v.refetched_after_commit:
+        problems.append(("refetched_after_commit", f"{v.refetched_after_commit} pages fetched again after their record"
+                                                   " was stored: progress is not committed with the result"))
+    if v.fetched_twice_by_one_start:
+        problems.append(("fetched_twice_by_one_start", f"{v.fetched_twice_by_one_start} pages fetched twice by one"
+                                                       " start: a lease ran out while its holder still worked"))
+    if v.rewritten_unchanged:
+        problems.append(("rewrote_unchanged", f"{v.rewritten_unchanged} unchanged records rewritten: their"
+                                              " last_changed moved though the site never changed them"))
+    if v.leases_left_at_exit:
+        problems.append(("left_leases", f"a start finished with {len(v.leases_left_at_exit)} claim(s) still held"
+                                        f" ({', '.join(v.leases_left_at_exit[:EXAMPLES])}): it exited instead of"
+                                        " waiting for them"))
     return problems
 
 
@@ -197,7 +265,7 @@ def per_run_wins(verdicts: list[RunVerdict], designs: dict[str, Design]) -> list
 def _design_pairs(verdicts: list[RunVerdict], designs: dict[str, Design]) -> list[tuple[str, str]]:
     names = list(dict.fromkeys(v.design for v in verdicts))
     return [(c, n) for c in names if designs[c].claims_idempotence
-            for n in names if not designs[n].claims_idempotence]
+            for n in names if designs[n].control]
 
 
 def _walls_on_shared_schedules(verdicts, claimant: str, control: str) -> tuple[list[float], list[float]]:

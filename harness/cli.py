@@ -13,8 +13,10 @@ import sys
 from fixture_site.catalog import DEFAULT_LISTING_PAGES, DEFAULT_PRODUCTS_PER_PAGE, build_catalog
 from fixture_site.server import SiteServer
 from harness.campaign import Campaign, summarise
+from harness.baseline import (DEFAULT_MAX_EXTRA_REPEATS, DEFAULT_MAX_SLOWDOWN_PCT, Thresholds, diff_table,
+                              load_baseline)
 from harness.campaign_runner import CampaignPlan, run_campaign
-from harness.designs import BUILT_IN_DESIGNS, design_named
+from harness.registry import BUILT_IN_DESIGNS, design_named
 from harness.errors import KilltestError
 from harness.explore import explore
 from harness.files import write_atomically
@@ -25,6 +27,7 @@ from harness.published import (KILL_DELAY_S, KILLS_PER_RUN, LEASE_S, PUBLISHED_N
 from harness.render import exploration_markdown
 from harness.runner import DEFAULT_TIME_LIMIT_S, RunSettings
 from harness.schedule import parse_schedule, run_seeds, timed_schedule
+from harness.zoo import run_zoo, selected, zoo_entries, zoo_markdown
 
 # Exact-point runs use a small catalog whose pages take milliseconds: a 0.2 s lease is still 50 times the
 # slowest page, and it keeps the wait for a killed start's lease from dominating the run.
@@ -71,8 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="kill-test one or more designs on the same seeded schedules")
     run.add_argument("--design", action="append", required=True,
-                     help=f"a design to test: {', '.join(BUILT_IN_DESIGNS)}; repeat it or join names with commas")
+                     help="a design to test: a built-in name (naive, idempotent, zoo-...) or the path of a design"
+                          " spec (.toml); repeat it or join them with commas")
     _campaign_options(run)
+    _scenario_options(run)
+    _baseline_options(run)
     run.add_argument("--lease", type=_positive(float), default=LEASE_S,
                      help=f"lease length in seconds for designs that take one (default {LEASE_S:g})")
     run.add_argument("--check-faster", action="store_true",
@@ -81,17 +87,23 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--name", default="killtest", help="base name of the result files (default killtest)")
     run.add_argument("--schedule", default=None,
                      help="exact kill points instead of timed kills, comma-joined: t<seconds>, r<request>,"
-                          " l:<file>:<line>:<hit> (for example r5,l:scrapers/idempotent.py:90:2); see harness/schedule.py")
+                          " l:<file>:<line>:<hit> (for example r5,l:scrapers/idempotent.py:103:2); see harness/schedule.py")
 
     replay = commands.add_parser("replay", help="run one design once on one schedule, as a failure printed it")
     replay.add_argument("--design", action="append", required=True, help="the design to run")
     replay.add_argument("--schedule", required=True, help="the kill points, as printed by the failure")
     _exact_point_options(replay)
+    _scenario_options(replay)
 
     explore = commands.add_parser("explore", help="kill once at every request boundary and commit-path line")
-    explore.add_argument("--design", required=True, help=f"the design to explore: {', '.join(BUILT_IN_DESIGNS)}")
+    explore.add_argument("--design", required=True, help="the design to explore: a built-in name or a spec path")
     explore.add_argument("--only", default=None, help="explore just these kill points (comma-joined, as --schedule)")
     _exact_point_options(explore)
+
+    zoo = commands.add_parser("zoo", help="run the bug zoo: every known mistake must be flagged, the control not")
+    zoo.add_argument("--only", default=None, help="run just these zoo designs (comma-joined names)")
+    zoo.add_argument("--out", default="results", help="directory for results (default results/)")
+    zoo.add_argument("--work-dir", default=None, help="existing directory for the scrapers' stores")
 
     calibrate = commands.add_parser("calibrate", help="run the naive control at several site latencies")
     calibrate.add_argument("--latencies", default="0,0.001,0.003",
@@ -124,6 +136,39 @@ def _site_options(command: argparse.ArgumentParser, pages: int, per_page: int, t
                          help=f"products per listing page (default {per_page})")
     command.add_argument("--time-limit", type=_positive(float), default=time_limit_s,
                          help=f"seconds a run may take before it is a liveness failure (default {time_limit_s:g})")
+
+
+def _scenario_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--recrawls", type=_not_negative(int), default=0,
+                         help="after the killed crawl, crawl the same store again this many times, unkilled; a design"
+                              " must take {crawl} (default 0)")
+    command.add_argument("--slow-page", action="append", default=[], metavar="PATH=SECONDS",
+                         help="make one page of the site this slow, for example /product/1=0.6 (repeatable)")
+
+
+def _slow_pages(texts: list[str]) -> tuple[tuple[str, float], ...]:
+    pages = []
+    for text in texts:
+        path, _, seconds = text.partition("=")
+        try:
+            delay = float(seconds)
+        except ValueError:
+            delay = -1.0
+        if not path.startswith("/") or delay < 0:
+            raise KilltestError(f"--slow-page takes PATH=SECONDS, for example /product/1=0.6, not {text!r}")
+        pages.append((path, delay))
+    return tuple(pages)
+
+
+def _baseline_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--baseline", default=None, metavar="JSON",
+                         help="a saved killtest.json: fail when a design regresses against it (see harness/baseline.py)")
+    command.add_argument("--max-slowdown", type=_not_negative(float), default=DEFAULT_MAX_SLOWDOWN_PCT, metavar="PCT",
+                         help="with --baseline: how much slower, in percent of mean wall time per run, still passes"
+                              f" (default {DEFAULT_MAX_SLOWDOWN_PCT:g})")
+    command.add_argument("--max-extra-repeats", type=_not_negative(float), default=DEFAULT_MAX_EXTRA_REPEATS,
+                         help="with --baseline: how many more repeated requests per landed kill still pass, for a"
+                              f" design that claims idempotence (default {DEFAULT_MAX_EXTRA_REPEATS:g})")
 
 
 def _exact_point_options(command: argparse.ArgumentParser) -> None:
@@ -162,8 +207,16 @@ def _prepare_dirs(args) -> None:
         raise KilltestError(f"cannot create the results directory {args.out!r}: {error.strerror}") from None
 
 
+def _check_recrawls(args, designs) -> None:
+    for design in designs:
+        if getattr(args, "recrawls", 0) and not design.can_recrawl:
+            raise KilltestError(f"--recrawls: design {design.name!r} does not take {{crawl}} in its command, so it"
+                                " cannot be told that a crawl is a re-crawl")
+
+
 def _timed_plan(args, designs, latency_s: float, name: str) -> CampaignPlan:
     """The plan of `run` and `calibrate`: seeded timed schedules, or one exact schedule repeated."""
+    _check_recrawls(args, designs)
     delay_range = _kill_delay(args.kill_delay)
     exact = getattr(args, "schedule", None)
     if exact is not None:
@@ -172,10 +225,18 @@ def _timed_plan(args, designs, latency_s: float, name: str) -> CampaignPlan:
         schedules = tuple(timed_schedule(seed, args.kills, *delay_range) for seed in run_seeds(args.seed, args.runs))
     return CampaignPlan(command=_command_line(), designs=tuple(designs), schedules=schedules,
                         catalog=build_catalog(args.listing_pages, args.per_page),
-                        settings=RunSettings(lease_s=getattr(args, "lease", LEASE_S), time_limit_s=args.time_limit),
+                        settings=_settings(args, getattr(args, "lease", LEASE_S)),
                         out_dir=args.out, name=name, latency_s=latency_s, work_dir=args.work_dir,
+                        slow_pages=_slow_pages(getattr(args, "slow_page", [])),
                         plot=not args.no_plot, check_faster=getattr(args, "check_faster", False),
-                        seed=None if exact is not None else args.seed, kill_delay_s=delay_range)
+                        seed=None if exact is not None else args.seed, kill_delay_s=delay_range,
+                        baseline_runs=tuple(load_baseline(args.baseline)) if getattr(args, "baseline", None) else (),
+                        thresholds=Thresholds(getattr(args, "max_slowdown", DEFAULT_MAX_SLOWDOWN_PCT),
+                                              getattr(args, "max_extra_repeats", DEFAULT_MAX_EXTRA_REPEATS)))
+
+
+def _settings(args, lease_s: float) -> RunSettings:
+    return RunSettings(lease_s=lease_s, time_limit_s=args.time_limit, recrawls=getattr(args, "recrawls", 0))
 
 
 def _command_line() -> str:
@@ -190,10 +251,23 @@ def _command_run(args, progress: Progress) -> int:
         progress.done(figure)
     for problem in campaign.comparison_problems:
         progress.done(f"FAIL: {problem}")
+    if campaign.baseline_diffs:
+        _print_baseline(campaign, args.baseline, progress)
     _print_band(campaign, progress)
     progress.done(f"results: {os.path.join(args.out, args.name)}.{{json,md,png}}"
                   f" — {'PASS' if campaign.valid else 'FAIL'}")
     return 0 if campaign.valid else EXIT_CHECK_FAILED
+
+
+def _print_baseline(campaign: Campaign, path: str, progress: Progress) -> None:
+    """The side-by-side diff against the baseline, as an aligned table on stderr."""
+    rows = [["design", "figure", "baseline", "this run", "verdict"]] + diff_table(campaign.baseline_diffs)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    progress.done(f"against the baseline {path}:")
+    for row in rows:
+        progress.done("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    for regression in campaign.regressions:
+        progress.done(f"REGRESSION: {regression}")
 
 
 def _print_band(campaign: Campaign, progress: Progress) -> None:
@@ -252,10 +326,11 @@ def calibration_markdown(rows, args) -> str:
 def _command_replay(args, progress: Progress) -> int:
     designs = _designs(args.design)
     schedule = parse_schedule(args.schedule)  # a bad spec is refused before anything starts
+    _check_recrawls(args, designs)
     _prepare_dirs(args)
     plan = CampaignPlan(command=_command_line(), designs=tuple(designs), schedules=(schedule,),
                         catalog=build_catalog(args.listing_pages, args.per_page),
-                        settings=RunSettings(lease_s=args.lease, time_limit_s=args.time_limit),
+                        settings=_settings(args, args.lease), slow_pages=_slow_pages(args.slow_page),
                         out_dir=args.out, name="replay", work_dir=args.work_dir, plot=False,
                         prefork=not args.no_prefork)
     campaign = run_campaign(plan, progress)
@@ -270,7 +345,7 @@ def _command_explore(args, progress: Progress) -> int:
     catalog = build_catalog(args.listing_pages, args.per_page)
     settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
     with SiteServer(catalog) as site, contextlib.ExitStack() as stack:
-        launcher = None if args.no_prefork else stack.enter_context(Zygote(design))
+        launcher = None if args.no_prefork or design.module is None else stack.enter_context(Zygote(design))
         exploration = explore(design, site, settings, args.work_dir, points, on_progress=progress.step,
                               launcher=launcher)
     base = os.path.join(args.out, f"explore-{design.name}")
@@ -287,6 +362,24 @@ def _command_explore(args, progress: Progress) -> int:
     return EXIT_CHECK_FAILED if design.claims_idempotence and exploration.broken else 0
 
 
+def _command_zoo(args, progress: Progress) -> int:
+    entries = selected(zoo_entries(), args.only)
+    _prepare_dirs(args)
+    outcomes = run_zoo(entries, args.work_dir, on_progress=progress.step)
+    write_atomically(os.path.join(args.out, "zoo.json"),
+                     json.dumps({"command": _command_line(), "outcomes": [o.to_json() for o in outcomes]}, indent=2) + "\n")
+    write_atomically(os.path.join(args.out, "zoo.md"), zoo_markdown(outcomes, _command_line()))
+    for o in outcomes:
+        found = ", ".join(o.findings) or "nothing"
+        control = "clean" if o.control_clean else ", ".join(o.control_findings)
+        progress.done(f"{o.design}: expected {o.expect}, found {found}; control {control}:"
+                      f" {'right' if o.as_expected else 'WRONG'}")
+    wrong = [o for o in outcomes if not o.as_expected]
+    progress.done(f"zoo: {len(outcomes) - len(wrong)} of {len(outcomes)} verdicts right;"
+                  f" {os.path.join(args.out, 'zoo')}.{{json,md}}")
+    return EXIT_CHECK_FAILED if wrong else 0
+
+
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
@@ -298,7 +391,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         args = build_parser().parse_args(argv)
         command = {"run": _command_run, "calibrate": _command_calibrate, "replay": _command_replay,
-                   "explore": _command_explore}[args.command]
+                   "explore": _command_explore, "zoo": _command_zoo}[args.command]
         sys.exit(command(args, progress))
     except KilltestError as error:
         progress.done(f"killtest: error: {error}")

@@ -1,4 +1,19 @@
-"""The scraper designs killtest knows: how to start each and where it keeps its records."""
+"""A scraper design as killtest sees it: how to start it, and where and how it keeps its records.
+
+Designs are described by TOML specs (harness/spec.py); the built-in ones are specs too
+(scrapers/*.toml). A spec's strings may hold placeholders that each start fills in:
+
+| placeholder | what it becomes |
+| --- | --- |
+| `{base_url}` | the fixture site, for example http://127.0.0.1:40123 |
+| `{work_dir}` | a fresh directory for this run, removed afterwards |
+| `{store}` | the store's path (`[store] path`, itself usually under `{work_dir}`) |
+| `{lease_s}` | the lease length in seconds the run was given |
+| `{crawl}` | which crawl of the store this start belongs to: 1, or 2+ for a re-crawl |
+| `{dsn}` | a PostgreSQL connection string to a private, empty database (PostgreSQL stores only) |
+| `{python}` | the interpreter killtest runs on |
+| `{spec_dir}` | the directory that holds the spec file |
+"""
 
 from __future__ import annotations
 
@@ -10,85 +25,125 @@ from dataclasses import dataclass
 from harness.errors import KilltestError
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PLACEHOLDERS = ("base_url", "work_dir", "store", "lease_s", "crawl", "dsn", "python", "spec_dir")
+STORE_KINDS = ("sqlite", "jsonl", "postgres")
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """Where a design keeps its records and how to read them back as (key, fields, stamps)."""
+
+    kind: str  # sqlite | jsonl | postgres
+    path: str = ""  # template; the SQLite file or the JSON-lines file
+    records: str = ""  # the query (sqlite, postgres) whose columns include key and fields
+    key: str = "sku"  # the column or JSON field holding the product's natural key (its SKU)
+    fields: tuple[tuple[str, str], ...] = (("price", "price"),)  # (site field, store column)
+    written_at: str | None = None  # column with the design's time.time() of the first write
+    changed_at: str | None = None  # column with the time.time() of the last change it claims
+    leases: str | None = None  # query of the paths claimed but not committed
+    spec_places: tuple[tuple[str, str], ...] = ()  # (store key, `FILE:LINE` where the spec sets it)
+
+    def where(self, key: str) -> str:
+        """`FILE:LINE` of a store key in the spec, so an error names the line to fix."""
+        places = dict(self.spec_places)
+        return places.get(key) or places.get("kind") or "the design's spec"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What one start of one run fills the placeholders with."""
+
+    base_url: str
+    work_dir: str
+    lease_s: float
+    crawl: int = 1
+    dsn: str = ""
 
 
 @dataclass(frozen=True)
 class Design:
-    """A scraper program and the SQLite queries that read back what it stored."""
+    """A scraper program under test and the store it writes."""
 
     name: str
-    module: str
-    # One row per stored record: (natural key, value[, time.time() of the write]); checked against the catalog.
-    records_sql: str
-    # Whether the design promises one correct row per product whatever the kills; the naive control does not.
+    store: StoreSpec
+    # Whether the design promises one correct row per product whatever the kills; a control does not.
     claims_idempotence: bool
-    # Paths claimed but not committed, read after each kill; None for a design without leases.
-    held_leases_sql: str | None = None
-    takes_lease: bool = False
+    # The control (the naive design): it must show duplicates when kills land, or the kills did not bite;
+    # designs that claim idempotence must beat its wall time (--check-faster).
+    control: bool = False
+    # A Python design names its module: it runs as `python -m MODULE ARGS`, its lines can be traced
+    # for exact crash points, and its starts can be pre-forked. Any other program gives `command`.
+    module: str | None = None
+    args: tuple[str, ...] = ()
+    command_template: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
     # Functions of the design's module where a crash matters most; `killtest explore` kills at each line.
     commit_path: tuple[str, ...] = ()
+    spec_file: str = ""
 
-    def arguments(self, base_url: str, db_path: str, lease_s: float) -> list[str]:
-        """The design's own command-line arguments."""
-        argv = ["--base", base_url, "--db", db_path]
-        if self.takes_lease:
-            argv += ["--lease", str(lease_s)]
-        return argv
+    @property
+    def spec_dir(self) -> str:
+        return os.path.dirname(self.spec_file) if self.spec_file else PROJECT_ROOT
 
-    def command(self, base_url: str, db_path: str, lease_s: float, traced: bool = False) -> list[str]:
-        """The start's argv; `traced` runs it under harness.tracepoint, which kills it at a line."""
+    @property
+    def takes_lease(self) -> bool:
+        return self._uses("lease_s")
+
+    @property
+    def can_recrawl(self) -> bool:
+        """A design that is told which crawl it runs can be started again on the same store."""
+        return self._uses("crawl")
+
+    @property
+    def reports_leases(self) -> bool:
+        return self.store.leases is not None
+
+    def _uses(self, placeholder: str) -> bool:
+        return any("{" + placeholder + "}" in part for part in (*self.args, *self.command_template))
+
+    def values(self, launch: Launch) -> dict[str, str]:
+        values = {"base_url": launch.base_url, "work_dir": launch.work_dir, "lease_s": f"{launch.lease_s:g}",
+                  "crawl": str(launch.crawl), "dsn": launch.dsn, "python": sys.executable,
+                  "spec_dir": self.spec_dir}
+        values["store"] = self.store.path.format_map(values) if self.store.path else ""
+        return values
+
+    def store_location(self, launch: Launch) -> str:
+        """The SQLite or JSON-lines file, or the PostgreSQL DSN, the harness reads the records from."""
+        return launch.dsn if self.store.kind == "postgres" else self.values(launch)["store"]
+
+    def arguments(self, launch: Launch) -> list[str]:
+        """A Python design's own command-line arguments (what follows `python -m MODULE`)."""
+        values = self.values(launch)
+        return [part.format_map(values) for part in self.args]
+
+    def command(self, launch: Launch, traced: bool = False) -> list[str]:
+        """The start's argv; `traced` runs a Python design under harness.tracepoint, which kills it at a line."""
+        if self.module is None:
+            if traced:
+                raise KilltestError(f"design {self.name!r} is not a Python module, so its lines cannot be traced;"
+                                    " use request (r5) or timed (t0.4) kill points")
+            values = self.values(launch)
+            return [part.format_map(values) for part in self.command_template]
         runner = ["-m", "harness.tracepoint", self.module] if traced else ["-m", self.module]
-        return [sys.executable, *runner, *self.arguments(base_url, db_path, lease_s)]
+        return [sys.executable, *runner, *self.arguments(launch)]
 
-    def environment(self, **extra: str) -> dict[str, str]:
+    def environment(self, launch: Launch | None = None, **extra: str) -> dict[str, str]:
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [PROJECT_ROOT, env.get("PYTHONPATH")]))
+        # The spec's own directory too, so a user's Python design next to its spec is importable.
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(filter(None, [PROJECT_ROOT, self.spec_dir,
+                                                                         env.get("PYTHONPATH")])))
         env["PYTHONUNBUFFERED"] = "1"
+        if launch is not None:
+            values = self.values(launch)
+            env.update({name: value.format_map(values) for name, value in self.env})
         env.update(extra)
         return env
 
     @property
     def source_file(self) -> str:
         """The design module's file, found without importing it."""
-        spec = importlib.util.find_spec(self.module)
+        spec = importlib.util.find_spec(self.module) if self.module else None
         if spec is None or spec.origin is None:
-            raise KilltestError(f"design {self.name!r}: cannot find the module {self.module!r}")
+            raise KilltestError(f"design {self.name!r}: cannot find the Python module {self.module!r}")
         return spec.origin
-
-
-BUILT_IN_DESIGNS = {
-    "naive": Design(
-        name="naive",
-        module="scrapers.naive",
-        records_sql="SELECT sku, price, scraped_at FROM products",
-        claims_idempotence=False,
-        commit_path=("crawl",),
-    ),
-    "idempotent": Design(
-        name="idempotent",
-        module="scrapers.idempotent",
-        records_sql="SELECT json_extract(data, '$.sku'), json_extract(data, '$.price'), first_seen FROM records",
-        claims_idempotence=True,
-        held_leases_sql="SELECT path FROM frontier WHERE status = 'leased'",
-        takes_lease=True,
-        commit_path=("claim", "complete"),
-    ),
-    # A known bug, kept so that every exact-crash tool can prove it bites: see scrapers/zoo/.
-    "zoo-done-before-record": Design(
-        name="zoo-done-before-record",
-        module="scrapers.zoo.done_before_record",
-        records_sql="SELECT json_extract(data, '$.sku'), json_extract(data, '$.price'), first_seen FROM records",
-        claims_idempotence=True,
-        held_leases_sql="SELECT path FROM frontier WHERE status = 'leased'",
-        takes_lease=True,
-        commit_path=("complete",),
-    ),
-}
-
-
-def design_named(name: str) -> Design:
-    try:
-        return BUILT_IN_DESIGNS[name]
-    except KeyError:
-        known = ", ".join(sorted(BUILT_IN_DESIGNS))
-        raise KilltestError(f"unknown design {name!r}; known designs: {known}") from None

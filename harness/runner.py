@@ -12,14 +12,14 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import psutil
 
 from fixture_site.server import SiteServer
-from harness.designs import PROJECT_ROOT, Design
-from harness.errors import ScraperStartError
+from harness.designs import PROJECT_ROOT, Design, Launch
+from harness.errors import KilltestError, ScraperStartError
 from harness.history import History
 from harness.schedule import AfterDelay, AtLine, AtRequest, KillSchedule
 from harness.tracepoint import ENVIRONMENT_VARIABLE
@@ -35,6 +35,9 @@ class RunSettings:
 
     lease_s: float = 3.0
     time_limit_s: float = DEFAULT_TIME_LIMIT_S
+    # Crawls of the same store after the killed one, each left to finish: a scheduled re-crawl that
+    # must rewrite no unchanged record and add no row. Only for designs that take {crawl}.
+    recrawls: int = 0
 
 
 @dataclass
@@ -44,17 +47,22 @@ class _Start:
     started: float
     stdout_path: str
     stderr_path: str
+    crawl: int = 1
 
 
 def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work_dir: str,
                   settings: RunSettings = RunSettings(),
-                  on_progress: Callable[[str], None] = lambda message: None, launcher=None) -> History:
-    """Kill-test `design` once against `site`; its store goes in `work_dir`. Returns the run's history.
+                  on_progress: Callable[[str], None] = lambda message: None, launcher=None,
+                  dsn: str = "") -> History:
+    """Kill-test `design` once against `site`; its store goes in `work_dir` (or the database `dsn`).
 
-    `launcher`, a harness.prefork.Zygote for this design, forks each start instead of executing a new
-    interpreter: the same process behaviour without the start-up cost, for fuzzing.
+    Returns the run's history. `launcher`, a harness.prefork.Zygote for this design, forks each start
+    instead of executing a new interpreter: the same process behaviour without the start-up cost.
     """
-    db_path = os.path.join(work_dir, f"{design.name}.sqlite")
+    if settings.recrawls and not design.can_recrawl:
+        raise KilltestError(f"design {design.name!r} does not take {{crawl}}, so it cannot be re-crawled")
+    launch = Launch(base_url=site.base_url, work_dir=work_dir, lease_s=settings.lease_s, dsn=dsn)
+    location = design.store_location(launch)
     history = History()
     site.request_log.clear()
     began = time.monotonic()
@@ -64,12 +72,20 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
     history.add("run_started", 0.0, design=design.name, seed=schedule.seed, kill_points=[p.spec for p in schedule.points],
                 base_url=site.base_url, lease_s=settings.lease_s, time_limit_s=settings.time_limit_s,
                 products=len(site.catalog.products), full_crawl_requests=site.catalog.full_crawl_requests,
-                wall_clock_at_start=wall_clock_at_start, reports_leases=design.held_leases_sql is not None)
+                wall_clock_at_start=wall_clock_at_start, reports_leases=design.reports_leases,
+                recrawls=settings.recrawls)
+    # Every start the run may make: one per kill point, the one that finishes the crawl, then the re-crawls.
+    planned = [(point, 1) for point in [*schedule.points, None]]
+    planned += [(None, crawl) for crawl in range(2, 2 + settings.recrawls)]
     starts: list[_Start] = []
     outcome = "completed"
     current: _Start | None = None
+    crawl_done = 0
     try:
-        for index, point in enumerate([*schedule.points, None]):
+        for point, crawl in planned:
+            if crawl <= crawl_done:
+                continue  # that crawl finished before its kill points ran out
+            index = len(starts)
             trigger = _RequestTrigger(point) if isinstance(point, AtRequest) else None
             if trigger is None:
                 site.set_request_hook(None)
@@ -77,14 +93,14 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
                 site.set_request_hook(trigger.count, after_sent=trigger.kill_if_due)
             else:
                 site.set_request_hook(trigger.count_and_kill_if_due)
-            current = _spawn(design, site.base_url, db_path, settings.lease_s, work_dir, index,
+            current = _spawn(design, replace(launch, crawl=crawl), index,
                              point if isinstance(point, AtLine) else None, launcher)
             if trigger is not None:
                 trigger.process_group = current.process.pid
             starts.append(current)
-            history.add("process_started", current.started - began, start=index, pid=current.process.pid)
-            planned = "runs to the end" if point is None else f"kill at {point.spec}"
-            on_progress(f"start {index + 1}/{schedule.kills + 1}, {planned}")
+            history.add("process_started", current.started - began, start=index, pid=current.process.pid, crawl=crawl)
+            what = "runs to the end" if point is None else f"kill at {point.spec}"
+            on_progress(f"start {index + 1}/{len(planned)}{f' (re-crawl {crawl - 1})' if crawl > 1 else ''}, {what}")
             timed = isinstance(point, AfterDelay)
             remaining_s = max(0.0, deadline - current.started)
             try:
@@ -92,13 +108,14 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
             except subprocess.TimeoutExpired:
                 if not timed or time.monotonic() >= deadline:
                     returncode = _kill_group(current)
-                    history.add("time_limit", time.monotonic() - began, start=index, returncode=returncode)
+                    history.add("time_limit", time.monotonic() - began, start=index, returncode=returncode,
+                                held_leases=held_leases(design, location))
                     outcome = "timed_out"
                     break
                 killed_at = time.monotonic()
                 returncode = _kill_group(current)
                 history.add("kill", killed_at - began, start=index, signal="SIGKILL", point=point.spec,
-                            returncode=returncode, held_leases=held_leases(design, db_path))
+                            returncode=returncode, held_leases=held_leases(design, location))
                 current = None
                 continue
             finally:
@@ -108,16 +125,19 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
                 # An exact point fired: the site's trigger or the tracer inside the scraper sent the signal.
                 fired_at = trigger.fired_at if trigger is not None and trigger.fired_at else time.monotonic()
                 history.add("kill", fired_at - began, start=index, signal="SIGKILL", point=point.spec,
-                            returncode=returncode, held_leases=held_leases(design, db_path))
+                            returncode=returncode, held_leases=held_leases(design, location))
                 current = None
                 continue
-            history.add("process_exited", time.monotonic() - began, start=index, returncode=returncode)
+            # What the store still held claimed when the crawl said it was done: leases nobody will finish.
+            history.add("process_exited", time.monotonic() - began, start=index, returncode=returncode,
+                        held_leases=held_leases(design, location))
             current = None
             if returncode != 0:
                 outcome = "crashed"
                 history.add("crash", time.monotonic() - began, start=index, returncode=returncode,
                             stderr_tail=_tail(starts[-1].stderr_path))
-            break  # the crawl ended by itself: with success, or with an error no restart should paper over
+                break  # an error no restart should paper over
+            crawl_done = crawl  # the crawl ended by itself; the next planned crawl, if any, starts afresh
     finally:
         site.set_request_hook(None)
         if current is not None and current.process.returncode is None:
@@ -125,7 +145,7 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
     ended = time.monotonic()
     _add_requests(history, site, starts, began)
     _add_scraper_events(history, starts, began)
-    _add_store_records(history, design, db_path, wall_clock_at_start, ended - began)
+    _add_store_records(history, design, location, wall_clock_at_start, ended - began)
     history.add("run_finished", ended - began, outcome=outcome, wall_s=round(ended - began, 4))
     history = history.sorted()
     first_crash = history.first("crash")
@@ -167,26 +187,31 @@ class _RequestTrigger:
             pass
 
 
-def _spawn(design: Design, base_url: str, db_path: str, lease_s: float, work_dir: str, index: int,
-           kill_at_line: AtLine | None = None, launcher=None) -> _Start:
-    stdout_path = os.path.join(work_dir, f"start-{index:03d}.out")
-    stderr_path = os.path.join(work_dir, f"start-{index:03d}.err")
+def _spawn(design: Design, launch: Launch, index: int, kill_at_line: AtLine | None = None,
+           launcher=None) -> _Start:
+    stdout_path = os.path.join(launch.work_dir, f"start-{index:03d}.out")
+    stderr_path = os.path.join(launch.work_dir, f"start-{index:03d}.err")
     if launcher is not None:
         kill_at = None
         if kill_at_line is not None:
             kill_at = (os.path.join(PROJECT_ROOT, kill_at_line.path), kill_at_line.line, kill_at_line.hit)
-        process = launcher.spawn(design.arguments(base_url, db_path, lease_s), stdout_path, stderr_path, kill_at)
-        return _Start(index, process, time.monotonic(), stdout_path, stderr_path)
+        process = launcher.spawn(design.arguments(launch), stdout_path, stderr_path, kill_at)
+        return _Start(index, process, time.monotonic(), stdout_path, stderr_path, launch.crawl)
     # Files, not pipes: a killed scraper can never block on a full pipe, and nothing needs a reader thread.
     with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
         extra_env = {}
         if kill_at_line is not None:
             where = os.path.join(PROJECT_ROOT, kill_at_line.path)
             extra_env[ENVIRONMENT_VARIABLE] = f"{where}:{kill_at_line.line}:{kill_at_line.hit}"
-        process = subprocess.Popen(design.command(base_url, db_path, lease_s, traced=kill_at_line is not None),
-                                   stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                                   env=design.environment(**extra_env), start_new_session=True)
-    return _Start(index, process, time.monotonic(), stdout_path, stderr_path)
+        try:
+            process = subprocess.Popen(design.command(launch, traced=kill_at_line is not None),
+                                       stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                                       env=design.environment(launch, **extra_env), cwd=design.spec_dir,
+                                       start_new_session=True)
+        except OSError as error:
+            raise ScraperStartError(f"design {design.name!r}: cannot start {design.command(launch)[0]!r}:"
+                                    f" {error.strerror}") from None
+    return _Start(index, process, time.monotonic(), stdout_path, stderr_path, launch.crawl)
 
 
 def _kill_group(start: _Start) -> int:
@@ -250,12 +275,17 @@ def _add_scraper_events(history: History, starts: list[_Start], began: float) ->
                     history.add("scraper_event", event["t"] - began, start=start.index, name=event["event"], **fields)
 
 
-def _add_store_records(history: History, design: Design, db_path: str, wall_clock_at_start: float,
+def _add_store_records(history: History, design: Design, location: str, wall_clock_at_start: float,
                        read_at: float) -> None:
-    """Every record as the store holds it after the last start, timed by the design's own stamp if it has one."""
-    for key, value, stored_at in stored_records(design, db_path):
-        t = read_at if stored_at is None else min(read_at, stored_at - wall_clock_at_start)
-        history.add("store_record", t, key=key, value=value, stamped=stored_at is not None)
+    """Every record as the store holds it after the last start, timed by the design's own stamps if it has them."""
+    def history_time(stamp: float | None) -> float | None:
+        return None if stamp is None else round(min(read_at, stamp - wall_clock_at_start), 6)
+
+    for record in stored_records(design, location):
+        written = history_time(record.written_at)
+        history.add("store_record", read_at if written is None else written, key=record.key, fields=record.fields,
+                    stamped=written is not None, changed_t=history_time(record.changed_at),
+                    **({"unreadable": record.unreadable} if record.key is None else {}))
 
 
 def _tail(path: str) -> list[str]:

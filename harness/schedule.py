@@ -7,9 +7,9 @@ A point is one of:
 - `r5+`: as soon as the site has written its answer to the 5th request. Not exact: the scraper
   races the signal and has sometimes stored the page already (seen here with a pre-forked start).
   The site cannot see inside the scraper; for an exact point after the answer, use a line;
-- `l:scrapers/idempotent.py:88:2`: at the 2nd execution of line 88 of that file, inside the
+- `l:scrapers/idempotent.py:103:2`: at the 2nd execution of line 88 of that file, inside the
   scraper's own process, by a tracer the harness starts there (exact; Python designs only).
-Points are written joined by commas, `r5,l:scrapers/idempotent.py:88:2,t0.3`, which is also what
+Points are written joined by commas, `r5,l:scrapers/idempotent.py:103:2,t0.3`, which is also what
 `killtest run --schedule` takes, so any schedule can be replayed from one command.
 """
 

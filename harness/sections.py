@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness.published import KILLS_PER_RUN, PRODUCTS, PUBLISHED_RUNS, published_run
+from harness.baseline import diff_table
 from harness.campaign import PUBLISHED_COLUMNS, Campaign, summarise
 
 
@@ -21,7 +22,7 @@ def report_sections(campaign: Campaign) -> list[Section]:
     if not campaign.verdicts:
         return []
     return [s for s in (_side_by_side(campaign), _per_design(campaign), _categories(campaign),
-                        _naive_band(campaign), _checks(campaign)) if s is not None]
+                        _naive_band(campaign), _against_baseline(campaign), _checks(campaign)) if s is not None]
 
 
 def number(value) -> str:
@@ -125,6 +126,17 @@ def _naive_band(campaign: Campaign) -> Section | None:
             f" before the start made any request. The article's figures imply {_published_rows_per_killed_start()}"
             " rows per killed start. Start-up (interpreter and `import requests`) and the request rate decide the"
             " gap; site latency only lowers the rate.")
+    return section
+
+
+def _against_baseline(campaign: Campaign) -> Section | None:
+    if not campaign.baseline_diffs:
+        return None
+    section = Section("Against the baseline", [
+        "Each design's figures over all its runs, beside the saved campaign's. WORSE fails the run; a"
+        " control's rows and repeated requests move with the machine's load, so they are shown, not judged."],
+        header=["Design", "figure", "baseline", "this run", "verdict"], rows=diff_table(campaign.baseline_diffs))
+    section.bullets = [f"REGRESSION: {r}" for r in campaign.regressions]
     return section
 
 

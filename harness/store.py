@@ -1,40 +1,129 @@
-"""Read back what a design stored, with the design's own queries, without changing it."""
+"""Read back what a design stored, as its spec says, without changing it.
+
+A store is read the same way whatever its kind: rows with a key column, the columns the spec maps
+to the site's fields, and, when the spec names them, the design's own write and change times.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
+from dataclasses import dataclass, field
 
-from harness.designs import Design
+from harness.designs import Design, StoreSpec
+from harness.errors import KilltestError
 
 
-def _query(db_path: str, sql: str) -> list[tuple]:
-    if not os.path.exists(db_path):
-        return []  # killed before it created its store: nothing stored
+@dataclass(frozen=True)
+class StoredRecord:
+    """One row of the store: the natural key, the fields by site name, and the design's own times."""
+
+    key: str | None  # None: the row could not be read (a torn line, a key that is missing)
+    fields: dict[str, str] = field(default_factory=dict)
+    written_at: float | None = None  # time.time() of the first write, as the design stamped it
+    changed_at: float | None = None  # time.time() of the last change the design claims
+    unreadable: str = ""  # why the row could not be read
+
+
+def stored_records(design: Design, location: str) -> list[StoredRecord]:
+    """Every row of the store, duplicates included: the checker counts them."""
+    spec = design.store
+    if spec.kind == "jsonl":
+        return _jsonl_records(spec, location)
+    columns, rows = _query(spec, location, spec.records, "records")
+    return [_record(spec, dict(zip(columns, row))) for row in rows]
+
+
+def held_leases(design: Design, location: str) -> list[str]:
+    """Paths the design had claimed but not committed when it was last stopped."""
+    if design.store.leases is None:
+        return []
+    _, rows = _query(design.store, location, design.store.leases, "leases")
+    return [str(row[0]) for row in rows]
+
+
+def _query(spec: StoreSpec, location: str, sql: str, spec_key: str) -> tuple[list[str], list[tuple]]:
+    if spec.kind == "postgres":
+        return _postgres_query(spec, location, sql, spec_key)
+    if not os.path.exists(location):
+        return [], []  # killed before it created its store: nothing stored
     # Read-only URI: the harness must never be the one that changes a store it is judging.
-    db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=5)
+    db = sqlite3.connect(f"file:{location}?mode=ro", uri=True, timeout=5)
     try:
-        return db.execute(sql).fetchall()
+        cursor = db.execute(sql)
+        return [d[0] for d in cursor.description or ()], cursor.fetchall()
     except sqlite3.OperationalError as error:
         if "no such table" in str(error):
-            return []  # killed between creating the file and creating its schema
-        raise
+            return [], []  # killed between creating the file and creating its schema
+        raise KilltestError(f"{spec.where(spec_key)}: store.{spec_key} failed on the store: {error}") from None
+    except sqlite3.DatabaseError as error:
+        raise KilltestError(f"{spec.where('path')}: {location} is not a readable SQLite file: {error}") from None
     finally:
         db.close()
 
 
-def stored_records(design: Design, db_path: str) -> list[tuple[str, str, float | None]]:
-    """Every stored row as (natural key, value, stored at); duplicates stay in, the checker counts them.
+def _postgres_query(spec: StoreSpec, dsn: str, sql: str, spec_key: str) -> tuple[list[str], list[tuple]]:
+    import psycopg  # only designs with a PostgreSQL store need it
 
-    `stored at` is the design's own time.time() of the write when its query returns a third column.
-    """
-    rows = _query(db_path, design.records_sql)
-    return [(str(row[0]), str(row[1]), float(row[2]) if len(row) > 2 and row[2] is not None else None)
-            for row in rows]
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as db:
+            with db.cursor() as cursor:
+                cursor.execute(sql)
+                return [d.name for d in cursor.description or ()], cursor.fetchall()
+    except psycopg.errors.UndefinedTable:
+        return [], []  # killed before it created its schema
+    except psycopg.Error as error:
+        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise KilltestError(f"{spec.where(spec_key)}: store.{spec_key} failed on the store: {message}") from None
 
 
-def held_leases(design: Design, db_path: str) -> list[str]:
-    """Paths the design had claimed but not committed when it was last stopped."""
-    if design.held_leases_sql is None:
+def _record(spec: StoreSpec, row: dict) -> StoredRecord:
+    """A row (a dict of column -> value) as a StoredRecord; a missing column is the spec's mistake."""
+    wanted = [("key", spec.key)] + [("fields", column) for _, column in spec.fields]
+    wanted += [(name, column) for name, column in (("written_at", spec.written_at), ("changed_at", spec.changed_at))
+               if column]
+    for spec_key, column in wanted:
+        if column not in row:
+            raise KilltestError(f"{spec.where(spec_key)}: store.{spec_key} names {column!r}, but the records"
+                                f" hold only: {', '.join(map(str, row)) or '(nothing)'}")
+    if row[spec.key] is None:
+        return StoredRecord(None, unreadable=f"a row without a {spec.key}")
+    return StoredRecord(key=str(row[spec.key]),
+                        fields={site: _text(row[column]) for site, column in spec.fields},
+                        written_at=_seconds(row.get(spec.written_at)) if spec.written_at else None,
+                        changed_at=_seconds(row.get(spec.changed_at)) if spec.changed_at else None)
+
+
+def _jsonl_records(spec: StoreSpec, path: str) -> list[StoredRecord]:
+    if not os.path.exists(path):
         return []
-    return [row[0] for row in _query(db_path, design.held_leases_sql)]
+    records = []
+    with open(path, encoding="utf-8", errors="replace") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                # A line torn by SIGKILL, or two writes run together: a broken record, not a skipped one.
+                records.append(StoredRecord(None, unreadable=f"line {number} is not JSON: {line.strip()[:60]}"))
+                continue
+            if not isinstance(row, dict):
+                records.append(StoredRecord(None, unreadable=f"line {number} is not a JSON object"))
+                continue
+            records.append(_record(spec, row) if spec.key in row else
+                           StoredRecord(None, unreadable=f"line {number} has no {spec.key!r}"))
+    return records
+
+
+def _text(value) -> str:
+    return "" if value is None else str(value)
+
+
+def _seconds(value) -> float | None:
+    if value is None:
+        return None
+    if hasattr(value, "timestamp"):  # a PostgreSQL timestamptz comes back as a datetime
+        return value.timestamp()
+    return float(value)

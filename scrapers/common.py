@@ -11,6 +11,7 @@ import time
 
 PRODUCT_LINK = re.compile(r'href="(/product/\d+)"')
 LISTING_LINK = re.compile(r'href="(/list/\d+)"')
+NAME = re.compile(r'class="name">([^<]+)<')
 SKU = re.compile(r'class="sku">([^<]+)<')
 PRICE = re.compile(r'class="price">([^<]+)<')
 FIRST_PAGE = "/list/0"
@@ -31,6 +32,8 @@ def parse_args(prog: str, argv: list[str] | None, with_lease: bool = False) -> a
     if with_lease:
         parser.add_argument("--lease", type=float, default=60.0,
                             help="seconds a claimed URL stays leased before another start may take it (default 60)")
+        parser.add_argument("--crawl", type=int, default=1,
+                            help="which crawl of the store this is; crawl 2 re-visits every page (default 1)")
     args = parser.parse_args(argv)
     if not args.base.startswith(("http://", "https://")):
         raise ScraperArgumentError(f"--base must be an http:// or https:// URL, not {args.base!r}")
@@ -38,6 +41,8 @@ def parse_args(prog: str, argv: list[str] | None, with_lease: bool = False) -> a
     directory = os.path.dirname(os.path.abspath(args.db))
     if not os.path.isdir(directory):
         raise ScraperArgumentError(f"the directory for --db does not exist: {directory}")
+    if with_lease and args.crawl < 1:
+        raise ScraperArgumentError(f"--crawl counts from 1, not {args.crawl}")
     if with_lease and not args.lease > 0:
         raise ScraperArgumentError(f"--lease must be a positive number of seconds, not {args.lease}")
     return args
@@ -50,12 +55,13 @@ def fetch(session, url: str) -> str:
     return response.text
 
 
-def parse_product(html: str) -> tuple[str, str]:
-    """The SKU and price on a product page."""
-    sku, price = SKU.search(html), PRICE.search(html)
-    if sku is None or price is None:
-        raise ValueError("product page without a SKU or a price")
-    return sku.group(1), price.group(1)
+def parse_product(html: str) -> dict[str, str]:
+    """The SKU, price and name on a product page."""
+    found = {"sku": SKU.search(html), "price": PRICE.search(html), "name": NAME.search(html)}
+    missing = [field for field, match in found.items() if match is None]
+    if missing:
+        raise ValueError(f"product page without a {' or a '.join(missing)}")
+    return {field: match.group(1) for field, match in found.items()}
 
 
 def emit(event: str, **fields) -> None:

@@ -7,7 +7,8 @@ Four decisions, after the article (seeds/000):
 4. leases that expire instead of locks, so a URL claimed by a start that was killed comes back by itself.
 
 The frontier holds paths, not absolute URLs: a page's identity does not depend on the port the site
-happens to be served on.
+happens to be served on. It is kept per crawl (`--crawl`), so a scheduled re-crawl of the same store
+visits every page again and rewrites only the records whose content changed.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ SOURCE = "killtest-fixture-shop"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS frontier (
-    path TEXT PRIMARY KEY,
+    crawl INTEGER NOT NULL,
+    path TEXT NOT NULL,
     status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'leased', 'done')),
-    leased_until REAL NOT NULL DEFAULT 0
+    leased_until REAL NOT NULL DEFAULT 0,
+    PRIMARY KEY (crawl, path)
 );
 CREATE TABLE IF NOT EXISTS records (
     record_id TEXT PRIMARY KEY,
@@ -44,7 +47,7 @@ MAX_WAIT_S = 1.0
 
 
 def open_store(path: str) -> sqlite3.Connection:
-    db = sqlite3.connect(path, isolation_level=None)  # transactions are explicit, below
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)  # transactions are explicit
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA busy_timeout=5000")
     db.executescript(SCHEMA)
@@ -56,79 +59,99 @@ def record_id(sku: str) -> str:
     return hashlib.sha256(f"{SOURCE}:{sku}".encode()).hexdigest()[:16]
 
 
-def discover(db: sqlite3.Connection, paths: list[str]) -> None:
-    db.executemany("INSERT OR IGNORE INTO frontier (path) VALUES (?)", [(p,) for p in paths])
+def discover(db: sqlite3.Connection, crawl: int, paths: list[str]) -> None:
+    db.executemany("INSERT OR IGNORE INTO frontier (crawl, path) VALUES (?, ?)", [(crawl, p) for p in paths])
 
 
-def claim(db: sqlite3.Connection, lease_s: float) -> str | None:
+def claim(db: sqlite3.Connection, crawl: int, lease_s: float) -> str | None:
     """Lease the oldest claimable path: pending, or leased by a start whose lease has run out."""
     now = time.time()
     row = db.execute(
-        "UPDATE frontier SET status = 'leased', leased_until = ? WHERE path = ("
-        " SELECT path FROM frontier WHERE status = 'pending' OR (status = 'leased' AND leased_until < ?)"
-        " ORDER BY rowid LIMIT 1) RETURNING path", (now + lease_s, now)).fetchone()
+        "UPDATE frontier SET status = 'leased', leased_until = ? WHERE rowid = ("
+        " SELECT rowid FROM frontier WHERE crawl = ? AND"
+        " (status = 'pending' OR (status = 'leased' AND leased_until < ?))"
+        " ORDER BY rowid LIMIT 1) RETURNING path", (now + lease_s, crawl, now)).fetchone()
     return row[0] if row else None
 
 
-def complete(db: sqlite3.Connection, path: str, discovered: list[str] = (), record: dict | None = None) -> None:
+def save_record(db: sqlite3.Connection, path: str, record: dict) -> None:
+    """Upsert by derived ID; an unchanged record is left alone, so last_changed means what it says."""
+    payload = json.dumps(record, sort_keys=True)
+    digest = hashlib.sha256(payload.encode()).hexdigest()
+    now = time.time()
+    db.execute(
+        "INSERT INTO records (record_id, path, content_hash, data, first_seen, last_changed)"
+        " VALUES (?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (record_id) DO UPDATE SET data = excluded.data,"
+        " content_hash = excluded.content_hash, last_changed = excluded.last_changed"
+        " WHERE records.content_hash != excluded.content_hash",
+        (record_id(record["sku"]), path, digest, payload, now, now))
+
+
+def mark_done(db: sqlite3.Connection, crawl: int, path: str) -> None:
+    db.execute("UPDATE frontier SET status = 'done' WHERE crawl = ? AND path = ?", (crawl, path))
+
+
+def complete(db: sqlite3.Connection, crawl: int, path: str, discovered: list[str] = (),
+             record: dict | None = None) -> None:
     """Store what the page gave and mark it done, in one transaction: both happen or neither does."""
     db.execute("BEGIN IMMEDIATE")
     try:
-        discover(db, list(discovered))
+        discover(db, crawl, list(discovered))
         if record is not None:
-            payload = json.dumps(record, sort_keys=True)
-            digest = hashlib.sha256(payload.encode()).hexdigest()
-            now = time.time()
-            # The WHERE clause leaves an unchanged record alone, so last_changed means what it says.
-            db.execute(
-                "INSERT INTO records (record_id, path, content_hash, data, first_seen, last_changed)"
-                " VALUES (?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (record_id) DO UPDATE SET data = excluded.data,"
-                " content_hash = excluded.content_hash, last_changed = excluded.last_changed"
-                " WHERE records.content_hash != excluded.content_hash",
-                (record_id(record["sku"]), path, digest, payload, now, now))
-        db.execute("UPDATE frontier SET status = 'done' WHERE path = ?", (path,))
+            save_record(db, path, record)
+        mark_done(db, crawl, path)
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")
         raise
 
 
-def seconds_until_a_lease_expires(db: sqlite3.Connection) -> float | None:
-    """None when every path is done; otherwise how long until the first held lease runs out."""
+def seconds_until_a_lease_expires(db: sqlite3.Connection, crawl: int) -> float | None:
+    """None when every path of the crawl is done; otherwise how long until the first held lease runs out."""
     row = db.execute("SELECT COUNT(*), MIN(CASE WHEN status = 'leased' THEN leased_until END)"
-                     " FROM frontier WHERE status != 'done'").fetchone()
+                     " FROM frontier WHERE crawl = ? AND status != 'done'", (crawl,)).fetchone()
     if row[0] == 0:
         return None
     return max(0.0, (row[1] or 0.0) - time.time())
 
 
-def crawl(db: sqlite3.Connection, base: str, session: requests.Session, lease_s: float) -> None:
-    discover(db, [FIRST_PAGE])
+def wait_for_leases(db: sqlite3.Connection, crawl: int) -> bool:
+    """Sleep while another start's lease runs out; False once the crawl has nothing left to do."""
+    wait_s = seconds_until_a_lease_expires(db, crawl)
+    if wait_s is None:
+        return False
+    # A lease is still held, most likely by a start that was killed: wait for it, do not exit.
+    nap = min(MAX_WAIT_S, wait_s + 0.01)
+    emit("lease_wait", seconds=round(nap, 4))
+    time.sleep(nap)
+    return True
+
+
+def scrape(db: sqlite3.Connection, crawl: int, base: str, session: requests.Session, path: str) -> None:
+    """Fetch one claimed page and commit what it gave."""
+    html = fetch(session, base + path)
+    if path.startswith("/list/"):
+        complete(db, crawl, path, discovered=PRODUCT_LINK.findall(html) + LISTING_LINK.findall(html))
+    else:
+        complete(db, crawl, path, record=parse_product(html))
+
+
+def crawl_site(db: sqlite3.Connection, crawl: int, base: str, session: requests.Session, lease_s: float) -> None:
+    discover(db, crawl, [FIRST_PAGE])
     while True:
-        path = claim(db, lease_s)
-        if path is None:
-            wait_s = seconds_until_a_lease_expires(db)
-            if wait_s is None:
-                return
-            # A lease is still held, most likely by a start that was killed: wait for it, do not exit.
-            nap = min(MAX_WAIT_S, wait_s + 0.01)
-            emit("lease_wait", seconds=round(nap, 4))
-            time.sleep(nap)
-            continue
-        html = fetch(session, base + path)
-        if path.startswith("/list/"):
-            complete(db, path, discovered=PRODUCT_LINK.findall(html) + LISTING_LINK.findall(html))
-        else:
-            sku, price = parse_product(html)
-            complete(db, path, record={"sku": sku, "price": price})
+        path = claim(db, crawl, lease_s)
+        if path is not None:
+            scrape(db, crawl, base, session, path)
+        elif not wait_for_leases(db, crawl):
+            return
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args("idempotent", argv, with_lease=True)
     db = open_store(args.db)
     emit("ready")
-    crawl(db, args.base, requests.Session(), args.lease)
+    crawl_site(db, args.crawl, args.base, requests.Session(), args.lease)
     emit("finished")
 
 

@@ -19,6 +19,7 @@ CREATE TABLE IF NOT EXISTS products (
     url TEXT NOT NULL,
     sku TEXT NOT NULL,
     price TEXT NOT NULL,
+    name TEXT NOT NULL,
     scraped_at REAL NOT NULL
 );
 """
@@ -30,10 +31,10 @@ def crawl(db: sqlite3.Connection, base: str, session: requests.Session) -> None:
     while page is not None:
         listing = fetch(session, base + page)
         for path in PRODUCT_LINK.findall(listing):
-            sku, price = parse_product(fetch(session, base + path))
+            product = parse_product(fetch(session, base + path))
             with db:  # commit as it goes, one row per product fetched
-                db.execute("INSERT INTO products (url, sku, price, scraped_at) VALUES (?, ?, ?, ?)",
-                           (path, sku, price, time.time()))
+                db.execute("INSERT INTO products (url, sku, price, name, scraped_at) VALUES (?, ?, ?, ?, ?)",
+                           (path, product["sku"], product["price"], product["name"], time.time()))
         next_pages = LISTING_LINK.findall(listing)
         page = next_pages[0] if next_pages else None
 

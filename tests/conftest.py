@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, settings
 
 from fixture_site.catalog import build_catalog
 from fixture_site.server import SiteServer
-from harness.designs import Design
+from harness.designs import Design, StoreSpec
 
 
 @pytest.fixture
@@ -31,7 +31,8 @@ def default_site():
 
 def fixture_design(name: str, module: str) -> Design:
     """A test-only design whose store is empty; only its process behaviour matters."""
-    return Design(name=name, module=module, records_sql="SELECT 1, 1 WHERE 0", claims_idempotence=True)
+    store = StoreSpec(kind="sqlite", path="{work_dir}/unused.sqlite", records="SELECT 1 AS sku, 1 AS price WHERE 0")
+    return Design(name=name, store=store, module=module, args=("--base", "{base_url}"), claims_idempotence=True)
 
 
 # Hypothesis: `make test` runs a few kill schedules per property; `--hypothesis-profile=campaign` runs many.

@@ -6,7 +6,7 @@ import pytest
 
 from fixture_site.catalog import build_catalog
 from harness.checker import check_run, compare_designs, per_run_wins
-from harness.designs import BUILT_IN_DESIGNS
+from harness.registry import BUILT_IN_DESIGNS
 from harness.history import History
 
 CATALOG = build_catalog(listing_pages=2, products_per_page=3, seed=1)  # 6 products, 8 requests
@@ -43,7 +43,7 @@ def check(design, h, records):
     """The checker on history `h` after the store was found holding `records`."""
     end = h.first("run_finished")["t"]
     for key, value in records:
-        h.add("store_record", end, key=key, value=value, stamped=False)
+        h.add("store_record", end, key=key, fields={"price": value}, stamped=False)
     return check_run(design, 1, h.sorted(), CATALOG)
 
 
@@ -184,3 +184,50 @@ def test_a_signal_sent_after_the_process_exited_is_a_missed_kill():
     v = check(IDEMPOTENT, history([{"returncode": 0}, {}]), truth())
     assert (v.kills, v.kills_missed) == (1, 1)
     assert [k["status"] for k in v.kill_findings] == ["missed", "landed"]
+
+
+def stamped_history(rewrites=False, refetch_after=None, twice_in_one_start=None, left=()):
+    """One clean start of the idempotent design, with a record stamp per product and optional faults."""
+    h = history([], reports_leases=True)
+    end = h.first("run_finished")["t"]
+    fetched = {r["path"]: r["t"] for r in h.of_type("request")}
+    for product in CATALOG.products:
+        written = fetched[product.path] + 0.001
+        h.add("store_record", written, key=product.sku, fields=product.fields(), stamped=True,
+              changed_t=end if rewrites else written)
+    if refetch_after:
+        h.add("request", end, path=refetch_after, status=200, start=0)
+    if twice_in_one_start:
+        h.add("request", end, path=twice_in_one_start, status=200, start=0)
+    h.add("process_exited", end, start=0, returncode=0, held_leases=list(left))
+    return check_run(IDEMPOTENT, 1, h.sorted(), CATALOG)
+
+
+def test_a_clean_stamped_run_has_no_finding():
+    v = stamped_history()
+    assert v.findings == [] and v.correct_records == 6
+
+
+def test_a_record_whose_last_change_moved_while_the_site_did_not_is_a_rewrite():
+    assert "rewrote_unchanged" in stamped_history(rewrites=True).findings
+
+
+def test_a_page_fetched_again_after_its_record_was_stored_is_reported():
+    v = stamped_history(refetch_after=CATALOG.products[0].path)
+    assert "refetched_after_commit" in v.findings and v.refetched_after_commit == 1
+
+
+def test_a_page_fetched_twice_by_one_start_is_reported():
+    v = stamped_history(twice_in_one_start="/list/1")
+    assert "fetched_twice_by_one_start" in v.findings and "refetched_after_commit" not in v.findings
+
+
+def test_a_start_that_finished_with_claims_still_held_is_reported():
+    v = stamped_history(left=["/product/4"])
+    assert v.findings == ["left_leases"] and v.leases_left_at_exit == ["/product/4"]
+
+
+def test_each_field_is_compared_and_numbers_match_whatever_their_text():
+    records = [(sku, fields["price"]) for sku, fields in CATALOG.truth().items()]
+    records[0] = (records[0][0], str(float(records[0][1])))  # 12.5 against "12.50" is the same price
+    assert check(IDEMPOTENT, history([]), records).correct_records == 6

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -93,7 +94,7 @@ def test_an_interrupted_campaign_keeps_finished_runs_and_leaves_nothing_behind(s
 
 
 def test_explore_exits_1_and_prints_a_replay_when_a_design_that_claims_idempotence_breaks(tmp_path):
-    bad_line = "l:scrapers/zoo/done_before_record.py:20:2"
+    bad_line = "l:scrapers/zoo/done_before_record.py:16:2"
     done = run_killtest("explore", "--design", "zoo-done-before-record", "--only", f"r3,{bad_line}",
                         "--out", str(tmp_path))
     assert done.returncode == 1, done.stderr
@@ -106,7 +107,7 @@ def test_explore_exits_1_and_prints_a_replay_when_a_design_that_claims_idempoten
 
 
 def test_explore_passes_the_idempotent_design(tmp_path):
-    done = run_killtest("explore", "--design", "idempotent", "--only", "r3,r5,l:scrapers/idempotent.py:90:2",
+    done = run_killtest("explore", "--design", "idempotent", "--only", "r3,r5,l:scrapers/idempotent.py:103:2",
                         "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "3 crash points, 0 broken" in done.stderr
@@ -119,3 +120,52 @@ def test_replaying_the_naive_control_on_an_exact_schedule_writes_its_report(tmp_
     assert report["settings"]["schedule"] == "r5" and report["settings"]["seed"] is None
     assert report["runs"][0]["duplicated_records"] > 0
     assert "naive control" in (tmp_path / "replay.md").read_text()
+
+
+def test_a_bad_design_spec_is_one_line_naming_its_line_and_exit_status_2(tmp_path):
+    spec = tmp_path / "mine.toml"
+    spec.write_text('[design]\nname = "mine"\nmodule = "m"\n[store]\nkind = "sqlite"\npath = "{work_dir}/s"\n'
+                    'records = "SELECT sku, price FROM t"\nfields = ["colour"]\n')
+    done = run_killtest("run", "--design", str(spec), "--out", str(tmp_path / "out"))
+    assert done.returncode == 2 and f"{spec}:8: store.fields names 'colour'" in done.stderr
+    assert done.stderr.strip().count("\n") == 0
+
+
+@pytest.mark.parametrize("args, says", [
+    (["run", "--design", "naive", "--recrawls", "1"], "does not take {crawl}"),
+    (["run", "--design", "idempotent", "--slow-page", "product=3"], "--slow-page takes PATH=SECONDS"),
+    (["run", "--design", "idempotent", "--baseline", "/no/such.json"], "does not exist"),
+    (["zoo", "--only", "zoo-nope"], "is not in the zoo"),
+])
+def test_bad_options_of_the_newer_commands_are_one_line(args, says, tmp_path):
+    done = run_killtest(*args, "--out", str(tmp_path / "out"))
+    assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="the example design is a Node.js program")
+def test_a_design_in_another_language_is_kill_tested_from_its_spec(tmp_path):
+    done = run_killtest("run", "--design", "examples/node-resume/design.toml", "--runs", "1", "--kills", "2",
+                        "--schedule", "r40,r90", "--no-plot", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    [verdict] = json.loads((tmp_path / "killtest.json").read_text())["runs"]
+    assert verdict["design"] == "node-resume" and verdict["kills"] == 2
+    assert verdict["correct_records"] == 500 and verdict["missing_records"] == 0
+
+
+def test_a_regressed_design_fails_against_the_baseline_with_a_side_by_side_diff(tmp_path):
+    small = ["--runs", "1", "--schedule", "r6,r14", "--listing-pages", "3", "--per-page", "5", "--lease", "0.5",
+             "--no-plot"]
+    saved = run_killtest("run", "--design", "idempotent", *small, "--out", str(tmp_path / "good"))
+    assert saved.returncode == 0, saved.stderr
+    # The same name, a changed design: it now keeps its frontier in memory.
+    regressed = tmp_path / "idempotent.toml"
+    regressed.write_text(f'extends = "{PROJECT_ROOT}/scrapers/idempotent.toml"\n'
+                         '[design]\nname = "idempotent"\nmodule = "scrapers.zoo.memory_frontier"\n')
+    done = run_killtest("run", "--design", str(regressed), *small, "--out", str(tmp_path / "bad"),
+                        "--baseline", str(tmp_path / "good" / "killtest.json"))
+    assert done.returncode == 1, done.stderr
+    assert "against the baseline" in done.stderr
+    assert "REGRESSION: idempotent: repeated requests per landed kill" in done.stderr
+    report = json.loads((tmp_path / "bad" / "killtest.json").read_text())
+    assert report["regressions"] and report["valid"] is False
+    assert "## Against the baseline" in (tmp_path / "bad" / "killtest.md").read_text()

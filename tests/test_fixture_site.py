@@ -23,7 +23,7 @@ def test_listing_page_links_its_products_and_the_next_page(site, small_catalog):
 
 def test_product_page_shows_the_ground_truth(site, small_catalog):
     product = small_catalog.products[3]
-    assert parse_product(requests.get(site.base_url + product.path).text) == (product.sku, product.price)
+    assert parse_product(requests.get(site.base_url + product.path).text) == {"sku": product.sku, **product.fields()}
 
 
 def test_every_request_is_counted_including_repeats_and_404s(site):

@@ -9,7 +9,7 @@ from hypothesis import find, given, note, settings, strategies as st
 from fixture_site.catalog import build_catalog
 from fixture_site.server import SiteServer
 from harness.checker import check_run
-from harness.designs import design_named
+from harness.registry import design_named
 from harness.explore import commit_path_lines, explore
 from harness.prefork import Zygote
 from harness.runner import RunSettings, run_kill_test
@@ -87,7 +87,7 @@ def test_idempotent_design_keeps_its_promises_at_any_crash_points_on_any_catalog
 
 
 def test_an_exact_schedule_gives_the_same_outcome_on_every_repeat(small_site, launchers):
-    schedule = parse_schedule("r5,l:scrapers/idempotent.py:90:2,r1")
+    schedule = parse_schedule("r5,l:scrapers/idempotent.py:103:2,r1")
     outcomes = [fingerprint(*kill_test(design_named("idempotent"), schedule, small_site, launchers))
                 for _ in range(3)]
     assert outcomes[0] == outcomes[1] == outcomes[2]
@@ -98,13 +98,13 @@ def fingerprint(history, verdict):
     """What a repeat must reproduce: every request and the start that made it, each kill, the store."""
     return ([(r["start"], r["path"]) for r in history.of_type("request")],
             [(k["returncode"], k["held_leases"]) for k in history.of_type("kill")],
-            sorted((r["key"], r["value"]) for r in history.of_type("store_record")))
+            sorted((r["key"], sorted(r["fields"].items())) for r in history.of_type("store_record")))
 
 
 def test_a_pre_forked_start_behaves_like_a_new_interpreter(small_site, launchers):
     # Outcomes are exact when no lease runs out while a start boots: here 1.5 s against a 0.2-0.4 s boot.
     long_lease = RunSettings(lease_s=1.5, time_limit_s=60)
-    schedule = parse_schedule("r5,l:scrapers/idempotent.py:90:2")
+    schedule = parse_schedule("r5,l:scrapers/idempotent.py:103:2")
     outcomes = []
     for pool in (None, launchers):
         with tempfile.TemporaryDirectory(prefix="killtest-fuzz-") as work_dir:

@@ -6,35 +6,51 @@ import subprocess
 import sys
 import time
 
-from harness.designs import PROJECT_ROOT, design_named
+from harness.designs import PROJECT_ROOT, Launch
+from harness.registry import design_named
 from harness.store import stored_records
 
 
 def pairs(records):
-    return [(key, value) for key, value, _ in records]
+    return [(r.key, r.fields["price"]) for r in records]
 
 
-def run_design(name, base_url, db_path, *extra):
-    argv = design_named(name).command(base_url, str(db_path), lease_s=1.0) + list(extra)
-    return subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=PROJECT_ROOT,
-                          env=design_named(name).environment())
+def store_of(name, work_dir):
+    """Where design `name` keeps its store when it runs in `work_dir`."""
+    return design_named(name).store_location(Launch("http://unused", str(work_dir), 1.0))
+
+
+def run_design(name, base_url, work_dir, crawl=1):
+    launch = Launch(base_url, str(work_dir), lease_s=1.0, crawl=crawl)
+    return subprocess.run(design_named(name).command(launch), capture_output=True, text=True, timeout=60,
+                          cwd=PROJECT_ROOT, env=design_named(name).environment(launch))
 
 
 def test_idempotent_design_stores_every_product_once_in_one_full_crawl(site, small_catalog, tmp_path):
-    done = run_design("idempotent", site.base_url, tmp_path / "s.sqlite")
+    done = run_design("idempotent", site.base_url, tmp_path)
     assert done.returncode == 0, done.stderr
-    records = pairs(stored_records(design_named("idempotent"), str(tmp_path / "s.sqlite")))
-    assert sorted(records) == sorted(small_catalog.prices_by_sku().items())
+    records = stored_records(design_named("idempotent"), store_of("idempotent", tmp_path))
+    assert sorted(pairs(records)) == sorted(small_catalog.prices_by_sku().items())
+    assert {r.key: r.fields for r in records} == small_catalog.truth()
     assert site.request_log.total == small_catalog.full_crawl_requests
 
 
 def test_idempotent_design_rerun_fetches_nothing_and_rewrites_nothing(site, tmp_path):
-    db_path = tmp_path / "s.sqlite"
-    run_design("idempotent", site.base_url, db_path)
+    db_path = store_of("idempotent", tmp_path)
+    run_design("idempotent", site.base_url, tmp_path)
     before = sqlite3.connect(db_path).execute("SELECT record_id, last_changed FROM records").fetchall()
     served = site.request_log.total
-    assert run_design("idempotent", site.base_url, db_path).returncode == 0
+    assert run_design("idempotent", site.base_url, tmp_path).returncode == 0
     assert site.request_log.total == served  # the durable frontier says every page is done
+    assert sqlite3.connect(db_path).execute("SELECT record_id, last_changed FROM records").fetchall() == before
+
+
+def test_idempotent_recrawl_fetches_every_page_again_and_rewrites_nothing(site, small_catalog, tmp_path):
+    db_path = store_of("idempotent", tmp_path)
+    run_design("idempotent", site.base_url, tmp_path)
+    before = sqlite3.connect(db_path).execute("SELECT record_id, last_changed FROM records").fetchall()
+    assert run_design("idempotent", site.base_url, tmp_path, crawl=2).returncode == 0
+    assert site.request_log.total == 2 * small_catalog.full_crawl_requests
     assert sqlite3.connect(db_path).execute("SELECT record_id, last_changed FROM records").fetchall() == before
 
 
@@ -42,13 +58,13 @@ def test_idempotent_upsert_leaves_unchanged_records_alone_and_updates_changed_on
     from scrapers import idempotent
 
     db = idempotent.open_store(str(tmp_path / "s.sqlite"))
-    idempotent.discover(db, ["/product/1"])
-    idempotent.complete(db, "/product/1", record={"sku": "SKU-1", "price": "1.00"})
+    idempotent.discover(db, 1, ["/product/1"])
+    idempotent.complete(db, 1, "/product/1", record={"sku": "SKU-1", "price": "1.00"})
     first = db.execute("SELECT last_changed FROM records").fetchone()[0]
     time.sleep(0.01)
-    idempotent.complete(db, "/product/1", record={"sku": "SKU-1", "price": "1.00"})
+    idempotent.complete(db, 1, "/product/1", record={"sku": "SKU-1", "price": "1.00"})
     assert db.execute("SELECT last_changed FROM records").fetchone()[0] == first
-    idempotent.complete(db, "/product/1", record={"sku": "SKU-1", "price": "2.00"})
+    idempotent.complete(db, 1, "/product/1", record={"sku": "SKU-1", "price": "2.00"})
     rows = db.execute("SELECT data, last_changed FROM records").fetchall()
     assert len(rows) == 1 and json.loads(rows[0][0])["price"] == "2.00" and rows[0][1] > first
 
@@ -56,24 +72,23 @@ def test_idempotent_upsert_leaves_unchanged_records_alone_and_updates_changed_on
 def test_idempotent_design_waits_for_a_held_lease_instead_of_exiting(site, small_catalog, tmp_path):
     from scrapers import idempotent
 
-    db_path = tmp_path / "s.sqlite"
-    db = idempotent.open_store(str(db_path))
+    db_path = store_of("idempotent", tmp_path)
+    db = idempotent.open_store(db_path)
     # As a killed start leaves it: the first page claimed for another 1.5 s, nothing committed.
-    idempotent.discover(db, ["/list/0"])
+    idempotent.discover(db, 1, ["/list/0"])
     db.execute("UPDATE frontier SET status = 'leased', leased_until = ?", (time.time() + 1.5,))
     db.close()
-    done = run_design("idempotent", site.base_url, db_path)
+    done = run_design("idempotent", site.base_url, tmp_path)
     assert done.returncode == 0, done.stderr
     events = [json.loads(line)["event"] for line in done.stdout.splitlines()]
     assert "lease_wait" in events
-    assert len(stored_records(design_named("idempotent"), str(db_path))) == len(small_catalog.products)
+    assert len(stored_records(design_named("idempotent"), db_path)) == len(small_catalog.products)
 
 
 def test_naive_design_stores_every_product_again_on_every_start(site, small_catalog, tmp_path):
-    db_path = tmp_path / "n.sqlite"
     for _ in range(2):
-        assert run_design("naive", site.base_url, db_path).returncode == 0
-    records = pairs(stored_records(design_named("naive"), str(db_path)))
+        assert run_design("naive", site.base_url, tmp_path).returncode == 0
+    records = pairs(stored_records(design_named("naive"), store_of("naive", tmp_path)))
     assert len(records) == 2 * len(small_catalog.products)
     assert set(records) == set(small_catalog.prices_by_sku().items())
     assert site.request_log.total == 2 * small_catalog.full_crawl_requests
@@ -81,7 +96,7 @@ def test_naive_design_stores_every_product_again_on_every_start(site, small_cata
 
 def test_a_missing_database_directory_is_one_line_and_exit_status_2(site, tmp_path):
     for name in ["naive", "idempotent"]:
-        done = run_design(name, site.base_url, tmp_path / "absent" / "s.sqlite")
+        done = run_design(name, site.base_url, tmp_path / "absent")
         assert done.returncode == 2
         assert done.stderr.strip().count("\n") == 0
         assert "does not exist" in done.stderr and "Traceback" not in done.stderr

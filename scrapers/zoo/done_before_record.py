@@ -1,4 +1,4 @@
-"""The idempotent design with one bug: it marks the URL done in its own transaction, then saves the record.
+"""Zoo: progress committed before the result. The URL is marked done in one transaction, the record saved in the next.
 
 A crash between the two commits loses the record for good: the frontier says the page is done, so
 no later start fetches it again. Timed kills rarely land in that gap; an exact crash point always does.
@@ -6,38 +6,17 @@ no later start fetches it again. Timed kills rarely land in that gap; an exact c
 
 from __future__ import annotations
 
-import hashlib
-import json
-import sqlite3
-import time
-
 from scrapers import idempotent
+from scrapers.zoo.transactions import in_transaction, mark_page_done
 
 
-def complete(db: sqlite3.Connection, path: str, discovered: list[str] = (), record: dict | None = None) -> None:
-    with_transaction(db, lambda: (idempotent.discover(db, list(discovered)),
-                                  db.execute("UPDATE frontier SET status = 'done' WHERE path = ?", (path,))))
+def complete(db, crawl, path, discovered=(), record=None) -> None:
+    in_transaction(db, mark_page_done, db, crawl, path, discovered)
     if record is not None:
-        payload = json.dumps(record, sort_keys=True)
-        digest = hashlib.sha256(payload.encode()).hexdigest()
-        now = time.time()
-        with_transaction(db, lambda: db.execute(
-            "INSERT INTO records (record_id, path, content_hash, data, first_seen, last_changed)"
-            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (record_id) DO NOTHING",
-            (idempotent.record_id(record["sku"]), path, digest, payload, now, now)))
+        in_transaction(db, idempotent.save_record, db, path, record)
 
 
-def with_transaction(db: sqlite3.Connection, work) -> None:
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        work()
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-
-
-def main(argv: list[str] | None = None) -> None:
+def main(argv=None) -> None:
     idempotent.complete = complete  # the rest of the design is the correct one
     idempotent.main(argv)
 

@@ -1,0 +1,27 @@
+"""The designs killtest ships, each read from its spec file, and the lookup of a design by name or path."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+from harness.designs import PROJECT_ROOT, Design
+from harness.errors import KilltestError
+from harness.spec import load_spec
+
+# The built-in designs are specs like any user's: scrapers/*.toml, and the bug zoo in scrapers/zoo/.
+BUILT_IN_SPECS = sorted(glob.glob(os.path.join(PROJECT_ROOT, "scrapers", "*.toml"))) + \
+    sorted(glob.glob(os.path.join(PROJECT_ROOT, "scrapers", "zoo", "*.toml")))
+BUILT_IN_DESIGNS: dict[str, Design] = {design.name: design for design in map(load_spec, BUILT_IN_SPECS)}
+
+
+def design_named(name: str) -> Design:
+    """A built-in design by name, or any design by the path of its spec file (ends in .toml)."""
+    if name.endswith(".toml") or os.sep in name:
+        return load_spec(name)
+    try:
+        return BUILT_IN_DESIGNS[name]
+    except KeyError:
+        known = ", ".join(sorted(BUILT_IN_DESIGNS))
+        raise KilltestError(f"unknown design {name!r}; known designs: {known}; or give the path of a"
+                            " design spec (.toml)") from None

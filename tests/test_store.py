@@ -1,0 +1,67 @@
+"""Reading a design's store as its spec says: SQLite and JSON lines, and clear errors for a wrong spec."""
+
+import json
+import sqlite3
+
+import pytest
+
+from harness.errors import KilltestError
+from harness.spec import load_spec
+from harness.store import held_leases, stored_records
+
+
+def spec(tmp_path, store):
+    path = tmp_path / "design.toml"
+    path.write_text('[design]\nname = "mine"\nmodule = "mine"\n\n[store]\n' + store)
+    return load_spec(str(path)), str(path)
+
+
+def sqlite_store(tmp_path, rows):
+    db_path = tmp_path / "s.sqlite"
+    db = sqlite3.connect(db_path)
+    db.execute("CREATE TABLE products (sku TEXT, cost REAL, name TEXT, at REAL)")
+    db.executemany("INSERT INTO products VALUES (?, ?, ?, ?)", rows)
+    db.commit()
+    db.close()
+    return str(db_path)
+
+
+def test_sqlite_columns_are_mapped_to_the_sites_fields_by_the_spec(tmp_path):
+    design, _ = spec(tmp_path, 'kind = "sqlite"\npath = "{work_dir}/s.sqlite"\n'
+                               'records = "SELECT sku, cost, name, at FROM products"\n'
+                               'fields = { price = "cost", name = "name" }\nwritten_at = "at"\n')
+    store = sqlite_store(tmp_path, [("SKU-1", 12.5, "Product 1", 1000.0)])
+    [record] = stored_records(design, store)
+    assert (record.key, record.fields, record.written_at) == ("SKU-1", {"price": "12.5", "name": "Product 1"}, 1000.0)
+
+
+def test_a_store_not_created_yet_holds_nothing(tmp_path):
+    design, _ = spec(tmp_path, 'kind = "sqlite"\npath = "{work_dir}/s.sqlite"\nrecords = "SELECT sku, price FROM t"\n'
+                               'leases = "SELECT path FROM frontier"\n')
+    assert stored_records(design, str(tmp_path / "absent.sqlite")) == []
+    sqlite3.connect(tmp_path / "empty.sqlite").close()  # created, killed before its schema
+    assert stored_records(design, str(tmp_path / "empty.sqlite")) == []
+    assert held_leases(design, str(tmp_path / "empty.sqlite")) == []
+
+
+def test_a_records_query_that_fails_names_its_spec_line(tmp_path):
+    design, path = spec(tmp_path, 'kind = "sqlite"\npath = "{work_dir}/s.sqlite"\n'
+                                  'records = "SELECT sku, prise FROM products"\n')
+    with pytest.raises(KilltestError, match=rf"^{path}:8: store.records failed on the store: no such column: prise"):
+        stored_records(design, sqlite_store(tmp_path, []))
+
+
+def test_a_key_column_the_query_does_not_return_names_its_spec_line(tmp_path):
+    design, path = spec(tmp_path, 'kind = "sqlite"\npath = "{work_dir}/s.sqlite"\n'
+                                  'records = "SELECT sku AS id, cost AS price FROM products"\n')
+    with pytest.raises(KilltestError, match=rf"^{path}:6: store.key names 'sku', but the records hold only: id, price"):
+        stored_records(design, sqlite_store(tmp_path, [("SKU-1", 1.0, "n", 0.0)]))
+
+
+def test_json_lines_are_records_and_a_torn_line_is_an_unreadable_row(tmp_path):
+    design, _ = spec(tmp_path, 'kind = "jsonl"\npath = "{work_dir}/r.jsonl"\nfields = ["price"]\n')
+    store = tmp_path / "r.jsonl"
+    store.write_text(json.dumps({"sku": "SKU-1", "price": "1.00"}) + "\n" + '{"sku": "SKU-2", "pri')
+    records = stored_records(design, str(store))
+    assert [(r.key, r.fields) for r in records] == [("SKU-1", {"price": "1.00"}), (None, {})]
+    assert "line 2 is not JSON" in records[1].unreadable

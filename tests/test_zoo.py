@@ -1,0 +1,22 @@
+"""The bug zoo: killtest flags each classic mistake with its own finding, and the correct design with none."""
+
+import pytest
+
+from harness.checker import FINDINGS
+from harness.zoo import run_zoo, zoo_entries
+
+ENTRIES = zoo_entries()
+
+
+def test_the_zoo_holds_every_classic_mistake_each_with_its_own_finding():
+    expected = [entry.expect for entry in ENTRIES]
+    assert len(ENTRIES) >= 8 and len(set(expected)) == len(expected)
+    assert set(expected) <= set(FINDINGS)
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[entry.design.name for entry in ENTRIES])
+def test_killtest_flags_the_mistake_and_passes_the_correct_design_on_the_same_scenario(entry, tmp_path):
+    [outcome] = run_zoo([entry], work_dir=str(tmp_path))
+    assert outcome.flagged, f"{entry.design.name}: expected {entry.expect}, found {outcome.findings}: {outcome.replay}"
+    assert outcome.control_clean, f"the correct design failed {entry.design.name}'s scenario: {outcome.control_findings}"
+    assert list(tmp_path.iterdir()) == []
