@@ -4,18 +4,30 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: killtest test calibrate bench-explore clean
+.PHONY: killtest baseline zoo test calibrate bench-explore clean
 
-# The article's experiment: five runs per design, ten SIGKILLs each, 3 s lease, same schedules.
+EXPERIMENT := run --design naive --design idempotent --runs 5 --kills 10 --seed 1 --lease 3 --check-faster
+
+# The article's experiment: five runs per design, ten SIGKILLs each, 3 s lease, same schedules;
+# it also fails when a design regresses against the saved results/baseline.json.
 killtest: $(STAMP)
-	$(BIN)/killtest run --design naive --design idempotent --runs 5 --kills 10 --seed 1 --lease 3 --check-faster --out results
+	$(BIN)/killtest $(EXPERIMENT) --out results --baseline results/baseline.json
+
+# Save a new baseline: the same experiment, its killtest.json kept as results/baseline.json.
+baseline: $(STAMP)
+	$(BIN)/killtest $(EXPERIMENT) --out results/baseline-run
+	cp results/baseline-run/killtest.json results/baseline.json
+
+# The bug zoo: each known mistake must get its own finding, the correct design none (also in make test).
+zoo: $(STAMP)
+	$(BIN)/killtest zoo --out results
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-# Naive control at several site latencies: shows which latency brings this machine nearest the published band.
+# Naive control at several site paces: shows which pace brings this machine nearest the published band.
 calibrate: $(STAMP)
-	$(BIN)/killtest calibrate --latencies 0,0.0005,0.001,0.003 --runs 5 --out results/calibration
+	$(BIN)/killtest calibrate --runs 5 --out results/calibration
 
 # How many exact kill schedules a minute this machine checks: a new interpreter per start (and the
 # first explore's 0.5 s lease) against pre-forked starts with a 0.2 s lease. A benchmark, not a test.

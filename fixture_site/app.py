@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 from flask import Flask, abort, g, request
@@ -11,19 +12,21 @@ from fixture_site.request_log import RequestLog
 
 
 def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_s: float = 0.0,
-               slow_paths: dict[str, float] | None = None) -> Flask:
+               slow_paths: dict[str, float] | None = None, pace_rps: float = 0.0) -> Flask:
     """A shop serving `catalog`; every request, 404s included, goes into `request_log`.
 
     `latency_s` delays every answer; `slow_paths` maps a path to how many seconds its answer takes,
-    for a page slower than a design's lease.
+    for a page slower than a design's lease. `pace_rps` (0: none) serves at most that many requests a
+    second, site-wide, so a crawl takes as long on a fast machine as on the article's.
 
     `app.config["ON_REQUEST"]`, when set, is called with each request's path as it arrives, before the
     site answers, and `app.config["ON_RESPONSE_SENT"]` once the server has written the answer: the
     harness uses them to kill a scraper at an exact request.
     """
     slow_paths = dict(slow_paths or {})
-    if latency_s < 0 or any(seconds < 0 for seconds in slow_paths.values()):
-        raise ValueError("latency_s and slow_paths take zero seconds or more")
+    if latency_s < 0 or pace_rps < 0 or any(seconds < 0 for seconds in slow_paths.values()):
+        raise ValueError("latency_s, pace_rps and slow_paths take zero or more")
+    pace = _Pace(pace_rps)
     app = Flask("fixture_site")
     app.config["CATALOG"] = catalog
     app.config["REQUEST_LOG"] = log = request_log if request_log is not None else RequestLog()
@@ -34,6 +37,7 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
         on_request = app.config.get("ON_REQUEST")
         if on_request is not None:
             on_request(request.path)
+        pace.wait_for_a_slot()
         delay_s = slow_paths.get(request.path, latency_s)
         if delay_s:
             time.sleep(delay_s)
@@ -70,6 +74,25 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
                                f'<span class="sku">{item.sku}</span> <span class="price">{item.price}</span>')
 
     return app
+
+
+class _Pace:
+    """Hands out answer slots at most `rps` a second, site-wide, in arrival order."""
+
+    def __init__(self, rps: float) -> None:
+        self.interval_s = 1.0 / rps if rps else 0.0
+        self._next_slot = 0.0
+        self._lock = threading.Lock()
+
+    def wait_for_a_slot(self) -> None:
+        if not self.interval_s:
+            return
+        with self._lock:
+            now = time.monotonic()
+            slot = max(now, self._next_slot)
+            self._next_slot = slot + self.interval_s
+        if slot > now:
+            time.sleep(slot - now)
 
 
 def _page(title: str, body: str) -> str:

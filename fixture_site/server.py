@@ -24,10 +24,11 @@ class SiteServer:
     """A context manager that serves `catalog` on 127.0.0.1 in a background thread until it exits."""
 
     def __init__(self, catalog: Catalog, latency_s: float = 0.0, host: str = "127.0.0.1",
-                 slow_paths: dict[str, float] | None = None) -> None:
+                 slow_paths: dict[str, float] | None = None, pace_rps: float = 0.0) -> None:
         self.catalog = catalog
         self.request_log = RequestLog()
-        self._app = create_app(catalog, self.request_log, latency_s=latency_s, slow_paths=slow_paths)
+        self._app = create_app(catalog, self.request_log, latency_s=latency_s, slow_paths=slow_paths,
+                               pace_rps=pace_rps)
         self._host = host
         self._server = None
         self._thread: threading.Thread | None = None

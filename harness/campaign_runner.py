@@ -19,6 +19,7 @@ from harness.progress import Progress
 from harness.report import history_path, write_results
 from harness.runner import RunSettings, run_kill_test
 from harness.schedule import KillSchedule
+from harness.servers.stores import StoreServers
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class CampaignPlan:
     out_dir: str
     name: str
     latency_s: float = 0.0
+    pace_rps: float = 0.0  # the site serves at most this many requests a second; 0: as fast as it can
     slow_pages: tuple[tuple[str, float], ...] = ()  # (path, seconds its answer takes)
     work_dir: str | None = None
     plot: bool = True
@@ -48,7 +50,7 @@ class CampaignPlan:
                 "kills": self.schedules[0].kills if self.schedules else 0,
                 "schedule": None if self.seed is not None else (self.schedules[0].spec if self.schedules else ""),
                 "seed": self.seed, "kill_delay_s": list(self.kill_delay_s) if self.kill_delay_s else None,
-                "lease_s": self.settings.lease_s, "latency_s": self.latency_s,
+                "lease_s": self.settings.lease_s, "latency_s": self.latency_s, "pace_rps": self.pace_rps,
                 "slow_pages": dict(self.slow_pages), "recrawls": self.settings.recrawls,
                 "products": len(self.catalog.products), "full_crawl_requests": self.catalog.full_crawl_requests,
                 "time_limit_s": self.settings.time_limit_s, "cpus": os.cpu_count(),
@@ -61,7 +63,8 @@ def run_campaign(plan: CampaignPlan, progress: Progress) -> Campaign:
     designs_by_name = {d.name: d for d in plan.designs}
     runs = len(plan.schedules)
     try:
-        with SiteServer(plan.catalog, latency_s=plan.latency_s, slow_paths=dict(plan.slow_pages)) as site, \
+        with SiteServer(plan.catalog, latency_s=plan.latency_s, slow_paths=dict(plan.slow_pages),
+                        pace_rps=plan.pace_rps) as site, StoreServers(plan.designs) as servers, \
                 contextlib.ExitStack() as stack:
             # Only a Python design can be pre-forked; any other program starts afresh every time.
             launchers = {d.name: stack.enter_context(Zygote(d)) for d in plan.designs
@@ -73,7 +76,7 @@ def run_campaign(plan: CampaignPlan, progress: Progress) -> Campaign:
                     with tempfile.TemporaryDirectory(prefix="killtest-", dir=plan.work_dir) as work_dir:
                         history = run_kill_test(design, schedule, site, work_dir, plan.settings,
                                                 on_progress=lambda m, label=label: progress.step(f"{label} {m}"),
-                                                launcher=launchers.get(design.name))
+                                                launcher=launchers.get(design.name), dsn=servers.dsn_for(design))
                     history.write_jsonl(history_path(plan.out_dir, plan.name, design.name, run))
                     verdict = check_run(design, run, history, plan.catalog)
                     campaign.verdicts.append(verdict)

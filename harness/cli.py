@@ -1,4 +1,4 @@
-"""The `killtest` command line: `killtest run` kill-tests designs; `killtest calibrate` sweeps site latency."""
+"""The `killtest` command line: run, replay, explore and zoo kill-test designs; calibrate sweeps the site's pace."""
 
 from __future__ import annotations
 
@@ -22,11 +22,12 @@ from harness.explore import explore
 from harness.files import write_atomically
 from harness.prefork import Zygote
 from harness.progress import Progress
-from harness.published import (KILL_DELAY_S, KILLS_PER_RUN, LEASE_S, PUBLISHED_NAIVE_ROWS_PER_PRODUCT,
+from harness.published import (ARTICLE_PACE_RPS, KILL_DELAY_S, KILLS_PER_RUN, LEASE_S, PUBLISHED_NAIVE_ROWS_PER_PRODUCT,
                                RUNS_PER_DESIGN)
 from harness.render import exploration_markdown
 from harness.runner import DEFAULT_TIME_LIMIT_S, RunSettings
 from harness.schedule import parse_schedule, run_seeds, timed_schedule
+from harness.servers.stores import StoreServers
 from harness.zoo import run_zoo, selected, zoo_entries, zoo_markdown
 
 # Exact-point runs use a small catalog whose pages take milliseconds: a 0.2 s lease is still 50 times the
@@ -105,9 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
     zoo.add_argument("--out", default="results", help="directory for results (default results/)")
     zoo.add_argument("--work-dir", default=None, help="existing directory for the scrapers' stores")
 
-    calibrate = commands.add_parser("calibrate", help="run the naive control at several site latencies")
-    calibrate.add_argument("--latencies", default="0,0.001,0.003",
-                           help="comma-separated per-request latencies in seconds (default 0,0.001,0.003)")
+    calibrate = commands.add_parser("calibrate", help="run the naive control at several site paces")
+    calibrate.add_argument("--paces", default=f"0,100,{ARTICLE_PACE_RPS:g},200",
+                           help="comma-separated site paces in requests per second, 0 for unpaced"
+                                f" (default 0,100,{ARTICLE_PACE_RPS:g},200)")
     _campaign_options(calibrate, runs_default=2)
     return parser
 
@@ -122,6 +124,9 @@ def _campaign_options(command: argparse.ArgumentParser, runs_default: int = RUNS
                          help="the range a kill lands in after each start, LOW,HIGH seconds (default 0.2,1.0)")
     command.add_argument("--latency", type=_not_negative(float), default=0.0,
                          help="added per-request latency of the fixture site, seconds (default 0)")
+    command.add_argument("--pace", type=_not_negative(float), default=ARTICLE_PACE_RPS,
+                         help="the most requests a second the site serves, 0 for as many as the machine can"
+                              f" (default {ARTICLE_PACE_RPS:g}, the article's site: see harness/published.py)")
     _site_options(command, DEFAULT_LISTING_PAGES, DEFAULT_PRODUCTS_PER_PAGE, DEFAULT_TIME_LIMIT_S)
     command.add_argument("--out", default="results", help="directory for results (default results/)")
     command.add_argument("--work-dir", default=None,
@@ -214,7 +219,7 @@ def _check_recrawls(args, designs) -> None:
                                 " cannot be told that a crawl is a re-crawl")
 
 
-def _timed_plan(args, designs, latency_s: float, name: str) -> CampaignPlan:
+def _timed_plan(args, designs, pace_rps: float, name: str) -> CampaignPlan:
     """The plan of `run` and `calibrate`: seeded timed schedules, or one exact schedule repeated."""
     _check_recrawls(args, designs)
     delay_range = _kill_delay(args.kill_delay)
@@ -226,7 +231,8 @@ def _timed_plan(args, designs, latency_s: float, name: str) -> CampaignPlan:
     return CampaignPlan(command=_command_line(), designs=tuple(designs), schedules=schedules,
                         catalog=build_catalog(args.listing_pages, args.per_page),
                         settings=_settings(args, getattr(args, "lease", LEASE_S)),
-                        out_dir=args.out, name=name, latency_s=latency_s, work_dir=args.work_dir,
+                        out_dir=args.out, name=name, latency_s=args.latency, pace_rps=pace_rps,
+                        work_dir=args.work_dir,
                         slow_pages=_slow_pages(getattr(args, "slow_page", [])),
                         plot=not args.no_plot, check_faster=getattr(args, "check_faster", False),
                         seed=None if exact is not None else args.seed, kill_delay_s=delay_range,
@@ -246,7 +252,7 @@ def _command_line() -> str:
 def _command_run(args, progress: Progress) -> int:
     designs = _designs(args.design)
     _prepare_dirs(args)
-    campaign = run_campaign(_timed_plan(args, designs, args.latency, args.name), progress)
+    campaign = run_campaign(_timed_plan(args, designs, args.pace, args.name), progress)
     for figure in campaign.comparison_figures:
         progress.done(figure)
     for problem in campaign.comparison_problems:
@@ -283,26 +289,30 @@ def _print_band(campaign: Campaign, progress: Progress) -> None:
 
 def _command_calibrate(args, progress: Progress) -> int:
     try:
-        latencies = [float(x) for x in args.latencies.split(",") if x.strip()]
+        paces = [float(x) for x in args.paces.split(",") if x.strip()]
     except ValueError:
-        raise KilltestError(f"--latencies takes comma-separated seconds, not {args.latencies!r}") from None
-    if not latencies or any(x < 0 for x in latencies):
-        raise KilltestError("--latencies needs one or more latencies of zero seconds or more")
+        raise KilltestError(f"--paces takes comma-separated requests per second, not {args.paces!r}") from None
+    if not paces or any(x < 0 for x in paces):
+        raise KilltestError("--paces needs one or more paces of zero (unpaced) or more requests per second")
     _prepare_dirs(args)
     naive = design_named("naive")
     rows = []
-    for latency in latencies:
-        campaign = run_campaign(_timed_plan(args, [naive], latency, f"calibration-latency-{latency:g}"), progress)
+    for pace in paces:
+        campaign = run_campaign(_timed_plan(args, [naive], pace, f"calibration-pace-{pace:g}"), progress)
         summary = summarise(campaign)["naive"]
-        rows.append((latency, summary))
+        rows.append((pace, summary))
         gap = summary["band_gap"]
-        progress.done(f"latency {latency:g}s: naive rows per product {gap['ours'][0]:.2f}–{gap['ours'][1]:.2f}"
+        progress.done(f"pace {_pace(pace)}: naive rows per product {gap['ours'][0]:.2f}–{gap['ours'][1]:.2f}"
                       f" (published {gap['published'][0]}–{gap['published'][1]})")
     write_atomically(os.path.join(args.out, "calibration.md"), calibration_markdown(rows, args))
     nearest = min(rows, key=lambda row: _distance_to_band(row[1]["band_gap"]))
-    progress.done(f"nearest the published band: latency {nearest[0]:g}s;"
+    progress.done(f"nearest the published band: pace {_pace(nearest[0])};"
                   f" table in {os.path.join(args.out, 'calibration.md')}")
     return 0
+
+
+def _pace(pace: float) -> str:
+    return f"{pace:g} requests/s" if pace else "unpaced"
 
 
 def _distance_to_band(gap: dict) -> float:
@@ -310,16 +320,17 @@ def _distance_to_band(gap: dict) -> float:
 
 
 def calibration_markdown(rows, args) -> str:
-    lines = ["# Site latency against the naive control's rows per product", "",
-             f"{args.runs} runs per latency, {args.kills} kills each, seeds from {args.seed}. Published band:"
+    lines = ["# Site pace against the naive control's rows per product", "",
+             f"{args.runs} runs per pace, {args.kills} kills each, seeds from {args.seed}, added latency"
+             f" {args.latency:g} s. Published band:"
              f" {PUBLISHED_NAIVE_ROWS_PER_PRODUCT[0]}–{PUBLISHED_NAIVE_ROWS_PER_PRODUCT[1]} rows per product.", "",
-             "| latency s | rows per product | distance to band | start-up s | requests/s | kills before work |",
-             "| --- | --- | --- | --- | --- | --- |"]
-    for latency, s in rows:
+             "| pace | rows per product | distance to band | wall s | start-up s | requests/s | kills before work |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for pace, s in rows:
         gap = s["band_gap"]
-        lines.append(f"| {latency:g} | {gap['ours'][0]:.2f}–{gap['ours'][1]:.2f} | {_distance_to_band(gap):.2f}"
-                     f" | {s['median_startup_s']} | {s['median_request_rate']} | {s['kills_before_work']}"
-                     f" of {s['kills']} |")
+        lines.append(f"| {_pace(pace)} | {gap['ours'][0]:.2f}–{gap['ours'][1]:.2f} | {_distance_to_band(gap):.2f}"
+                     f" | {s['wall_s'][0]:.2f}–{s['wall_s'][1]:.2f} | {s['median_startup_s']}"
+                     f" | {s['median_request_rate']} | {s['kills_before_work']} of {s['kills']} |")
     return "\n".join(lines) + "\n"
 
 
@@ -344,10 +355,10 @@ def _command_explore(args, progress: Progress) -> int:
     _prepare_dirs(args)
     catalog = build_catalog(args.listing_pages, args.per_page)
     settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
-    with SiteServer(catalog) as site, contextlib.ExitStack() as stack:
+    with SiteServer(catalog) as site, StoreServers([design]) as servers, contextlib.ExitStack() as stack:
         launcher = None if args.no_prefork or design.module is None else stack.enter_context(Zygote(design))
         exploration = explore(design, site, settings, args.work_dir, points, on_progress=progress.step,
-                              launcher=launcher)
+                              launcher=launcher, fresh_dsn=lambda: servers.dsn_for(design))
     base = os.path.join(args.out, f"explore-{design.name}")
     write_atomically(f"{base}.json", json.dumps(exploration.to_json(), indent=2) + "\n")
     write_atomically(f"{base}.md", exploration_markdown(exploration, _command_line()))

@@ -39,7 +39,10 @@ def commit_path_lines(design: Design) -> list[tuple[str, int]]:
 
 
 def crash_points(design: Design, full_crawl_requests: int) -> list[KillPoint]:
+    """Every request; and, for a Python design, every statement of its commit path at its 1st and 2nd run."""
     points: list[KillPoint] = [AtRequest(k) for k in range(1, full_crawl_requests + 1)]
+    if design.module is None:
+        return points  # any other program: its lines cannot be traced
     points += [AtLine(path, line, hit) for path, line in commit_path_lines(design) for hit in EXPLORE_HITS]
     return points
 
@@ -79,10 +82,12 @@ class Exploration:
 
 def explore(design: Design, site: SiteServer, settings: RunSettings, work_dir: str | None = None,
             points: list[KillPoint] | None = None,
-            on_progress: Callable[[str], None] = lambda message: None, launcher=None) -> Exploration:
+            on_progress: Callable[[str], None] = lambda message: None, launcher=None,
+            fresh_dsn: Callable[[], str] = lambda: "") -> Exploration:
     """Kill `design` at each point in turn (all crash points by default) and check every outcome.
 
-    `launcher` (a harness.prefork.Zygote) forks each start instead of starting a new interpreter.
+    `launcher` (a harness.prefork.Zygote) forks each start instead of starting a new interpreter;
+    `fresh_dsn` gives each point an empty database, for a design with a PostgreSQL store.
     """
     strict = dataclasses.replace(design, claims_idempotence=True)
     points = crash_points(design, site.catalog.full_crawl_requests) if points is None else points
@@ -92,7 +97,7 @@ def explore(design: Design, site: SiteServer, settings: RunSettings, work_dir: s
         on_progress(f"[explore {design.name}] point {number}/{len(points)}: {point.spec}")
         with tempfile.TemporaryDirectory(prefix="killtest-explore-", dir=work_dir) as scratch:
             history = run_kill_test(design, KillSchedule(seed=None, points=(point,)), site, scratch, settings,
-                                    launcher=launcher)
+                                    launcher=launcher, dsn=fresh_dsn())
         verdict = check_run(strict, 1, history, site.catalog)
         landed = verdict.kills + verdict.kills_before_work > 0
         problems = [p for p in verdict.problems if not p.startswith("no kill landed")]

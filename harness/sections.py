@@ -102,6 +102,10 @@ def _published_rows_per_killed_start() -> str:
     return f"{extra[0]:.0f}–{extra[-1]:.0f}"
 
 
+def _pace(pace_rps) -> str:
+    return f"at most {pace_rps:g} requests/s" if pace_rps else "unpaced"
+
+
 def _naive_band(campaign: Campaign) -> Section | None:
     summary = summarise(campaign)
     if "naive" not in summary:
@@ -125,7 +129,7 @@ def _naive_band(campaign: Campaign) -> Section | None:
             f" killed start; {s['kills_before_work']} of {s['kills'] + s['kills_before_work']} SIGKILLs landed"
             f" before the start made any request. The article's figures imply {_published_rows_per_killed_start()}"
             " rows per killed start. Start-up (interpreter and `import requests`) and the request rate decide the"
-            " gap; site latency only lowers the rate.")
+            f" gap; the site's pace ({_pace(campaign.settings.get('pace_rps'))}) caps the rate.")
     return section
 
 

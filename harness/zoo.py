@@ -39,6 +39,14 @@ class Scenario:
     slow_pages: tuple[tuple[str, float], ...] = ()
     time_limit_s: float = 20.0
 
+    def describe(self) -> str:
+        """The scenario in a table cell: the kills, then whatever else it needs."""
+        parts = [f"`{self.schedule}`", f"lease {self.lease_s:g} s"]
+        parts += [f"{path} takes {seconds:g} s" for path, seconds in self.slow_pages]
+        if self.recrawls:
+            parts.append(f"then {self.recrawls} re-crawl{'s' if self.recrawls > 1 else ''}")
+        return ", ".join(parts)
+
     def replay_command(self, design: str) -> str:
         words = ["killtest", "replay", "--design", design, "--schedule", self.schedule, "--listing-pages",
                  str(ZOO_LISTING_PAGES), "--per-page", str(ZOO_PER_PAGE), "--lease", f"{self.lease_s:g}",
@@ -63,7 +71,7 @@ class ZooOutcome:
     design: str
     mistake: str
     expect: str
-    schedule: str
+    scenario: str
     findings: list[str] = field(default_factory=list)  # what the checker reported on the zoo design
     problems: list[str] = field(default_factory=list)
     control_findings: list[str] = field(default_factory=list)  # what it reported on the correct design
@@ -132,7 +140,7 @@ def run_zoo(entries: list[ZooEntry], work_dir: str | None = None,
                     history = run_kill_test(design, parse_schedule(schedule), site, scratch, settings)
                 verdicts[design.name] = check_run(design, 1, history, catalog)
         found = verdicts[entry.design.name]
-        outcomes.append(ZooOutcome(entry.design.name, entry.mistake, entry.expect, scenario.schedule,
+        outcomes.append(ZooOutcome(entry.design.name, entry.mistake, entry.expect, scenario.describe(),
                                    found.findings, found.problems, verdicts[CONTROL].findings,
                                    scenario.replay_command(entry.design.name)))
     return outcomes
@@ -149,7 +157,7 @@ def zoo_markdown(outcomes: list[ZooOutcome], command: str) -> str:
     for o in outcomes:
         found = ", ".join(f"**{f}**" if f == o.expect else f for f in o.findings) or "nothing"
         control = "clean" if o.control_clean else ", ".join(o.control_findings)
-        lines.append(f"| {o.design} | {o.mistake} | `{o.schedule}` | {o.expect} | {found} | {control} |"
+        lines.append(f"| {o.design} | {o.mistake} | {o.scenario} | {o.expect} | {found} | {control} |"
                      f" {'right' if o.as_expected else 'WRONG'} |")
     lines += ["", "Replay any of them alone:", ""] + [f"    {o.replay}" for o in outcomes]
     return "\n".join(lines) + "\n"

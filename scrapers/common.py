@@ -25,10 +25,14 @@ class ScraperArgumentError(SystemExit):
         super().__init__(2)
 
 
-def parse_args(prog: str, argv: list[str] | None, with_lease: bool = False) -> argparse.Namespace:
+def parse_args(prog: str, argv: list[str] | None, with_lease: bool = False, store: str = "db") -> argparse.Namespace:
+    """The designs' shared command line; `store` is "db" (a SQLite file) or "dsn" (a PostgreSQL database)."""
     parser = argparse.ArgumentParser(prog=prog, description=f"The {prog} scraper design under test.")
     parser.add_argument("--base", required=True, help="the site's base URL, for example http://127.0.0.1:8000")
-    parser.add_argument("--db", required=True, help="the SQLite file that holds the scraper's records")
+    if store == "dsn":
+        parser.add_argument("--dsn", required=True, help="the PostgreSQL database that holds the records")
+    else:
+        parser.add_argument("--db", required=True, help="the SQLite file that holds the scraper's records")
     if with_lease:
         parser.add_argument("--lease", type=float, default=60.0,
                             help="seconds a claimed URL stays leased before another start may take it (default 60)")
@@ -38,9 +42,8 @@ def parse_args(prog: str, argv: list[str] | None, with_lease: bool = False) -> a
     if not args.base.startswith(("http://", "https://")):
         raise ScraperArgumentError(f"--base must be an http:// or https:// URL, not {args.base!r}")
     args.base = args.base.rstrip("/")
-    directory = os.path.dirname(os.path.abspath(args.db))
-    if not os.path.isdir(directory):
-        raise ScraperArgumentError(f"the directory for --db does not exist: {directory}")
+    if store == "db" and not os.path.isdir(os.path.dirname(os.path.abspath(args.db))):
+        raise ScraperArgumentError(f"the directory for --db does not exist: {os.path.dirname(os.path.abspath(args.db))}")
     if with_lease and args.crawl < 1:
         raise ScraperArgumentError(f"--crawl counts from 1, not {args.crawl}")
     if with_lease and not args.lease > 0:

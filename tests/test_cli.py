@@ -32,7 +32,7 @@ def run_killtest(*args, timeout=120):
     (["run", "--design", "naive", "--kill-delay", "soon"], "--kill-delay"),
     (["run", "--design", "naive", "--work-dir", "/no/such/dir"], "does not exist"),
     (["run"], "--design"),
-    (["calibrate", "--latencies", "fast"], "--latencies"),
+    (["calibrate", "--paces", "fast"], "--paces"),
     (["run", "--design", "naive", "--latency", "-1"], "--latency"),
     (["replay", "--design", "idempotent", "--schedule", "r0"], "bad kill point 'r0'"),
     (["explore", "--design", "nope"], "unknown design 'nope'"),

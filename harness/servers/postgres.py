@@ -1,0 +1,148 @@
+"""A private PostgreSQL server: initdb in a temporary directory, postgres on a free loopback port.
+
+Each run gets a fresh, empty database (`fresh_database`); the server and its directory are gone
+when the context exits, whatever stopped the harness. PostgreSQL refuses to run as root, so as root
+the server runs as the `postgres` user that Debian's package creates.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+from harness.errors import KilltestError
+from harness.servers.common import ServerUnavailable, find_binary, free_loopback_port
+
+DEBIAN_BIN = "/usr/lib/postgresql/*/bin/"
+INSTALL_HINT = "install PostgreSQL (Debian: apt-get install postgresql) or skip the PostgreSQL designs"
+SUPERUSER = "killtest"
+START_TIMEOUT_S = 30.0
+
+
+class PrivatePostgres:
+    """`with PrivatePostgres() as pg: dsn = pg.fresh_database()`."""
+
+    def __init__(self) -> None:
+        self.initdb = find_binary("initdb", (DEBIAN_BIN + "initdb",), INSTALL_HINT)
+        self.postgres = find_binary("postgres", (DEBIAN_BIN + "postgres",), INSTALL_HINT)
+        self.port = 0
+        self._dir: str | None = None
+        self._process: subprocess.Popen | None = None
+        self._databases = 0
+        self._account = _unprivileged_account()
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    def dsn(self, database: str = "postgres") -> str:
+        return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
+
+    def start(self) -> "PrivatePostgres":
+        self._dir = tempfile.mkdtemp(prefix="killtest-postgres-")
+        try:
+            data, sockets = os.path.join(self._dir, "data"), os.path.join(self._dir, "sockets")
+            os.mkdir(sockets)
+            if self._account:
+                os.chown(self._dir, *self._account)
+                os.chown(sockets, *self._account)
+            self._run([self.initdb, "-D", data, "-U", SUPERUSER, "-A", "trust", "-E", "UTF8", "--no-sync"])
+            self.port = free_loopback_port()
+            log = open(os.path.join(self._dir, "postgres.log"), "wb")
+            # fsync off: the harness kills clients, never the machine, and a committed row survives either way.
+            self._process = subprocess.Popen(
+                [self.postgres, "-D", data, "-p", str(self.port), "-c", "listen_addresses=127.0.0.1",
+                 "-c", f"unix_socket_directories={sockets}", "-c", "fsync=off", "-c", "full_page_writes=off",
+                 "-c", "max_connections=200"],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                preexec_fn=self._drop_privileges)
+            log.close()
+            self._wait_until_ready()
+            return self
+        except BaseException:
+            self.stop()
+            raise
+
+    def fresh_database(self) -> str:
+        """A new empty database on the server; its DSN."""
+        import psycopg
+
+        self._databases += 1
+        name = f"run_{self._databases}"
+        with psycopg.connect(self.dsn(), autocommit=True) as admin:
+            admin.execute(f"CREATE DATABASE {name}")
+        return self.dsn(name)
+
+    def stop(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            # Fast shutdown first (SIGINT), so the server removes its own lock files; then no mercy.
+            os.killpg(self._process.pid, signal.SIGINT)
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self._process.pid, signal.SIGKILL)
+                self._process.wait()
+        self._process = None
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def __enter__(self) -> "PrivatePostgres":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _drop_privileges(self) -> None:
+        if self._account:
+            os.setgid(self._account[1])
+            os.setuid(self._account[0])
+
+    def _run(self, argv: list[str]) -> None:
+        done = subprocess.run(argv, capture_output=True, text=True, preexec_fn=self._drop_privileges,
+                              stdin=subprocess.DEVNULL, timeout=120)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise KilltestError(f"{os.path.basename(argv[0])} failed with status {done.returncode}: {last}")
+
+    def _wait_until_ready(self) -> None:
+        import psycopg
+
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if self._process.poll() is not None:
+                raise KilltestError(f"the private PostgreSQL exited with status {self._process.returncode}:"
+                                    f" {self._log_tail()}")
+            try:
+                psycopg.connect(self.dsn(), connect_timeout=1).close()
+                return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise KilltestError(f"the private PostgreSQL did not answer in {START_TIMEOUT_S:g}s:"
+                                        f" {self._log_tail()}") from None
+                time.sleep(0.05)
+
+    def _log_tail(self) -> str:
+        try:
+            with open(os.path.join(self._dir, "postgres.log"), encoding="utf-8", errors="replace") as log:
+                lines = [line.strip() for line in log if line.strip()]
+            return lines[-1] if lines else "(no output)"
+        except OSError:
+            return "(no log)"
+
+
+def _unprivileged_account() -> tuple[int, int] | None:
+    """(uid, gid) to run the server as when the harness is root; None when it is not."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        account = pwd.getpwnam("postgres")
+    except KeyError:
+        raise ServerUnavailable("PostgreSQL will not run as root and there is no 'postgres' user to run it as;"
+                                " create one (useradd --system postgres) or run killtest as another user") from None
+    return account.pw_uid, account.pw_gid

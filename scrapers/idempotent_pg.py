@@ -1,0 +1,122 @@
+"""The idempotent design on PostgreSQL: the same four decisions, for many workers on one database.
+
+1. record IDs derived from the data (source and SKU), upserted;
+2. a durable frontier table, per crawl;
+3. the record and the page's done mark committed in one transaction;
+4. leases that expire, claimed with one statement: `FOR UPDATE SKIP LOCKED` picks the oldest
+   claimable path no other transaction is claiming, so two workers never take the same page while
+   its lease holds, and neither waits on the other's row lock.
+
+Leases run on the database's clock (now()), the one clock every worker shares. The crawl loop is
+the SQLite design's (scrapers.idempotent); only the store underneath differs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+
+import psycopg
+import requests
+
+from scrapers import idempotent
+from scrapers.common import emit, parse_args
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS frontier (
+    seq BIGSERIAL,
+    crawl INTEGER NOT NULL,
+    path TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'leased', 'done')),
+    leased_until TIMESTAMPTZ NOT NULL DEFAULT 'epoch',
+    PRIMARY KEY (crawl, path)
+);
+CREATE INDEX IF NOT EXISTS frontier_claimable ON frontier (crawl, seq) WHERE status != 'done';
+CREATE TABLE IF NOT EXISTS records (
+    record_id TEXT PRIMARY KEY,
+    path TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    data JSONB NOT NULL,
+    first_seen DOUBLE PRECISION NOT NULL,
+    last_changed DOUBLE PRECISION NOT NULL
+);
+"""
+SCHEMA_LOCK = 5_000_001  # an advisory lock: two workers creating the schema at once would collide
+
+
+def open_store(dsn: str) -> psycopg.Connection:
+    db = psycopg.connect(dsn, autocommit=True)
+    with db.transaction():
+        db.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+        db.execute(SCHEMA)
+    return db
+
+
+def discover(db: psycopg.Connection, crawl: int, paths: list[str]) -> None:
+    with db.cursor() as cursor:
+        cursor.executemany("INSERT INTO frontier (crawl, path) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                           [(crawl, p) for p in paths])
+
+
+def claim(db: psycopg.Connection, crawl: int, lease_s: float) -> str | None:
+    """Lease the oldest claimable path in one statement; rows another worker is claiming are skipped."""
+    row = db.execute(
+        "UPDATE frontier SET status = 'leased', leased_until = now() + make_interval(secs => %s)"
+        " WHERE (crawl, path) = (SELECT crawl, path FROM frontier WHERE crawl = %s AND status != 'done'"
+        "  AND (status = 'pending' OR leased_until < now()) ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)"
+        " RETURNING path", (lease_s, crawl)).fetchone()
+    return row[0] if row else None
+
+
+def save_record(db: psycopg.Connection, path: str, record: dict) -> None:
+    """Upsert by derived ID; an unchanged record is left alone, so last_changed means what it says."""
+    payload = json.dumps(record, sort_keys=True)
+    digest = hashlib.sha256(payload.encode()).hexdigest()
+    now = time.time()
+    db.execute(
+        "INSERT INTO records (record_id, path, content_hash, data, first_seen, last_changed)"
+        " VALUES (%s, %s, %s, %s, %s, %s)"
+        " ON CONFLICT (record_id) DO UPDATE SET data = excluded.data,"
+        " content_hash = excluded.content_hash, last_changed = excluded.last_changed"
+        " WHERE records.content_hash != excluded.content_hash",
+        (idempotent.record_id(record["sku"]), path, digest, payload, now, now))
+
+
+def mark_done(db: psycopg.Connection, crawl: int, path: str) -> None:
+    db.execute("UPDATE frontier SET status = 'done' WHERE crawl = %s AND path = %s", (crawl, path))
+
+
+def complete(db: psycopg.Connection, crawl: int, path: str, discovered: list[str] = (),
+             record: dict | None = None) -> None:
+    """Store what the page gave and mark it done, in one transaction: both happen or neither does."""
+    with db.transaction():
+        discover(db, crawl, list(discovered))
+        if record is not None:
+            save_record(db, path, record)
+        mark_done(db, crawl, path)
+
+
+def seconds_until_a_lease_expires(db: psycopg.Connection, crawl: int) -> float | None:
+    """None when every path of the crawl is done; otherwise how long until the first held lease runs out."""
+    count, seconds = db.execute(
+        "SELECT COUNT(*), EXTRACT(EPOCH FROM MIN(leased_until) FILTER (WHERE status = 'leased') - now())"
+        " FROM frontier WHERE crawl = %s AND status != 'done'", (crawl,)).fetchone()
+    if count == 0:
+        return None
+    return max(0.0, float(seconds or 0.0))
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args("idempotent-pg", argv, with_lease=True, store="dsn")
+    # The loop, the page handling and the lease wait are the SQLite design's; these are the store.
+    idempotent.discover, idempotent.claim, idempotent.complete = discover, claim, complete
+    idempotent.seconds_until_a_lease_expires = seconds_until_a_lease_expires
+    db = open_store(args.dsn)
+    emit("ready")
+    idempotent.crawl_site(db, args.crawl, args.base, requests.Session(), args.lease)
+    emit("finished")
+
+
+if __name__ == "__main__":
+    main()
