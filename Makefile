@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: killtest baseline zoo test calibrate bench-explore clean
+.PHONY: killtest baseline zoo incident test calibrate bench-explore clean
 
 EXPERIMENT := run --design naive --design idempotent --runs 5 --kills 10 --seed 1 --lease 3 --check-faster
 
@@ -21,6 +21,14 @@ baseline: $(STAMP)
 # The bug zoo: each known mistake must get its own finding, the correct design none (also in make test).
 zoo: $(STAMP)
 	$(BIN)/killtest zoo --out results
+
+# Firecrawl's incident (seeds/002) scaled down 60 times, on a private Redis: the same kills and a redeploy
+# (SIGTERM, SIGKILL 50 ms later) against BullMQ locks of 2 min / 15 s (recovers) and 2 h / 30 min
+# (stalls). Exit status 1 is the expected verdict: the 2 h lock must fail for liveness.
+incident: $(STAMP)
+	status=0; $(BIN)/killtest run --design queue-bullmq --design queue-bullmq-2h --runs 1 \
+		--schedule r60,d0.3:0.05,r150 --time-limit 20 --name incident --out results || status=$$?; \
+		test $$status -eq 1
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -100,7 +100,9 @@ def sort_kills(history: History) -> list[KillFinding]:
     crawl_of = crawls_by_start(history)
     findings, held_before = [], set()
     for kill in history.of_type("kill"):
-        if kill["returncode"] != -signal.SIGKILL:
+        # A redeploy (SIGTERM first) ends the start however it exits; a SIGKILL must be the cause of death.
+        redeploy = kill.get("signal") == "SIGTERM"
+        if kill["returncode"] != -signal.SIGKILL and not redeploy:
             status = "missed"  # the process had already exited by itself
         else:
             status = "landed" if did_work(history, kill["start"]) else "before_work"
@@ -144,3 +146,22 @@ def fetched_twice_by_one_start(history: History) -> list[str]:
     """Pages one start fetched more than once: its workers claimed a page whose lease ran out while still held."""
     per_start = Counter((r["start"], r["path"]) for r in history.of_type("request") if r["start"] is not None)
     return sorted({path for (_, path), n in per_start.items() if n > 1})
+
+
+def claim_stalls(history: History) -> dict[str, tuple[float, float]]:
+    """For each page a kill left claimed: (when, seconds until a later start fetched it or the run ended).
+
+    A lease or a job lock that outlives its killed holder keeps the page from everyone else; this is
+    how long each one did.
+    """
+    end = history.first("run_finished")["t"]
+    requests = history.of_type("request")
+    stalls: dict[str, tuple[float, float]] = {}
+    for kill in history.of_type("kill"):
+        for path in kill.get("held_leases", []):
+            if path in stalls and stalls[path][0] + stalls[path][1] >= kill["t"]:
+                continue  # still the same claim, left by an earlier kill
+            fetched = [r["t"] for r in requests if r["path"] == path and r["t"] > kill["t"]
+                       and r["start"] is not None and r["start"] > kill["start"]]
+            stalls[path] = (kill["t"], round((min(fetched) if fetched else end) - kill["t"], 3))
+    return stalls

@@ -11,7 +11,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from fixture_site.catalog import Catalog
-from harness.categories import (EXAMPLES, KillFinding, RecordSets, crawls_by_start, fetched_again_after_commit,
+from harness.categories import (EXAMPLES, KillFinding, RecordSets, claim_stalls, crawls_by_start,
+                                 fetched_again_after_commit,
                                  fetched_twice_by_one_start, sort_kills, sort_records)
 from harness.designs import Design
 from harness.history import History
@@ -57,6 +58,8 @@ class RunVerdict:
     refetched_after_commit: int = 0  # pages fetched again in the same crawl after their record was stored
     fetched_twice_by_one_start: int = 0  # pages one start fetched more than once
     leases_left_at_exit: list[str] = field(default_factory=list)  # claims a start left when it said it was done
+    # The longest a page claimed by a killed start waited for another start to fetch it (seconds).
+    longest_claim_stall_s: float = 0.0
     categories: dict = field(default_factory=dict)
     kill_findings: list[dict] = field(default_factory=list)
     valid: bool = True
@@ -108,6 +111,7 @@ def check_run(design: Design, run: int, history: History, catalog: Catalog) -> R
         refetched_after_commit=len(fetched_again_after_commit(history, catalog.paths_by_sku())),
         fetched_twice_by_one_start=len(fetched_twice_by_one_start(history)),
         leases_left_at_exit=sorted({p for e in exits if e["returncode"] == 0 for p in e.get("held_leases", [])}),
+        longest_claim_stall_s=max((seconds for _, seconds in claim_stalls(history).values()), default=0.0),
         categories=_categories(records, kills), kill_findings=[k.to_json() for k in kills])
     broken = _broken_promises(design, verdict, history, catalog, records)
     verdict.findings = [code for code, _ in broken]
@@ -160,7 +164,8 @@ def _broken_promises(design: Design, v: RunVerdict, history: History, catalog: C
     if v.outcome == "timed_out":
         limit = history.first("run_started")["time_limit_s"]
         held = (history.first("time_limit") or {}).get("held_leases", [])
-        claims = f"; the store still held {len(held)} claim(s): {', '.join(held[:EXAMPLES])}" if held else ""
+        claims = (f"; the store still held {len(held)} claim(s) ({', '.join(held[:EXAMPLES])}), one of them"
+                  f" unfetched for {v.longest_claim_stall_s:g}s after the kill that left it") if held else ""
         problems.append(("liveness", f"liveness: the crawl had not finished after the {limit:g}s time limit{claims}"))
     elif v.outcome == "crashed":
         crash = history.first("crash")

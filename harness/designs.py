@@ -10,7 +10,7 @@ Designs are described by TOML specs (harness/spec.py); the built-in ones are spe
 | `{store}` | the store's path (`[store] path`, itself usually under `{work_dir}`) |
 | `{lease_s}` | the lease length in seconds the run was given |
 | `{crawl}` | which crawl of the store this start belongs to: 1, or 2+ for a re-crawl |
-| `{dsn}` | a PostgreSQL connection string to a private, empty database (PostgreSQL stores only) |
+| `{dsn}` | the URL of a private, empty database: PostgreSQL (postgresql://...) or Redis (redis://...) stores |
 | `{python}` | the interpreter killtest runs on |
 | `{spec_dir}` | the directory that holds the spec file |
 """
@@ -26,21 +26,21 @@ from harness.errors import KilltestError
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLACEHOLDERS = ("base_url", "work_dir", "store", "lease_s", "crawl", "dsn", "python", "spec_dir")
-STORE_KINDS = ("sqlite", "jsonl", "postgres")
+STORE_KINDS = ("sqlite", "jsonl", "postgres", "redis")
 
 
 @dataclass(frozen=True)
 class StoreSpec:
     """Where a design keeps its records and how to read them back as (key, fields, stamps)."""
 
-    kind: str  # sqlite | jsonl | postgres
+    kind: str  # sqlite | jsonl | postgres | redis
     path: str = ""  # template; the SQLite file or the JSON-lines file
-    records: str = ""  # the query (sqlite, postgres) whose columns include key and fields
+    records: str = ""  # the query (sqlite, postgres), or the Redis hash of JSON records, with key and fields
     key: str = "sku"  # the column or JSON field holding the product's natural key (its SKU)
     fields: tuple[tuple[str, str], ...] = (("price", "price"),)  # (site field, store column)
     written_at: str | None = None  # column with the design's time.time() of the first write
     changed_at: str | None = None  # column with the time.time() of the last change it claims
-    leases: str | None = None  # query of the paths claimed but not committed
+    leases: str | None = None  # query (or Redis list or set) of the paths claimed but not committed
     spec_places: tuple[tuple[str, str], ...] = ()  # (store key, `FILE:LINE` where the spec sets it)
 
     def where(self, key: str) -> str:
@@ -110,7 +110,7 @@ class Design:
 
     def store_location(self, launch: Launch) -> str:
         """The SQLite or JSON-lines file, or the PostgreSQL DSN, the harness reads the records from."""
-        return launch.dsn if self.store.kind == "postgres" else self.values(launch)["store"]
+        return launch.dsn if self.store.kind in ("postgres", "redis") else self.values(launch)["store"]
 
     def arguments(self, launch: Launch) -> list[str]:
         """A Python design's own command-line arguments (what follows `python -m MODULE`)."""

@@ -33,8 +33,9 @@ def write_results(campaign: Campaign, out_dir: str, name: str, plot: bool = True
         for v in campaign.verdicts:
             relative = os.path.join("timelines", f"{name}-{v.design}-run{v.run}.png")
             history = History.read_jsonl(history_path(out_dir, name, v.design, v.run))
-            plot_timeline(history, os.path.join(out_dir, relative), f"{v.design}, run {v.run}, seed {v.seed}")
-            timelines.append((f"{v.design} run {v.run} (seed {v.seed})", relative))
+            kills = f"seed {v.seed}" if v.seed is not None else f"schedule {campaign.settings.get('schedule')}"
+            plot_timeline(history, os.path.join(out_dir, relative), f"{v.design}, run {v.run}, {kills}")
+            timelines.append((f"{v.design} run {v.run} ({kills})", relative))
         write_atomically(f"{base}.html", summary_page(campaign, name, plot_file, timelines))
         written += [f"{base}.png", f"{base}.html"] + [os.path.join(out_dir, p) for _, p in timelines]
     return written

@@ -21,7 +21,7 @@ from fixture_site.server import SiteServer
 from harness.designs import PROJECT_ROOT, Design, Launch
 from harness.errors import KilltestError, ScraperStartError
 from harness.history import History
-from harness.schedule import AfterDelay, AtLine, AtRequest, KillSchedule
+from harness.schedule import AfterDelay, AtLine, AtRequest, KillSchedule, Redeploy
 from harness.tracepoint import ENVIRONMENT_VARIABLE
 from harness.store import held_leases, stored_records
 
@@ -101,7 +101,7 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
             history.add("process_started", current.started - began, start=index, pid=current.process.pid, crawl=crawl)
             what = "runs to the end" if point is None else f"kill at {point.spec}"
             on_progress(f"start {index + 1}/{len(planned)}{f' (re-crawl {crawl - 1})' if crawl > 1 else ''}, {what}")
-            timed = isinstance(point, AfterDelay)
+            timed = isinstance(point, (AfterDelay, Redeploy))
             remaining_s = max(0.0, deadline - current.started)
             try:
                 returncode = current.process.wait(timeout=min(point.delay_s, remaining_s) if timed else remaining_s)
@@ -113,8 +113,11 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
                     outcome = "timed_out"
                     break
                 killed_at = time.monotonic()
-                returncode = _kill_group(current)
-                history.add("kill", killed_at - began, start=index, signal="SIGKILL", point=point.spec,
+                if isinstance(point, Redeploy):
+                    returncode, signal_name = _redeploy(current, point.grace_s), "SIGTERM"
+                else:
+                    returncode, signal_name = _kill_group(current), "SIGKILL"
+                history.add("kill", killed_at - began, start=index, signal=signal_name, point=point.spec,
                             returncode=returncode, held_leases=held_leases(design, location))
                 current = None
                 continue
@@ -212,6 +215,20 @@ def _spawn(design: Design, launch: Launch, index: int, kill_at_line: AtLine | No
             raise ScraperStartError(f"design {design.name!r}: cannot start {design.command(launch)[0]!r}:"
                                     f" {error.strerror}") from None
     return _Start(index, process, time.monotonic(), stdout_path, stderr_path, launch.crawl)
+
+
+def _redeploy(start: _Start, grace_s: float) -> int:
+    """SIGTERM the start's group, as a platform does on a redeploy; SIGKILL it when the grace period ends."""
+    try:
+        os.killpg(start.process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        returncode = start.process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        return _kill_group(start)
+    _reap_group(start)
+    return returncode
 
 
 def _kill_group(start: _Start) -> int:

@@ -53,7 +53,17 @@ class AtLine:
         return f"l:{self.path}:{self.line}:{self.hit}"
 
 
-KillPoint = Union[AfterDelay, AtRequest, AtLine]
+@dataclass(frozen=True)
+class Redeploy:
+    delay_s: float
+    grace_s: float  # from SIGTERM to SIGKILL
+
+    @property
+    def spec(self) -> str:
+        return f"d{self.delay_s:g}:{self.grace_s:g}"
+
+
+KillPoint = Union[AfterDelay, AtRequest, AtLine, Redeploy]
 
 
 @dataclass(frozen=True)
@@ -96,6 +106,11 @@ def parse_point(text: str) -> KillPoint:
             point = AtRequest(int(text[1:-1] if after else text[1:]), after_response=after)
             if point.index >= 1:
                 return point
+        elif text.startswith("d"):
+            delay, grace = text[1:].split(":")
+            point = Redeploy(float(delay), float(grace))
+            if point.delay_s > 0 and point.grace_s >= 0:
+                return point
         elif text.startswith("l:"):
             path, line, hit = text[2:].rsplit(":", 2)
             point = AtLine(path, int(line), int(hit))
@@ -103,8 +118,8 @@ def parse_point(text: str) -> KillPoint:
                 return point
     except ValueError:
         pass
-    raise KilltestError(f"bad kill point {text!r}: write t<seconds>, r<request number>[+] or"
-                        " l:<file>:<line>:<hit>, for example t0.4, r5, r5+ or l:scrapers/idempotent.py:88:1")
+    raise KilltestError(f"bad kill point {text!r}: write t<seconds>, r<request number>[+], d<seconds>:<grace> or"
+                        " l:<file>:<line>:<hit>, for example t0.4, r5, r5+, d0.5:0.1 or l:scrapers/idempotent.py:88:1")
 
 
 def parse_schedule(text: str) -> KillSchedule:

@@ -193,6 +193,8 @@ def _store(spec: SpecFile, spec_file: str) -> StoreSpec:
         raise spec.error("store", None, f"a {kind} store needs path = \"{{work_dir}}/...\"")
     if kind in ("sqlite", "postgres") and records is None:
         raise spec.error("store", None, f"a {kind} store needs records = \"SELECT key, field, ... FROM ...\"")
+    if kind == "redis" and records is None:
+        raise spec.error("store", None, "a redis store needs records = \"HASH\": the hash whose values are JSON records")
     if kind == "jsonl" and records is not None:
         raise spec.error("store", "records", "a jsonl store has no query: each line is one record")
     leases = spec.string(store, "store", "leases")

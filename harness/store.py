@@ -31,6 +31,8 @@ def stored_records(design: Design, location: str) -> list[StoredRecord]:
     spec = design.store
     if spec.kind == "jsonl":
         return _jsonl_records(spec, location)
+    if spec.kind == "redis":
+        return _redis_records(spec, location)
     columns, rows = _query(spec, location, spec.records, "records")
     return [_record(spec, dict(zip(columns, row))) for row in rows]
 
@@ -39,6 +41,8 @@ def held_leases(design: Design, location: str) -> list[str]:
     """Paths the design had claimed but not committed when it was last stopped."""
     if design.store.leases is None:
         return []
+    if design.store.kind == "redis":
+        return _redis_members(design.store, location)
     _, rows = _query(design.store, location, design.store.leases, "leases")
     return [str(row[0]) for row in rows]
 
@@ -115,6 +119,39 @@ def _jsonl_records(spec: StoreSpec, path: str) -> list[StoredRecord]:
             records.append(_record(spec, row) if spec.key in row else
                            StoredRecord(None, unreadable=f"line {number} has no {spec.key!r}"))
     return records
+
+
+def _redis_records(spec: StoreSpec, url: str) -> list[StoredRecord]:
+    """Each value of the hash `records` is one record as a JSON object."""
+    import redis
+
+    with redis.Redis.from_url(url) as client:
+        try:
+            values = client.hvals(spec.records)
+        except redis.exceptions.ResponseError as error:
+            raise KilltestError(f"{spec.where('records')}: store.records {spec.records!r} is not a Redis hash:"
+                                f" {error}") from None
+    records = []
+    for number, value in enumerate(values, start=1):
+        try:
+            row = json.loads(value)
+        except ValueError:
+            records.append(StoredRecord(None, unreadable=f"value {number} of {spec.records} is not JSON"))
+            continue
+        records.append(_record(spec, row) if isinstance(row, dict) and spec.key in row else
+                       StoredRecord(None, unreadable=f"value {number} of {spec.records} has no {spec.key!r}"))
+    return records
+
+
+def _redis_members(spec: StoreSpec, url: str) -> list[str]:
+    """The paths in the Redis list or set `leases` (for BullMQ, a queue's active job IDs)."""
+    import redis
+
+    with redis.Redis.from_url(url) as client:
+        kind = client.type(spec.leases).decode()
+        members = client.lrange(spec.leases, 0, -1) if kind == "list" else client.smembers(spec.leases) \
+            if kind == "set" else []
+    return sorted(m.decode() for m in members)
 
 
 def _text(value) -> str:

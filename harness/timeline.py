@@ -7,6 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from harness.categories import claim_stalls  # noqa: E402
 from harness.files import replacing  # noqa: E402
 from harness.history import History  # noqa: E402
 
@@ -20,21 +21,31 @@ def plot_timeline(history: History, path: str, title: str) -> None:
     finished = history.first("run_finished")["t"]
     starts = {e["start"]: e["t"] for e in history.of_type("process_started")}
     figure, axis = plt.subplots(figsize=(10, 3.8))
-    axis.step(requests, range(1, len(requests) + 1), where="post", label="requests served")
+    # Each line runs on, flat, to the end of the run: a stall shows as a long flat stretch.
+    axis.step(requests + [finished], [*range(1, len(requests) + 1), len(requests)], where="post",
+              label="requests served")
     if stored:
-        axis.step(stored, range(1, len(stored) + 1), where="post", label="records stored (still in the store)")
+        axis.step(stored + [finished], [*range(1, len(stored) + 1), len(stored)], where="post",
+                  label="records stored (still in the store)")
     for i, kill in enumerate(history.of_type("kill")):
         restart = starts.get(kill["start"] + 1, finished)
         axis.axvspan(kill["t"], max(restart, kill["t"] + KILL_BAND_MIN_S), color="red", alpha=0.35,
-                     label="SIGKILL until restart" if i == 0 else None)
+                     label="kill until restart (SIGKILL; SIGTERM first on a redeploy)" if i == 0 else None)
+    for i, (since, seconds) in enumerate(sorted(claim_stalls(history).values())):
+        axis.hlines(-0.02 * products_of(history) * (1 + i % 5), since, since + seconds,
+                    color="purple", linewidth=2, label="a killed start's claim, until another start fetched it"
+                    if i == 0 else None)
     for index, t in starts.items():
         if index:
             axis.axvline(t, color="grey", linestyle=":", linewidth=0.8, label="restart" if index == 1 else None)
     for i, nap in enumerate(e for e in history.of_type("scraper_event") if e["name"] == "lease_wait"):
         axis.axvspan(nap["t"], nap["t"] + nap.get("seconds", 0), color="orange", alpha=0.2,
                      label="waiting for a held lease" if i == 0 else None)
-    products = history.first("run_started")["products"]
+    products = products_of(history)
     axis.axhline(products, color="black", linewidth=0.6, linestyle="--", label=f"{products} products")
+    limit = history.first("time_limit")
+    if limit is not None:
+        axis.axvline(limit["t"], color="black", linewidth=1.2, label="time limit: liveness failure")
     axis.set_xlabel("seconds since the first start")
     axis.set_ylabel("count")
     axis.set_xlim(0, finished)
@@ -45,3 +56,7 @@ def plot_timeline(history: History, path: str, title: str) -> None:
     with replacing(path) as temporary:
         figure.savefig(temporary, dpi=100, format="png")
     plt.close(figure)
+
+
+def products_of(history: History) -> int:
+    return history.first("run_started")["products"]

@@ -21,6 +21,7 @@ from harness.errors import KilltestError
 from harness.registry import BUILT_IN_DESIGNS
 from harness.runner import RunSettings, run_kill_test
 from harness.schedule import parse_schedule
+from harness.servers.stores import StoreServers
 from harness.spec import SpecFile
 
 CONTROL = "idempotent"
@@ -133,11 +134,13 @@ def run_zoo(entries: list[ZooEntry], work_dir: str | None = None,
         settings = RunSettings(lease_s=scenario.lease_s, time_limit_s=scenario.time_limit_s,
                                recrawls=scenario.recrawls)
         verdicts = {}
-        with SiteServer(catalog, slow_paths=dict(scenario.slow_pages)) as site:
+        with SiteServer(catalog, slow_paths=dict(scenario.slow_pages)) as site, \
+                StoreServers([entry.design, control]) as servers:
             for design, schedule in ((entry.design, scenario.schedule), (control, scenario.control_schedule)):
                 on_progress(f"[zoo {number}/{len(entries)}] {design.name} on {entry.design.name}'s scenario")
                 with tempfile.TemporaryDirectory(prefix="killtest-zoo-", dir=work_dir) as scratch:
-                    history = run_kill_test(design, parse_schedule(schedule), site, scratch, settings)
+                    history = run_kill_test(design, parse_schedule(schedule), site, scratch, settings,
+                                            dsn=servers.dsn_for(design))
                 verdicts[design.name] = check_run(design, 1, history, catalog)
         found = verdicts[entry.design.name]
         outcomes.append(ZooOutcome(entry.design.name, entry.mistake, entry.expect, scenario.describe(),

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from harness.errors import KilltestError
-from harness.schedule import AfterDelay, AtLine, AtRequest, parse_schedule, run_seeds, timed_schedule
+from harness.schedule import AfterDelay, AtLine, AtRequest, Redeploy, parse_schedule, run_seeds, timed_schedule
 
 
 def delays(schedule):
@@ -42,14 +42,15 @@ def test_impossible_schedules_are_refused(kills, low, high):
 
 
 def test_a_schedule_spec_round_trips_through_its_text():
-    schedule = parse_schedule("r5, r6+, l:scrapers/idempotent.py:88:2,t0.25")
+    schedule = parse_schedule("r5, r6+, l:scrapers/idempotent.py:88:2,t0.25,d0.5:0.1")
     assert schedule.points == (AtRequest(5), AtRequest(6, after_response=True),
-                               AtLine("scrapers/idempotent.py", 88, 2), AfterDelay(0.25))
+                               AtLine("scrapers/idempotent.py", 88, 2), AfterDelay(0.25), Redeploy(0.5, 0.1))
     assert parse_schedule(schedule.spec) == schedule
     assert parse_schedule("").points == ()
 
 
-@pytest.mark.parametrize("spec", ["x3", "r0", "r+", "t-1", "tfast", "l:file.py:10", "l::10:1", "l:f.py:0:1"])
+@pytest.mark.parametrize("spec", ["x3", "r0", "r+", "t-1", "tfast", "l:file.py:10", "l::10:1", "l:f.py:0:1",
+                                  "d0.5", "d0:0.1", "d0.5:-1"])
 def test_a_bad_kill_point_is_refused_with_the_forms_it_takes(spec):
-    with pytest.raises(KilltestError, match=re.escape("t<seconds>, r<request number>[+] or")):
+    with pytest.raises(KilltestError, match=re.escape("t<seconds>, r<request number>[+], d<seconds>:<grace> or")):
         parse_schedule(spec)

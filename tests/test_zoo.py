@@ -8,10 +8,10 @@ from harness.zoo import run_zoo, zoo_entries
 ENTRIES = zoo_entries()
 
 
-def test_the_zoo_holds_every_classic_mistake_each_with_its_own_finding():
-    expected = [entry.expect for entry in ENTRIES]
-    assert len(ENTRIES) >= 8 and len(set(expected)) == len(expected)
-    assert set(expected) <= set(FINDINGS)
+def test_the_zoo_holds_every_classic_mistake_and_eight_kinds_of_finding():
+    expected = {entry.expect for entry in ENTRIES}
+    assert len(ENTRIES) >= 9 and len(expected) >= 8
+    assert expected <= set(FINDINGS)
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[entry.design.name for entry in ENTRIES])

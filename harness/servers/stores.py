@@ -4,26 +4,33 @@ from __future__ import annotations
 
 from harness.designs import Design
 from harness.servers.postgres import PrivatePostgres
+from harness.servers.redis import PrivateRedis
 
 
 class StoreServers:
     """`with StoreServers(designs) as servers: dsn = servers.dsn_for(design)`; nothing starts if no store needs it."""
 
     def __init__(self, designs) -> None:
-        self._needs_postgres = any(d.store.kind == "postgres" for d in designs)
-        self._postgres: PrivatePostgres | None = None
+        kinds = {d.store.kind for d in designs}
+        self._wanted = {"postgres": PrivatePostgres, "redis": PrivateRedis}
+        self._wanted = {kind: server for kind, server in self._wanted.items() if kind in kinds}
+        self._running: dict = {}
 
     def __enter__(self) -> "StoreServers":
-        if self._needs_postgres:
-            self._postgres = PrivatePostgres().start()
+        try:
+            for kind, server in self._wanted.items():
+                self._running[kind] = server().start()
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def dsn_for(self, design: Design) -> str:
         """A new empty database for one run of `design`, or "" for a store that needs no server."""
-        if design.store.kind != "postgres":
-            return ""
-        return self._postgres.fresh_database()
+        server = self._running.get(design.store.kind)
+        return server.fresh_database() if server is not None else ""
 
     def __exit__(self, *exc) -> None:
-        if self._postgres is not None:
-            self._postgres.stop()
+        for server in self._running.values():
+            server.stop()
+        self._running = {}

@@ -1,0 +1,77 @@
+"""Firecrawl's queue design on a private Redis with BullMQ: recovery after kills and redeploys, and the incident."""
+
+import os
+
+import psutil
+import pytest
+
+from fixture_site.server import SiteServer
+from harness.checker import check_run
+from harness.registry import design_named
+from harness.runner import RunSettings, run_kill_test
+from harness.schedule import parse_schedule
+from harness.servers.common import REQUIRE_SERVERS_VARIABLE, ServerUnavailable, servers_required
+from harness.servers.redis import PrivateRedis
+
+
+def start_redis():
+    try:
+        return PrivateRedis().start()
+    except ServerUnavailable as missing:
+        if servers_required():
+            pytest.fail(f"{missing} ({REQUIRE_SERVERS_VARIABLE} is set, so a missing server fails)")
+        pytest.skip(str(missing))
+
+
+@pytest.fixture(scope="module")
+def redis_server():
+    server = start_redis()
+    yield server
+    server.stop()
+
+
+def kill_test(name, schedule, site, redis_server, tmp_path, time_limit_s=30.0):
+    design = design_named(name)
+    history = run_kill_test(design, parse_schedule(schedule), site, str(tmp_path),
+                            RunSettings(time_limit_s=time_limit_s), dsn=redis_server.fresh_database())
+    return history, check_run(design, 1, history, site.catalog)
+
+
+def test_the_private_redis_listens_on_loopback_only_and_leaves_nothing_behind():
+    server = start_redis()
+    directory, pid = server._dir, server.pid
+    listening = {c.laddr.ip for c in psutil.Process(pid).net_connections(kind="inet") if c.status == "LISTEN"}
+    assert listening == {"127.0.0.1"}
+    server.stop()
+    assert not os.path.exists(directory) and not psutil.pid_exists(pid)
+
+
+@pytest.fixture
+def paced_site(small_catalog):
+    """50 requests a second: the 44-request crawl outlasts a redeploy 0.4 s into a start on any machine."""
+    with SiteServer(small_catalog, pace_rps=50) as server:
+        yield server
+
+
+def test_with_the_fixed_lock_settings_the_queue_recovers_from_kills_and_a_short_redeploy(paced_site, redis_server,
+                                                                                       tmp_path):
+    site = paced_site
+    history, verdict = kill_test("queue-bullmq", "r9,d0.4:0.01,r8", site, redis_server, tmp_path)
+    assert verdict.kills == 3 and {k["signal"] for k in history.of_type("kill")} == {"SIGKILL", "SIGTERM"}
+    assert verdict.rows == verdict.correct_records == len(site.catalog.products), verdict.problems
+    assert verdict.requests <= site.catalog.full_crawl_requests + verdict.kills
+    assert verdict.valid, verdict.problems
+
+
+def test_a_lock_far_longer_than_the_window_stalls_the_crawl_after_a_kill(site, redis_server, tmp_path):
+    # /list/1 held by the killed worker: its job stays locked for the 120 s lock, and nothing else is left.
+    history, verdict = kill_test("queue-bullmq-2h", "r12", site, redis_server, tmp_path, time_limit_s=4.0)
+    assert verdict.outcome == "timed_out" and verdict.findings[0] == "liveness"
+    assert verdict.longest_claim_stall_s > 3.0
+    assert "still held" in verdict.problems[0]
+
+
+def test_the_same_kill_with_the_fixed_lock_recovers(site, redis_server, tmp_path):
+    history, verdict = kill_test("queue-bullmq", "r12", site, redis_server, tmp_path)
+    assert verdict.valid, verdict.problems
+    assert 1.5 < verdict.longest_claim_stall_s < 10  # the 2 s lock ran out, then a stalled-job check moved it
