@@ -52,6 +52,7 @@ class CampaignPlan:
                 "seed": self.seed, "kill_delay_s": list(self.kill_delay_s) if self.kill_delay_s else None,
                 "lease_s": self.settings.lease_s, "latency_s": self.latency_s, "pace_rps": self.pace_rps,
                 "slow_pages": dict(self.slow_pages), "recrawls": self.settings.recrawls,
+                "workers": self.settings.workers,
                 "products": len(self.catalog.products), "full_crawl_requests": self.catalog.full_crawl_requests,
                 "time_limit_s": self.settings.time_limit_s, "cpus": os.cpu_count(),
                 "python": sys.version.split()[0]}

@@ -53,6 +53,7 @@ class RunVerdict:
     lease_waits: int
     lease_wait_s: float
     crawls: int = 1
+    workers: int = 1
     unreadable_rows: int = 0
     rewritten_unchanged: int = 0  # records whose last_changed moved though the site never changed them
     refetched_after_commit: int = 0  # pages fetched again in the same crawl after their record was stored
@@ -106,7 +107,7 @@ def check_run(design: Design, run: int, history: History, catalog: Catalog) -> R
         wall_s=finished["wall_s"], outcome=finished["outcome"],
         startup_s=_median_startup(history), request_rate=_request_rate(history),
         lease_waits=len(waits), lease_wait_s=round(sum(e.get("seconds", 0.0) for e in waits), 3),
-        crawls=crawls, unreadable_rows=len(records.unreadable),
+        crawls=crawls, workers=started.get("workers", 1), unreadable_rows=len(records.unreadable),
         rewritten_unchanged=len(records.rewritten_unchanged),
         refetched_after_commit=len(fetched_again_after_commit(history, catalog.paths_by_sku())),
         fetched_twice_by_one_start=len(fetched_twice_by_one_start(history)),
@@ -198,9 +199,11 @@ def _idempotence_broken(v: RunVerdict, catalog: Catalog) -> list[tuple[str, str]
     problems = []
     if v.rows > products:  # fewer rows than products is a lost record, reported above
         problems.append(("extra_rows", f"{v.rows} rows for {products} products (expected exactly one each)"))
-    allowed = v.minimum_requests + v.kills
+    # Each worker a kill interrupts may lose the one page it was fetching.
+    allowed = v.minimum_requests + v.kills * v.workers
     if v.requests > allowed:
-        problems.append(("excess_requests", f"{v.requests} requests, more than {v.minimum_requests} + {v.kills} kills"))
+        per_kill = f"{v.kills} kills" if v.workers == 1 else f"{v.kills} kills x {v.workers} workers"
+        problems.append(("excess_requests", f"{v.requests} requests, more than {v.minimum_requests} + {per_kill}"))
     if v.refetched_after_commit:
         problems.append(("refetched_after_commit", f"{v.refetched_after_commit} pages fetched again after their record"
                                                    " was stored: progress is not committed with the result"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import shlex
@@ -16,7 +17,7 @@ from harness.campaign import Campaign, summarise
 from harness.baseline import (DEFAULT_MAX_EXTRA_REPEATS, DEFAULT_MAX_SLOWDOWN_PCT, Thresholds, diff_table,
                               load_baseline)
 from harness.campaign_runner import CampaignPlan, run_campaign
-from harness.registry import BUILT_IN_DESIGNS, design_named
+from harness.registry import design_named
 from harness.errors import KilltestError
 from harness.explore import explore
 from harness.files import write_atomically
@@ -25,6 +26,7 @@ from harness.progress import Progress
 from harness.published import (ARTICLE_PACE_RPS, KILL_DELAY_S, KILLS_PER_RUN, LEASE_S, PUBLISHED_NAIVE_ROWS_PER_PRODUCT,
                                RUNS_PER_DESIGN)
 from harness.render import exploration_markdown
+from harness.scaling import plot_scaling, scaling_markdown, scaling_rows
 from harness.runner import DEFAULT_TIME_LIMIT_S, RunSettings
 from harness.schedule import parse_schedule, run_seeds, timed_schedule
 from harness.servers.stores import StoreServers
@@ -106,6 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
     zoo.add_argument("--out", default="results", help="directory for results (default results/)")
     zoo.add_argument("--work-dir", default=None, help="existing directory for the scrapers' stores")
 
+    scale = commands.add_parser("scale", help="the same kill test at several worker counts: a benchmark")
+    scale.add_argument("--design", action="append", required=True, help="designs to scale (names or spec paths)")
+    scale.add_argument("--workers-list", default="1,2,4,8", help="worker counts, comma-joined (default 1,2,4,8)")
+    scale.add_argument("--lease", type=_positive(float), default=LEASE_S,
+                       help=f"lease length in seconds for designs that take one (default {LEASE_S:g})")
+    _campaign_options(scale, runs_default=1)
+
     calibrate = commands.add_parser("calibrate", help="run the naive control at several site paces")
     calibrate.add_argument("--paces", default=f"0,100,{ARTICLE_PACE_RPS:g},200",
                            help="comma-separated site paces in requests per second, 0 for unpaced"
@@ -144,6 +153,8 @@ def _site_options(command: argparse.ArgumentParser, pages: int, per_page: int, t
 
 
 def _scenario_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--workers", type=_positive(int), default=1,
+                         help="worker processes per start, sharing one store; a kill hits them all (default 1)")
     command.add_argument("--recrawls", type=_not_negative(int), default=0,
                          help="after the killed crawl, crawl the same store again this many times, unkilled; a design"
                               " must take {crawl} (default 0)")
@@ -242,7 +253,8 @@ def _timed_plan(args, designs, pace_rps: float, name: str) -> CampaignPlan:
 
 
 def _settings(args, lease_s: float) -> RunSettings:
-    return RunSettings(lease_s=lease_s, time_limit_s=args.time_limit, recrawls=getattr(args, "recrawls", 0))
+    return RunSettings(lease_s=lease_s, time_limit_s=args.time_limit, recrawls=getattr(args, "recrawls", 0),
+                       workers=getattr(args, "workers", 1))
 
 
 def _command_line() -> str:
@@ -391,6 +403,37 @@ def _command_zoo(args, progress: Progress) -> int:
     return EXIT_CHECK_FAILED if wrong else 0
 
 
+def _command_scale(args, progress: Progress) -> int:
+    designs = _designs(args.design)
+    try:
+        counts = [int(x) for x in args.workers_list.split(",") if x.strip()]
+    except ValueError:
+        raise KilltestError(f"--workers-list takes comma-joined worker counts, not {args.workers_list!r}") from None
+    if not counts or min(counts) < 1:
+        raise KilltestError("--workers-list needs one or more worker counts of 1 or more")
+    _prepare_dirs(args)
+    campaigns = []
+    for workers in counts:
+        args.workers = workers
+        plan = _timed_plan(args, designs, args.pace, f"scaling-{workers}w")
+        plan = dataclasses.replace(plan, out_dir=os.path.join(args.out, "scaling"), plot=False)
+        os.makedirs(os.path.join(plan.out_dir, "history"), exist_ok=True)
+        campaigns.append((workers, run_campaign(plan, progress)))
+    rows = scaling_rows(campaigns)
+    settings = campaigns[0][1].settings
+    write_atomically(os.path.join(args.out, "scaling.json"),
+                     json.dumps({"command": _command_line(), "settings": settings, "rows": rows}, indent=2) + "\n")
+    write_atomically(os.path.join(args.out, "scaling.md"), scaling_markdown(rows, _command_line(), settings))
+    if not args.no_plot:
+        plot_scaling(rows, os.path.join(args.out, "scaling.png"))
+    for row in rows:
+        progress.done(f"{row['design']} x{row['workers']}: wall {row['wall_s']}s, requests {row['requests']:g},"
+                      f" repeated {row['repeated_requests']:g}, rows {row['rows']:g}")
+    progress.done(f"results: {os.path.join(args.out, 'scaling')}.{{json,md,png}}")
+    valid = all(c.valid for _, c in campaigns)
+    return 0 if valid else EXIT_CHECK_FAILED
+
+
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
@@ -402,7 +445,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         args = build_parser().parse_args(argv)
         command = {"run": _command_run, "calibrate": _command_calibrate, "replay": _command_replay,
-                   "explore": _command_explore, "zoo": _command_zoo}[args.command]
+                   "explore": _command_explore, "zoo": _command_zoo, "scale": _command_scale}[args.command]
         sys.exit(command(args, progress))
     except KilltestError as error:
         progress.done(f"killtest: error: {error}")

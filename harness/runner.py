@@ -1,13 +1,13 @@
-"""Start a scraper, SIGKILL its process group on schedule, restart it, let the last start finish.
+"""Start a scraper, SIGKILL it on schedule, restart it, let the last start finish; write the history.
 
-Every start runs in a session (and so a process group) of its own, so one killpg reaches every
-process the scraper made. Whatever happens, timeouts and Ctrl+C included, no process outlives the run.
+Each start is one or more worker processes (harness.processes), each in a process group of its own,
+so a kill reaches every process the scraper made. Whatever happens, timeouts and Ctrl+C included,
+no process outlives the run.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import threading
@@ -15,14 +15,12 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable
 
-import psutil
-
 from fixture_site.server import SiteServer
-from harness.designs import PROJECT_ROOT, Design, Launch
+from harness.designs import Design, Launch
 from harness.errors import KilltestError, ScraperStartError
 from harness.history import History
+from harness.processes import Start, spawn
 from harness.schedule import AfterDelay, AtLine, AtRequest, KillSchedule, Redeploy
-from harness.tracepoint import ENVIRONMENT_VARIABLE
 from harness.store import held_leases, stored_records
 
 DEFAULT_TIME_LIMIT_S = 120.0
@@ -38,16 +36,7 @@ class RunSettings:
     # Crawls of the same store after the killed one, each left to finish: a scheduled re-crawl that
     # must rewrite no unchanged record and add no row. Only for designs that take {crawl}.
     recrawls: int = 0
-
-
-@dataclass
-class _Start:
-    index: int
-    process: subprocess.Popen
-    started: float
-    stdout_path: str
-    stderr_path: str
-    crawl: int = 1
+    workers: int = 1  # worker processes per start, on one store; every kill point hits them all
 
 
 def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work_dir: str,
@@ -73,13 +62,13 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
                 base_url=site.base_url, lease_s=settings.lease_s, time_limit_s=settings.time_limit_s,
                 products=len(site.catalog.products), full_crawl_requests=site.catalog.full_crawl_requests,
                 wall_clock_at_start=wall_clock_at_start, reports_leases=design.reports_leases,
-                recrawls=settings.recrawls)
+                recrawls=settings.recrawls, workers=settings.workers)
     # Every start the run may make: one per kill point, the one that finishes the crawl, then the re-crawls.
     planned = [(point, 1) for point in [*schedule.points, None]]
     planned += [(None, crawl) for crawl in range(2, 2 + settings.recrawls)]
-    starts: list[_Start] = []
+    starts: list[Start] = []
     outcome = "completed"
-    current: _Start | None = None
+    current: Start | None = None
     crawl_done = 0
     try:
         for point, crawl in planned:
@@ -93,37 +82,38 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
                 site.set_request_hook(trigger.count, after_sent=trigger.kill_if_due)
             else:
                 site.set_request_hook(trigger.count_and_kill_if_due)
-            current = _spawn(design, replace(launch, crawl=crawl), index,
-                             point if isinstance(point, AtLine) else None, launcher)
+            current = spawn(design, replace(launch, crawl=crawl), index, settings.workers,
+                            point if isinstance(point, AtLine) else None, launcher)
             if trigger is not None:
-                trigger.process_group = current.process.pid
+                trigger.start = current
             starts.append(current)
-            history.add("process_started", current.started - began, start=index, pid=current.process.pid, crawl=crawl)
+            history.add("process_started", current.started - began, start=index, pid=current.pids[0],
+                        pids=current.pids, crawl=crawl)
             what = "runs to the end" if point is None else f"kill at {point.spec}"
             on_progress(f"start {index + 1}/{len(planned)}{f' (re-crawl {crawl - 1})' if crawl > 1 else ''}, {what}")
             timed = isinstance(point, (AfterDelay, Redeploy))
             remaining_s = max(0.0, deadline - current.started)
             try:
-                returncode = current.process.wait(timeout=min(point.delay_s, remaining_s) if timed else remaining_s)
+                returncode = current.wait(min(point.delay_s, remaining_s) if timed else remaining_s)
             except subprocess.TimeoutExpired:
                 if not timed or time.monotonic() >= deadline:
-                    returncode = _kill_group(current)
+                    returncode = current.kill()
                     history.add("time_limit", time.monotonic() - began, start=index, returncode=returncode,
                                 held_leases=held_leases(design, location))
                     outcome = "timed_out"
                     break
                 killed_at = time.monotonic()
                 if isinstance(point, Redeploy):
-                    returncode, signal_name = _redeploy(current, point.grace_s), "SIGTERM"
+                    returncode, signal_name = current.redeploy(point.grace_s), "SIGTERM"
                 else:
-                    returncode, signal_name = _kill_group(current), "SIGKILL"
+                    returncode, signal_name = current.kill(), "SIGKILL"
                 history.add("kill", killed_at - began, start=index, signal=signal_name, point=point.spec,
                             returncode=returncode, held_leases=held_leases(design, location))
                 current = None
                 continue
             finally:
                 site.set_request_hook(None)
-            _reap_group(current)
+            current.reap()
             if point is not None and returncode == -signal.SIGKILL:
                 # An exact point fired: the site's trigger or the tracer inside the scraper sent the signal.
                 fired_at = trigger.fired_at if trigger is not None and trigger.fired_at else time.monotonic()
@@ -134,17 +124,18 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
             # What the store still held claimed when the crawl said it was done: leases nobody will finish.
             history.add("process_exited", time.monotonic() - began, start=index, returncode=returncode,
                         held_leases=held_leases(design, location))
+            failed = next((w for w in current.workers if w.process.returncode), None)
             current = None
-            if returncode != 0:
+            if failed is not None:
                 outcome = "crashed"
                 history.add("crash", time.monotonic() - began, start=index, returncode=returncode,
-                            stderr_tail=_tail(starts[-1].stderr_path))
+                            stderr_tail=_tail(failed.stderr_path))
                 break  # an error no restart should paper over
             crawl_done = crawl  # the crawl ended by itself; the next planned crawl, if any, starts afresh
     finally:
         site.set_request_hook(None)
-        if current is not None and current.process.returncode is None:
-            _kill_group(current)
+        if current is not None and current.running:
+            current.kill()
     ended = time.monotonic()
     _add_requests(history, site, starts, began)
     _add_scraper_events(history, starts, began)
@@ -164,7 +155,7 @@ class _RequestTrigger:
 
     def __init__(self, point: AtRequest) -> None:
         self.index = point.index
-        self.process_group: int | None = None
+        self.start: Start | None = None
         self.fired_at: float | None = None
         self._seen = 0
         self._fired = False
@@ -180,97 +171,14 @@ class _RequestTrigger:
 
     def kill_if_due(self, path: str) -> None:
         with self._lock:
-            if self._fired or self._seen != self.index or self.process_group is None:
+            if self._fired or self._seen != self.index or self.start is None:
                 return
             self._fired = True
             self.fired_at = time.monotonic()
-        try:
-            os.killpg(self.process_group, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        self.start.kill_now()
 
 
-def _spawn(design: Design, launch: Launch, index: int, kill_at_line: AtLine | None = None,
-           launcher=None) -> _Start:
-    stdout_path = os.path.join(launch.work_dir, f"start-{index:03d}.out")
-    stderr_path = os.path.join(launch.work_dir, f"start-{index:03d}.err")
-    if launcher is not None:
-        kill_at = None
-        if kill_at_line is not None:
-            kill_at = (os.path.join(PROJECT_ROOT, kill_at_line.path), kill_at_line.line, kill_at_line.hit)
-        process = launcher.spawn(design.arguments(launch), stdout_path, stderr_path, kill_at)
-        return _Start(index, process, time.monotonic(), stdout_path, stderr_path, launch.crawl)
-    # Files, not pipes: a killed scraper can never block on a full pipe, and nothing needs a reader thread.
-    with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
-        extra_env = {}
-        if kill_at_line is not None:
-            where = os.path.join(PROJECT_ROOT, kill_at_line.path)
-            extra_env[ENVIRONMENT_VARIABLE] = f"{where}:{kill_at_line.line}:{kill_at_line.hit}"
-        try:
-            process = subprocess.Popen(design.command(launch, traced=kill_at_line is not None),
-                                       stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                                       env=design.environment(launch, **extra_env), cwd=design.spec_dir,
-                                       start_new_session=True)
-        except OSError as error:
-            raise ScraperStartError(f"design {design.name!r}: cannot start {design.command(launch)[0]!r}:"
-                                    f" {error.strerror}") from None
-    return _Start(index, process, time.monotonic(), stdout_path, stderr_path, launch.crawl)
-
-
-def _redeploy(start: _Start, grace_s: float) -> int:
-    """SIGTERM the start's group, as a platform does on a redeploy; SIGKILL it when the grace period ends."""
-    try:
-        os.killpg(start.process.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    try:
-        returncode = start.process.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        return _kill_group(start)
-    _reap_group(start)
-    return returncode
-
-
-def _kill_group(start: _Start) -> int:
-    """SIGKILL the start's whole process group and reap it; the exit status as the kernel gave it."""
-    try:
-        os.killpg(start.process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    returncode = start.process.wait()
-    _reap_group(start)
-    return returncode
-
-
-def _reap_group(start: _Start, patience_s: float = 2.0) -> None:
-    """Make sure no member of the start's process group survives, children it left behind included."""
-    until = time.monotonic() + patience_s
-    while True:
-        try:
-            os.killpg(start.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            return
-        _reap_orphans_in(start.process.pid)
-        if time.monotonic() > until:
-            raise RuntimeError(f"process group {start.process.pid} survived SIGKILL for {patience_s}s")
-        time.sleep(0.005)
-
-
-def _reap_orphans_in(group: int) -> None:
-    """Reap the dead members of `group` that were handed to this process.
-
-    A harness that pre-forks is a child subreaper (harness.prefork), so what a killed start left
-    behind becomes our child when it dies; as a zombie it would keep the group alive.
-    """
-    for child in psutil.Process().children():
-        try:
-            if child.status() == psutil.STATUS_ZOMBIE and os.getpgid(child.pid) == group:
-                os.waitpid(child.pid, os.WNOHANG)
-        except (psutil.Error, ProcessLookupError, ChildProcessError):
-            pass  # gone already, or not ours to reap
-
-
-def _add_requests(history: History, site: SiteServer, starts: list[_Start], began: float) -> None:
+def _add_requests(history: History, site: SiteServer, starts: list[Start], began: float) -> None:
     """Each request the site served, credited to the start that was running when it arrived."""
     start_times = [s.started for s in starts]
     for served in site.request_log.snapshot():
@@ -278,10 +186,10 @@ def _add_requests(history: History, site: SiteServer, starts: list[_Start], bega
         history.add("request", served.t - began, path=served.path, status=served.status, start=start)
 
 
-def _add_scraper_events(history: History, starts: list[_Start], began: float) -> None:
+def _add_scraper_events(history: History, starts: list[Start], began: float) -> None:
     """The JSON lines a scraper printed about itself (ready, lease waits); other output is ignored."""
-    for start in starts:
-        with open(start.stdout_path, encoding="utf-8", errors="replace") as lines:
+    for start, stdout_path in ((start, path) for start in starts for path in start.stdout_paths):
+        with open(stdout_path, encoding="utf-8", errors="replace") as lines:
             for line in lines:
                 try:
                     event = json.loads(line)

@@ -104,3 +104,19 @@ def test_the_history_holds_every_stored_record(default_site, tmp_path):
     stored = history.of_type("store_record")
     assert len(stored) == verdict.rows == 500
     assert all(r["stamped"] and 0 <= r["t"] <= verdict.wall_s for r in stored)
+
+
+def test_three_workers_on_one_store_keep_one_row_per_product_and_die_together(site, tmp_path):
+    design = design_named("idempotent")
+    history = run_kill_test(design, parse_schedule("r10,r25,t0.3"), site, str(tmp_path),
+                            RunSettings(lease_s=0.5, workers=3))
+    verdict = check_run(design, 1, history, site.catalog)
+    assert all(len(e["pids"]) == 3 for e in history.of_type("process_started"))
+    assert verdict.kills >= 2 and verdict.workers == 3
+    assert verdict.rows == verdict.correct_records == len(site.catalog.products), verdict.problems
+    assert verdict.requests <= site.catalog.full_crawl_requests + verdict.kills * 3
+    assert verdict.fetched_twice_by_one_start == 0  # the leases keep two workers off one page
+    for started in history.of_type("process_started"):
+        assert all(not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+                   for pid in started["pids"])
+    no_process_left(history)

@@ -1,0 +1,176 @@
+"""One start of a design: one or more worker processes, each in a session (a process group) of its own.
+
+They are started, waited for, SIGKILLed or redeployed, and reaped together: whatever happens, no
+process of a start outlives it, children it made included.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+
+import psutil
+
+from harness.designs import PROJECT_ROOT, Design, Launch
+from harness.errors import ScraperStartError
+from harness.schedule import AtLine
+from harness.tracepoint import ENVIRONMENT_VARIABLE
+
+POLL_S = 0.005
+
+
+@dataclass
+class Worker:
+    process: subprocess.Popen  # or a harness.prefork.ForkedProcess
+    stdout_path: str
+    stderr_path: str
+
+
+@dataclass
+class Start:
+    """The workers of one start, and when it began."""
+
+    index: int
+    started: float
+    crawl: int = 1
+    workers: list[Worker] = field(default_factory=list)
+
+    @property
+    def pids(self) -> list[int]:
+        return [w.process.pid for w in self.workers]
+
+    @property
+    def stdout_paths(self) -> list[str]:
+        return [w.stdout_path for w in self.workers]
+
+    def wait(self, timeout_s: float) -> int:
+        """The start's exit status once every worker has exited; TimeoutExpired if they have not by then.
+
+        A worker that dies of SIGKILL (a tracer or the site's trigger fired in it) takes the others with it.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            codes = [_poll(w.process) for w in self.workers]
+            if all(code is not None for code in codes):
+                return combined(codes)
+            if -signal.SIGKILL in codes:
+                return self.kill()
+            if time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(f"start {self.index}", timeout_s)
+            time.sleep(POLL_S)
+
+    def kill(self) -> int:
+        """SIGKILL every worker's process group and reap them; the exit status as the kernel gave it."""
+        self._signal(signal.SIGKILL)
+        codes = [w.process.wait() for w in self.workers]
+        self.reap()
+        return combined(codes)
+
+    def redeploy(self, grace_s: float) -> int:
+        """SIGTERM every worker, as a platform does on a redeploy; SIGKILL them when the grace period ends."""
+        self._signal(signal.SIGTERM)
+        try:
+            return self.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            return self.kill()
+        finally:
+            self.reap()
+
+    def reap(self, patience_s: float = 2.0) -> None:
+        """Make sure no member of any worker's process group survives, children left behind included."""
+        until = time.monotonic() + patience_s
+        for group in self.pids:
+            while True:
+                try:
+                    os.killpg(group, signal.SIGKILL)
+                except ProcessLookupError:
+                    break
+                _reap_orphans_in(group)
+                if time.monotonic() > until:
+                    raise RuntimeError(f"process group {group} survived SIGKILL for {patience_s}s")
+                time.sleep(POLL_S)
+
+    def kill_now(self) -> None:
+        """SIGKILL every group at once, from any thread (the site's request trigger); the runner reaps."""
+        self._signal(signal.SIGKILL)
+
+    @property
+    def running(self) -> bool:
+        return any(_poll(w.process) is None for w in self.workers)
+
+    def _signal(self, signum: int) -> None:
+        for group in self.pids:
+            try:
+                os.killpg(group, signum)
+            except ProcessLookupError:
+                pass
+
+
+def combined(codes: list[int]) -> int:
+    """One status for a start: -9 if any worker was SIGKILLed, else the first failure, else 0."""
+    if -signal.SIGKILL in codes:
+        return -signal.SIGKILL
+    return next((code for code in codes if code != 0), 0)
+
+
+def spawn(design: Design, launch: Launch, index: int, workers: int = 1, kill_at_line: AtLine | None = None,
+          launcher=None) -> Start:
+    """Start `workers` copies of the design, each in its own session, output to files in the work dir."""
+    start = Start(index, time.monotonic(), launch.crawl)
+    for number in range(workers):
+        suffix = f"-w{number + 1}" if workers > 1 else ""
+        stdout_path = os.path.join(launch.work_dir, f"start-{index:03d}{suffix}.out")
+        stderr_path = os.path.join(launch.work_dir, f"start-{index:03d}{suffix}.err")
+        start.workers.append(Worker(_spawn_one(design, launch, stdout_path, stderr_path, kill_at_line, launcher),
+                                    stdout_path, stderr_path))
+    start.started = time.monotonic()
+    return start
+
+
+def _spawn_one(design: Design, launch: Launch, stdout_path: str, stderr_path: str, kill_at_line: AtLine | None,
+               launcher):
+    if launcher is not None:
+        kill_at = None
+        if kill_at_line is not None:
+            kill_at = (os.path.join(PROJECT_ROOT, kill_at_line.path), kill_at_line.line, kill_at_line.hit)
+        return launcher.spawn(design.arguments(launch), stdout_path, stderr_path, kill_at)
+    # Files, not pipes: a killed scraper can never block on a full pipe, and nothing needs a reader thread.
+    with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
+        extra_env = {}
+        if kill_at_line is not None:
+            where = os.path.join(PROJECT_ROOT, kill_at_line.path)
+            extra_env[ENVIRONMENT_VARIABLE] = f"{where}:{kill_at_line.line}:{kill_at_line.hit}"
+        try:
+            return subprocess.Popen(design.command(launch, traced=kill_at_line is not None),
+                                    stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                                    env=design.environment(launch, **extra_env), cwd=design.spec_dir,
+                                    start_new_session=True)
+        except OSError as error:
+            raise ScraperStartError(f"design {design.name!r}: cannot start {design.command(launch)[0]!r}:"
+                                    f" {error.strerror}") from None
+
+
+def _poll(process) -> int | None:
+    if isinstance(process, subprocess.Popen):
+        return process.poll()
+    try:
+        return process.wait(timeout=0)  # a ForkedProcess: select on its pidfd
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def _reap_orphans_in(group: int) -> None:
+    """Reap the dead members of `group` that were handed to this process.
+
+    A harness that pre-forks is a child subreaper (harness.prefork), so what a killed start left
+    behind becomes our child when it dies; as a zombie it would keep the group alive.
+    """
+    for child in psutil.Process().children():
+        try:
+            if child.status() == psutil.STATUS_ZOMBIE and os.getpgid(child.pid) == group:
+                os.waitpid(child.pid, os.WNOHANG)
+        except (psutil.Error, ProcessLookupError, ChildProcessError):
+            pass  # gone already, or not ours to reap
