@@ -50,8 +50,10 @@ def plot_scaling(rows: list[dict], path: str) -> None:
         workers = [r["workers"] for r in mine]
         axes[0].plot(workers, [r["wall_s"] for r in mine], marker="o", label=design)
         axes[1].plot(workers, [r["repeated_requests"] for r in mine], marker="o", label=design)
+    counts = sorted({r["workers"] for r in rows})
     for axis, label in zip(axes, ["wall time, s (kills and restarts included)", "repeated requests"]):
         axis.set_xscale("log", base=2)
+        axis.set_xticks(counts, [str(n) for n in counts])
         axis.set_xlabel("workers")
         axis.set_ylabel(label)
         axis.grid(alpha=0.3)

@@ -176,13 +176,13 @@ def load_spec(path: str) -> Design:
         spec.check_placeholders("design", "env", value)
     spec_file = os.path.abspath(path)
     return Design(
-        name=name, store=_store(spec, spec_file), claims_idempotence=claims, control=control, module=module,
+        name=name, store=_store(spec), claims_idempotence=claims, control=control, module=module,
         args=spec.strings(design, "design", "args"), command_template=command,
         env=tuple(sorted(env.items())), commit_path=spec.strings(design, "design", "commit_path"),
         spec_file=spec_file)
 
 
-def _store(spec: SpecFile, spec_file: str) -> StoreSpec:
+def _store(spec: SpecFile) -> StoreSpec:
     store = spec.table("store", STORE_KEYS)
     kind = spec.string(store, "store", "kind", required=True)
     if kind not in STORE_KINDS:

@@ -31,8 +31,12 @@ from scrapers.common import FIRST_PAGE, LISTING_LINK, PRODUCT_LINK, emit, fetch,
 from scrapers.idempotent import record_id
 
 RECORDS = "records"  # hash: record ID -> the record as JSON
-# Keep the record's first_seen; rewrite data and last_changed only when the content changed.
-UPSERT = """
+# One script, so atomic: the record (first_seen kept; data and last_changed rewritten only when the
+# content changed) and the page's "done" mark for its crawl. BullMQ completes the job in a script
+# of its own, so a kill between the two leaves a finished page whose job runs again: the done set
+# lets that run skip the fetch, as the SQLite design's frontier does.
+UPSERT_AND_MARK_DONE = """
+redis.call('SADD', KEYS[2], ARGV[4])
 local old = redis.call('HGET', KEYS[1], ARGV[1])
 if old then
   local record = cjson.decode(old)
@@ -77,11 +81,16 @@ async def schedule(client: aioredis.Redis, queue: Queue, crawl: int, paths: list
             await queue.add("scrape", {"path": path}, {"jobId": path, "removeOnComplete": False})
 
 
-async def save_record(client: aioredis.Redis, path: str, record: dict) -> None:
+def done_key(crawl: int) -> str:
+    return f"crawl:{crawl}:done"
+
+
+async def save_record(client: aioredis.Redis, crawl: int, path: str, record: dict) -> None:
     content_hash = hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()
     now = time.time()
     stored = {**record, "path": path, "content_hash": content_hash, "first_seen": now, "last_changed": now}
-    await client.eval(UPSERT, 1, RECORDS, record_id(record["sku"]), content_hash, json.dumps(stored))
+    await client.eval(UPSERT_AND_MARK_DONE, 2, RECORDS, done_key(crawl), record_id(record["sku"]), content_hash,
+                      json.dumps(stored), path)
 
 
 async def crawl_site(args: argparse.Namespace) -> None:
@@ -92,14 +101,17 @@ async def crawl_site(args: argparse.Namespace) -> None:
 
     async def process(job, token):
         path = job.data["path"]
+        if await client.sismember(done_key(args.crawl), path):
+            return  # stored by a worker killed before BullMQ marked the job complete
         # In a thread, so that BullMQ keeps renewing the job's lock while the page downloads.
         html = await asyncio.to_thread(fetch, session, args.base + path)
         if path.startswith("/list/"):
             # attemptsStarted counts every move to active: above 1, a killed worker began this job before.
             again = job.attemptsStarted > 1 and not args.trust_the_set
             await schedule(client, queue, args.crawl, PRODUCT_LINK.findall(html) + LISTING_LINK.findall(html), again)
+            await client.sadd(done_key(args.crawl), path)
         else:
-            await save_record(client, path, parse_product(html))
+            await save_record(client, args.crawl, path, parse_product(html))
 
     options = {**connection, "lockDuration": args.lock_ms, "stalledInterval": args.stalled_ms,
                "maxStalledCount": args.max_stalled, "drainDelay": 1}

@@ -5,7 +5,11 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import signal
 import socket
+import subprocess
+import tempfile
+import time
 
 from harness.errors import KilltestError
 
@@ -38,3 +42,69 @@ def free_loopback_port() -> int:
 
 def servers_required() -> bool:
     return os.environ.get(REQUIRE_SERVERS_VARIABLE, "") not in ("", "0")
+
+
+class PrivateServer:
+    """What every private server shares: a temporary directory, one process group, a clean stop.
+
+    A subclass sets `name`, starts `self._process` in `start()` (after `_make_dir()`), and says
+    how to ask it whether it is up (`_answers()`); `stop()` ends the group and removes the directory.
+    """
+
+    name = "server"
+    start_timeout_s = 30.0
+    stop_signal = signal.SIGKILL  # what to send first; SIGKILL follows if it does not stop in time
+
+    def __init__(self) -> None:
+        self.port = 0
+        self._dir: str | None = None
+        self._process: subprocess.Popen | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    def _make_dir(self) -> str:
+        self._dir = tempfile.mkdtemp(prefix=f"killtest-{self.name}-")
+        return self._dir
+
+    def _answers(self) -> bool:
+        raise NotImplementedError
+
+    def _wait_until_ready(self) -> None:
+        deadline = time.monotonic() + self.start_timeout_s
+        while not self._answers():
+            if self._process.poll() is not None:
+                raise KilltestError(f"the private {self.name} exited with status {self._process.returncode}:"
+                                    f" {self._log_tail()}")
+            if time.monotonic() > deadline:
+                raise KilltestError(f"the private {self.name} did not answer in {self.start_timeout_s:g}s:"
+                                    f" {self._log_tail()}")
+            time.sleep(0.02)
+
+    def _log_tail(self) -> str:
+        try:
+            with open(os.path.join(self._dir, f"{self.name}.log"), encoding="utf-8", errors="replace") as log:
+                lines = [line.strip() for line in log if line.strip()]
+            return lines[-1] if lines else "(no output)"
+        except (OSError, TypeError):
+            return "(no log)"
+
+    def stop(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            os.killpg(self._process.pid, self.stop_signal)
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self._process.pid, signal.SIGKILL)
+                self._process.wait()
+        self._process = None
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

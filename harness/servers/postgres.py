@@ -9,42 +9,35 @@ from __future__ import annotations
 
 import os
 import pwd
-import shutil
 import signal
 import subprocess
-import tempfile
-import time
 
 from harness.errors import KilltestError
-from harness.servers.common import ServerUnavailable, find_binary, free_loopback_port
+from harness.servers.common import PrivateServer, ServerUnavailable, find_binary, free_loopback_port
 
 DEBIAN_BIN = "/usr/lib/postgresql/*/bin/"
 INSTALL_HINT = "install PostgreSQL (Debian: apt-get install postgresql) or skip the PostgreSQL designs"
 SUPERUSER = "killtest"
-START_TIMEOUT_S = 30.0
 
 
-class PrivatePostgres:
+class PrivatePostgres(PrivateServer):
     """`with PrivatePostgres() as pg: dsn = pg.fresh_database()`."""
 
+    name = "postgres"
+    stop_signal = signal.SIGINT  # a fast shutdown, so the server removes its own lock files
+
     def __init__(self) -> None:
+        super().__init__()
         self.initdb = find_binary("initdb", (DEBIAN_BIN + "initdb",), INSTALL_HINT)
         self.postgres = find_binary("postgres", (DEBIAN_BIN + "postgres",), INSTALL_HINT)
-        self.port = 0
-        self._dir: str | None = None
-        self._process: subprocess.Popen | None = None
         self._databases = 0
         self._account = _unprivileged_account()
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process else None
 
     def dsn(self, database: str = "postgres") -> str:
         return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
 
     def start(self) -> "PrivatePostgres":
-        self._dir = tempfile.mkdtemp(prefix="killtest-postgres-")
+        self._make_dir()
         try:
             data, sockets = os.path.join(self._dir, "data"), os.path.join(self._dir, "sockets")
             os.mkdir(sockets)
@@ -78,26 +71,6 @@ class PrivatePostgres:
             admin.execute(f"CREATE DATABASE {name}")
         return self.dsn(name)
 
-    def stop(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            # Fast shutdown first (SIGINT), so the server removes its own lock files; then no mercy.
-            os.killpg(self._process.pid, signal.SIGINT)
-            try:
-                self._process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self._process.pid, signal.SIGKILL)
-                self._process.wait()
-        self._process = None
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
-
-    def __enter__(self) -> "PrivatePostgres":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
     def _drop_privileges(self) -> None:
         if self._account:
             os.setgid(self._account[1])
@@ -110,30 +83,14 @@ class PrivatePostgres:
             last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
             raise KilltestError(f"{os.path.basename(argv[0])} failed with status {done.returncode}: {last}")
 
-    def _wait_until_ready(self) -> None:
+    def _answers(self) -> bool:
         import psycopg
 
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if self._process.poll() is not None:
-                raise KilltestError(f"the private PostgreSQL exited with status {self._process.returncode}:"
-                                    f" {self._log_tail()}")
-            try:
-                psycopg.connect(self.dsn(), connect_timeout=1).close()
-                return
-            except psycopg.OperationalError:
-                if time.monotonic() > deadline:
-                    raise KilltestError(f"the private PostgreSQL did not answer in {START_TIMEOUT_S:g}s:"
-                                        f" {self._log_tail()}") from None
-                time.sleep(0.05)
-
-    def _log_tail(self) -> str:
         try:
-            with open(os.path.join(self._dir, "postgres.log"), encoding="utf-8", errors="replace") as log:
-                lines = [line.strip() for line in log if line.strip()]
-            return lines[-1] if lines else "(no output)"
-        except OSError:
-            return "(no log)"
+            psycopg.connect(self.dsn(), connect_timeout=1).close()
+            return True
+        except psycopg.OperationalError:
+            return False
 
 
 def _unprivileged_account() -> tuple[int, int] | None:
