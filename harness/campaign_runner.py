@@ -77,7 +77,8 @@ def run_campaign(plan: CampaignPlan, progress: Progress) -> Campaign:
                     with tempfile.TemporaryDirectory(prefix="killtest-", dir=plan.work_dir) as work_dir:
                         history = run_kill_test(design, schedule, site, work_dir, plan.settings,
                                                 on_progress=lambda m, label=label: progress.step(f"{label} {m}"),
-                                                launcher=launchers.get(design.name), dsn=servers.dsn_for(design))
+                                                launcher=launchers.get(design.name), dsn=servers.dsn_for(design),
+                                                restart_store=servers.restarter_for(design))
                     history.write_jsonl(history_path(plan.out_dir, plan.name, design.name, run))
                     verdict = check_run(design, run, history, plan.catalog)
                     campaign.verdicts.append(verdict)

@@ -100,9 +100,10 @@ def sort_kills(history: History) -> list[KillFinding]:
     crawl_of = crawls_by_start(history)
     findings, held_before = [], set()
     for kill in history.of_type("kill"):
-        # A redeploy (SIGTERM first) ends the start however it exits; a SIGKILL must be the cause of death.
-        redeploy = kill.get("signal") == "SIGTERM"
-        if kill["returncode"] != -signal.SIGKILL and not redeploy:
+        # A redeploy (SIGTERM first) or a server restart ends the start however it exits (a worker whose
+        # database vanished may exit with an error first); a plain SIGKILL must be the cause of death.
+        forced = kill.get("signal") == "SIGTERM" or "server_restart_s" in kill
+        if kill["returncode"] != -signal.SIGKILL and not forced:
             status = "missed"  # the process had already exited by itself
         else:
             status = "landed" if did_work(history, kill["start"]) else "before_work"
@@ -113,11 +114,23 @@ def sort_kills(history: History) -> list[KillFinding]:
             own = [r["path"] for r in requests if r["start"] == kill["start"]]
             in_flight = own[-1:]
         held_before = held_now
-        fetched_later = {r["path"] for r in requests
-                         if r["start"] is not None and r["start"] > kill["start"] and crawl_of.get(r["start"]) == 1}
+        fetched_later = {r["path"] for r in requests if crawl_of.get(r["start"]) == 1 and _after(r, kill)}
         findings.append(KillFinding(kill["start"], kill["t"], kill["returncode"], status, in_flight,
                                     [p for p in in_flight if p in fetched_later]))
     return findings
+
+
+def _after(request: dict, kill: dict) -> bool:
+    """Made after the kill: by a later start, or, when the kill hit one worker, by any worker after it.
+
+    (When one worker of several is killed, the claims the others make meanwhile also count as newly
+    held in its `held_leases`: its in-flight pages are an upper bound.)
+    """
+    if request["start"] is None:
+        return False
+    if kill.get("worker") is not None:
+        return request["t"] > kill["t"]
+    return request["start"] > kill["start"]
 
 
 def crawls_by_start(history: History) -> dict[int, int]:
@@ -143,9 +156,22 @@ def fetched_again_after_commit(history: History, paths_by_key: dict[str, str]) -
 
 
 def fetched_twice_by_one_start(history: History) -> list[str]:
-    """Pages one start fetched more than once: its workers claimed a page whose lease ran out while still held."""
-    per_start = Counter((r["start"], r["path"]) for r in history.of_type("request") if r["start"] is not None)
-    return sorted({path for (_, path), n in per_start.items() if n > 1})
+    """Pages one start fetched more than once with no kill between: two of its workers held one page.
+
+    A lease that ran out while its holder still worked lets a second worker claim the page. When a kill
+    hit one worker of the start between the two fetches, the second is that page's honest retry.
+    """
+    single_kills = [k for k in history.of_type("kill") if k.get("worker") is not None]
+    fetches: dict[tuple[int, str], list[float]] = {}
+    for r in history.of_type("request"):
+        if r["start"] is not None:
+            fetches.setdefault((r["start"], r["path"]), []).append(r["t"])
+    twice = set()
+    for (start, path), times in fetches.items():
+        for first, second in zip(times, times[1:]):
+            if not any(k["start"] == start and first <= k["t"] <= second for k in single_kills):
+                twice.add(path)
+    return sorted(twice)
 
 
 def claim_stalls(history: History) -> dict[str, tuple[float, float]]:
@@ -161,7 +187,6 @@ def claim_stalls(history: History) -> dict[str, tuple[float, float]]:
         for path in kill.get("held_leases", []):
             if path in stalls and stalls[path][0] + stalls[path][1] >= kill["t"]:
                 continue  # still the same claim, left by an earlier kill
-            fetched = [r["t"] for r in requests if r["path"] == path and r["t"] > kill["t"]
-                       and r["start"] is not None and r["start"] > kill["start"]]
+            fetched = [r["t"] for r in requests if r["path"] == path and _after(r, kill)]
             stalls[path] = (kill["t"], round((min(fetched) if fetched else end) - kill["t"], 3))
     return stalls

@@ -28,7 +28,7 @@ from harness.published import (ARTICLE_PACE_RPS, KILL_DELAY_S, KILLS_PER_RUN, LE
 from harness.render import exploration_markdown
 from harness.scaling import plot_scaling, scaling_markdown, scaling_rows
 from harness.runner import DEFAULT_TIME_LIMIT_S, RunSettings
-from harness.schedule import parse_schedule, run_seeds, timed_schedule
+from harness.schedule import ServerRestart, parse_schedule, run_seeds, timed_schedule
 from harness.servers.stores import StoreServers
 from harness.zoo import run_zoo, selected, zoo_entries, zoo_markdown
 
@@ -223,6 +223,21 @@ def _prepare_dirs(args) -> None:
         raise KilltestError(f"cannot create the results directory {args.out!r}: {error.strerror}") from None
 
 
+def _check_points(args, schedules, designs) -> None:
+    """Kill points that name a worker need that many workers; a server restart needs a store server."""
+    workers = getattr(args, "workers", 1)
+    for schedule in schedules:
+        for point in schedule.points:
+            if isinstance(point, ServerRestart):
+                for design in designs:
+                    if design.store.kind not in ("postgres", "redis"):
+                        raise KilltestError(f"kill point {point.spec} restarts the store's server, but design"
+                                            f" {design.name!r} keeps a {design.store.kind} store with no server")
+            if getattr(point, "worker", None) is not None and point.worker > workers:
+                raise KilltestError(f"kill point {point.spec} names worker {point.worker}, but each start has"
+                                    f" {workers}; give --workers {point.worker} or more")
+
+
 def _check_recrawls(args, designs) -> None:
     for design in designs:
         if getattr(args, "recrawls", 0) and not design.can_recrawl:
@@ -239,6 +254,7 @@ def _timed_plan(args, designs, pace_rps: float, name: str) -> CampaignPlan:
         schedules = (parse_schedule(exact),) * args.runs  # exact points: every run repeats the same one
     else:
         schedules = tuple(timed_schedule(seed, args.kills, *delay_range) for seed in run_seeds(args.seed, args.runs))
+    _check_points(args, schedules, designs)
     return CampaignPlan(command=_command_line(), designs=tuple(designs), schedules=schedules,
                         catalog=build_catalog(args.listing_pages, args.per_page),
                         settings=_settings(args, getattr(args, "lease", LEASE_S)),
@@ -350,6 +366,7 @@ def _command_replay(args, progress: Progress) -> int:
     designs = _designs(args.design)
     schedule = parse_schedule(args.schedule)  # a bad spec is refused before anything starts
     _check_recrawls(args, designs)
+    _check_points(args, [schedule], designs)
     _prepare_dirs(args)
     plan = CampaignPlan(command=_command_line(), designs=tuple(designs), schedules=(schedule,),
                         catalog=build_catalog(args.listing_pages, args.per_page),
@@ -436,6 +453,10 @@ def _command_scale(args, progress: Progress) -> int:
 
 
 def _raise_interrupt(signum, frame):
+    # Once: a second Ctrl+C or SIGTERM (a shell and a supervisor both passing one on) must not cut
+    # short the cleanup the first one started, or a scraper or a temporary directory is left behind.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 
@@ -443,6 +464,7 @@ def main(argv: list[str] | None = None) -> None:
     progress = Progress()
     # SIGTERM takes the same road as Ctrl+C, so every scraper is killed and every temp dir removed.
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGINT, _raise_interrupt)
     try:
         args = build_parser().parse_args(argv)
         command = {"run": _command_run, "calibrate": _command_calibrate, "replay": _command_replay,

@@ -37,14 +37,15 @@ class Start:
     started: float
     crawl: int = 1
     workers: list[Worker] = field(default_factory=list)
+    retired: list[Worker] = field(default_factory=list)  # workers killed alone and started again
+
+    @property
+    def stdout_paths(self) -> list[str]:
+        return [w.stdout_path for w in self.retired + self.workers]
 
     @property
     def pids(self) -> list[int]:
         return [w.process.pid for w in self.workers]
-
-    @property
-    def stdout_paths(self) -> list[str]:
-        return [w.stdout_path for w in self.workers]
 
     def wait(self, timeout_s: float) -> int:
         """The start's exit status once every worker has exited; TimeoutExpired if they have not by then.
@@ -81,17 +82,24 @@ class Start:
 
     def reap(self, patience_s: float = 2.0) -> None:
         """Make sure no member of any worker's process group survives, children left behind included."""
-        until = time.monotonic() + patience_s
         for group in self.pids:
-            while True:
-                try:
-                    os.killpg(group, signal.SIGKILL)
-                except ProcessLookupError:
-                    break
-                _reap_orphans_in(group)
-                if time.monotonic() > until:
-                    raise RuntimeError(f"process group {group} survived SIGKILL for {patience_s}s")
-                time.sleep(POLL_S)
+            reap_group(group, patience_s)
+
+    def restart_worker(self, number: int, grace_s: float | None, design: Design, launch: Launch,
+                       launcher=None) -> tuple[int, int]:
+        """Kill worker `number` (1-based) alone, SIGTERM first when `grace_s` is given, and start it again.
+
+        Returns its exit status and the new worker's pid; the other workers go on untouched.
+        """
+        alone = Start(self.index, self.started, self.crawl, [self.workers[number - 1]])
+        returncode = alone.kill() if grace_s is None else alone.redeploy(grace_s)
+        restarts = sum(1 for w in self.workers if "-r" in os.path.basename(w.stdout_path)) + 1
+        base = os.path.join(launch.work_dir, f"start-{self.index:03d}-w{number}-r{restarts}")
+        worker = Worker(_spawn_one(design, launch, f"{base}.out", f"{base}.err", None, launcher),
+                        f"{base}.out", f"{base}.err")
+        self.retired.append(self.workers[number - 1])
+        self.workers[number - 1] = worker
+        return returncode, worker.process.pid
 
     def kill_now(self) -> None:
         """SIGKILL every group at once, from any thread (the site's request trigger); the runner reaps."""
@@ -160,6 +168,20 @@ def _poll(process) -> int | None:
         return process.wait(timeout=0)  # a ForkedProcess: select on its pidfd
     except subprocess.TimeoutExpired:
         return None
+
+
+def reap_group(group: int, patience_s: float = 2.0) -> None:
+    """SIGKILL process group `group` until none of it is left, reaping what was handed to this process."""
+    until = time.monotonic() + patience_s
+    while True:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        _reap_orphans_in(group)
+        if time.monotonic() > until:
+            raise RuntimeError(f"process group {group} survived SIGKILL for {patience_s}s")
+        time.sleep(POLL_S)
 
 
 def _reap_orphans_in(group: int) -> None:

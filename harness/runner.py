@@ -20,7 +20,7 @@ from harness.designs import Design, Launch
 from harness.errors import KilltestError, ScraperStartError
 from harness.history import History
 from harness.processes import Start, spawn
-from harness.schedule import AfterDelay, AtLine, AtRequest, KillSchedule, Redeploy
+from harness.schedule import AfterDelay, AtLine, AtRequest, KillSchedule, Redeploy, ServerRestart
 from harness.store import held_leases, stored_records
 
 DEFAULT_TIME_LIMIT_S = 120.0
@@ -42,12 +42,16 @@ class RunSettings:
 def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work_dir: str,
                   settings: RunSettings = RunSettings(),
                   on_progress: Callable[[str], None] = lambda message: None, launcher=None,
-                  dsn: str = "") -> History:
+                  dsn: str = "", restart_store: Callable[[], float] | None = None) -> History:
     """Kill-test `design` once against `site`; its store goes in `work_dir` (or the database `dsn`).
 
     Returns the run's history. `launcher`, a harness.prefork.Zygote for this design, forks each start
     instead of executing a new interpreter: the same process behaviour without the start-up cost.
+    `restart_store` crashes and restarts the store's server (for `s` kill points).
     """
+    if restart_store is None and any(isinstance(p, ServerRestart) for p in schedule.points):
+        raise KilltestError(f"design {design.name!r} has no store server to restart: s<seconds> kill points need a"
+                            " PostgreSQL or Redis store")
     if settings.recrawls and not design.can_recrawl:
         raise KilltestError(f"design {design.name!r} does not take {{crawl}}, so it cannot be re-crawled")
     launch = Launch(base_url=site.base_url, work_dir=work_dir, lease_s=settings.lease_s, dsn=dsn)
@@ -71,10 +75,9 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
     current: Start | None = None
     crawl_done = 0
     try:
-        for point, crawl in planned:
+        for number, (point, crawl) in enumerate(planned, start=1):
             if crawl <= crawl_done:
                 continue  # that crawl finished before its kill points ran out
-            index = len(starts)
             trigger = _RequestTrigger(point) if isinstance(point, AtRequest) else None
             if trigger is None:
                 site.set_request_hook(None)
@@ -82,17 +85,21 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
                 site.set_request_hook(trigger.count, after_sent=trigger.kill_if_due)
             else:
                 site.set_request_hook(trigger.count_and_kill_if_due)
-            current = spawn(design, replace(launch, crawl=crawl), index, settings.workers,
-                            point if isinstance(point, AtLine) else None, launcher)
+            if current is None:  # a point that hit one worker leaves the start running
+                index = len(starts)
+                current = spawn(design, replace(launch, crawl=crawl), index, settings.workers,
+                                point if isinstance(point, AtLine) else None, launcher)
+                starts.append(current)
+                history.add("process_started", current.started - began, start=index, pid=current.pids[0],
+                            pids=current.pids, crawl=crawl)
             if trigger is not None:
                 trigger.start = current
-            starts.append(current)
-            history.add("process_started", current.started - began, start=index, pid=current.pids[0],
-                        pids=current.pids, crawl=crawl)
             what = "runs to the end" if point is None else f"kill at {point.spec}"
-            on_progress(f"start {index + 1}/{len(planned)}{f' (re-crawl {crawl - 1})' if crawl > 1 else ''}, {what}")
-            timed = isinstance(point, (AfterDelay, Redeploy))
-            remaining_s = max(0.0, deadline - current.started)
+            on_progress(f"start {index + 1}, point {number}/{len(planned)}"
+                        f"{f' (re-crawl {crawl - 1})' if crawl > 1 else ''}, {what}")
+            timed = isinstance(point, (AfterDelay, Redeploy, ServerRestart))
+            waiting_since = time.monotonic()
+            remaining_s = max(0.0, deadline - waiting_since)
             try:
                 returncode = current.wait(min(point.delay_s, remaining_s) if timed else remaining_s)
             except subprocess.TimeoutExpired:
@@ -103,12 +110,24 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
                     outcome = "timed_out"
                     break
                 killed_at = time.monotonic()
-                if isinstance(point, Redeploy):
-                    returncode, signal_name = current.redeploy(point.grace_s), "SIGTERM"
-                else:
-                    returncode, signal_name = current.kill(), "SIGKILL"
+                grace_s = point.grace_s if isinstance(point, Redeploy) else None
+                signal_name = "SIGKILL" if grace_s is None else "SIGTERM"
+                if point.worker is not None:
+                    if point.worker > settings.workers:
+                        raise KilltestError(f"kill point {point.spec} names worker {point.worker}, but each start"
+                                            f" has {settings.workers}; give --workers {point.worker} or more")
+                    returncode, pid = current.restart_worker(point.worker, grace_s, design,
+                                                             replace(launch, crawl=crawl), launcher)
+                    history.add("kill", killed_at - began, start=index, signal=signal_name, point=point.spec,
+                                worker=point.worker, returncode=returncode, held_leases=held_leases(design, location))
+                    history.add("worker_restarted", time.monotonic() - began, start=index, worker=point.worker,
+                                pid=pid)
+                    continue
+                server_down_s = restart_store() if isinstance(point, ServerRestart) else None
+                returncode = current.kill() if grace_s is None else current.redeploy(grace_s)
                 history.add("kill", killed_at - began, start=index, signal=signal_name, point=point.spec,
-                            returncode=returncode, held_leases=held_leases(design, location))
+                            returncode=returncode, held_leases=held_leases(design, location),
+                            **({"server_restart_s": round(server_down_s, 3)} if server_down_s is not None else {}))
                 current = None
                 continue
             finally:

@@ -7,8 +7,13 @@ A point is one of:
 - `r5+`: as soon as the site has written its answer to the 5th request. Not exact: the scraper
   races the signal and has sometimes stored the page already (seen here with a pre-forked start).
   The site cannot see inside the scraper; for an exact point after the answer, use a line;
+- `s0.5`: 0.5 s after the start, the store's own server (PostgreSQL or Redis, the harness's private
+  one) is SIGKILLed and started again on the same data, and the start's workers are killed with it;
 - `l:scrapers/idempotent.py:103:2`: at the 2nd execution of line 88 of that file, inside the
   scraper's own process, by a tracer the harness starts there (exact; Python designs only).
+A timed point or a redeploy may end with `@K` to hit worker K alone (of `--workers N`): the others go
+on, and worker K is started again at once, as a platform restarts one pod. `d0.3:0.05@1,d0.2:0.05@2`
+is a rolling redeploy of two workers. Its delay counts from the previous point's kill.
 Points are written joined by commas, `r5,l:scrapers/idempotent.py:103:2,t0.3`, which is also what
 `killtest run --schedule` takes, so any schedule can be replayed from one command.
 """
@@ -26,10 +31,11 @@ from harness.published import KILL_DELAY_S, KILLS_PER_RUN
 @dataclass(frozen=True)
 class AfterDelay:
     delay_s: float
+    worker: int | None = None  # 1-based: kill this worker alone; None: every worker of the start
 
     @property
     def spec(self) -> str:
-        return f"t{self.delay_s:g}"
+        return f"t{self.delay_s:g}{_at(self.worker)}"
 
 
 @dataclass(frozen=True)
@@ -57,13 +63,28 @@ class AtLine:
 class Redeploy:
     delay_s: float
     grace_s: float  # from SIGTERM to SIGKILL
+    worker: int | None = None  # 1-based: redeploy this worker alone; None: every worker of the start
 
     @property
     def spec(self) -> str:
-        return f"d{self.delay_s:g}:{self.grace_s:g}"
+        return f"d{self.delay_s:g}:{self.grace_s:g}{_at(self.worker)}"
 
 
-KillPoint = Union[AfterDelay, AtRequest, AtLine, Redeploy]
+@dataclass(frozen=True)
+class ServerRestart:
+    delay_s: float
+    worker = None  # it hits the whole start
+
+    @property
+    def spec(self) -> str:
+        return f"s{self.delay_s:g}"
+
+
+def _at(worker: int | None) -> str:
+    return "" if worker is None else f"@{worker}"
+
+
+KillPoint = Union[AfterDelay, AtRequest, AtLine, Redeploy, ServerRestart]
 
 
 @dataclass(frozen=True)
@@ -97,8 +118,12 @@ def timed_schedule(seed: int, kills: int = KILLS_PER_RUN,
 def parse_point(text: str) -> KillPoint:
     text = text.strip()
     try:
-        if text.startswith("t"):
-            point = AfterDelay(float(text[1:]))
+        body, _, worker_text = text.partition("@")
+        worker = int(worker_text) if worker_text else None
+        if worker is not None and (worker < 1 or not body.startswith(("t", "d"))):
+            raise ValueError("only timed kills and redeploys hit one worker, counted from 1")
+        if body.startswith("t"):
+            point = AfterDelay(float(body[1:]), worker)
             if point.delay_s > 0:
                 return point
         elif text.startswith("r"):
@@ -106,9 +131,13 @@ def parse_point(text: str) -> KillPoint:
             point = AtRequest(int(text[1:-1] if after else text[1:]), after_response=after)
             if point.index >= 1:
                 return point
-        elif text.startswith("d"):
-            delay, grace = text[1:].split(":")
-            point = Redeploy(float(delay), float(grace))
+        elif body.startswith("s"):
+            point = ServerRestart(float(body[1:]))
+            if point.delay_s > 0:
+                return point
+        elif body.startswith("d"):
+            delay, grace = body[1:].split(":")
+            point = Redeploy(float(delay), float(grace), worker)
             if point.delay_s > 0 and point.grace_s >= 0:
                 return point
         elif text.startswith("l:"):
@@ -118,8 +147,9 @@ def parse_point(text: str) -> KillPoint:
                 return point
     except ValueError:
         pass
-    raise KilltestError(f"bad kill point {text!r}: write t<seconds>, r<request number>[+], d<seconds>:<grace> or"
-                        " l:<file>:<line>:<hit>, for example t0.4, r5, r5+, d0.5:0.1 or l:scrapers/idempotent.py:88:1")
+    raise KilltestError(f"bad kill point {text!r}: write t<seconds>, r<request number>[+], d<seconds>:<grace>,"
+                        " s<seconds> or l:<file>:<line>:<hit>, for example t0.4, r5, r5+, d0.5:0.1, s0.5 or"
+                        " l:scrapers/idempotent.py:88:1; t and d points may end with @<worker>")
 
 
 def parse_schedule(text: str) -> KillSchedule:

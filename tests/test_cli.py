@@ -66,8 +66,8 @@ def test_a_campaign_writes_json_markdown_html_and_plots(tmp_path):
     assert not list(out.rglob("*.partial"))
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_an_interrupted_campaign_keeps_finished_runs_and_leaves_nothing_behind(signum, tmp_path):
+@pytest.mark.parametrize("signum, times", [(signal.SIGINT, 1), (signal.SIGTERM, 1), (signal.SIGTERM, 3)])
+def test_an_interrupted_campaign_keeps_finished_runs_and_leaves_nothing_behind(signum, times, tmp_path):
     out, work = tmp_path / "out", tmp_path / "work"
     work.mkdir()
     harness = subprocess.Popen(killtest("run", "--design", "naive", "--runs", "50", "--kills", "3",
@@ -80,7 +80,8 @@ def test_an_interrupted_campaign_keeps_finished_runs_and_leaves_nothing_behind(s
             assert time.monotonic() < deadline, "no run finished in time"
             time.sleep(0.1)
         scrapers = psutil.Process(harness.pid).children(recursive=True)
-        harness.send_signal(signum)
+        for _ in range(times):  # a second signal must not cut the cleanup short
+            harness.send_signal(signum)
         stderr = harness.communicate(timeout=30)[1]
     finally:
         if harness.poll() is None:
@@ -136,6 +137,8 @@ def test_a_bad_design_spec_is_one_line_naming_its_line_and_exit_status_2(tmp_pat
     (["run", "--design", "idempotent", "--slow-page", "product=3"], "--slow-page takes PATH=SECONDS"),
     (["run", "--design", "idempotent", "--baseline", "/no/such.json"], "does not exist"),
     (["zoo", "--only", "zoo-nope"], "is not in the zoo"),
+    (["run", "--design", "idempotent", "--schedule", "t0.3@2"], "give --workers 2 or more"),
+    (["run", "--design", "idempotent", "--schedule", "s0.3"], "keeps a sqlite store with no server"),
 ])
 def test_bad_options_of_the_newer_commands_are_one_line(args, says, tmp_path):
     done = run_killtest(*args, "--out", str(tmp_path / "out"))

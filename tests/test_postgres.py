@@ -71,3 +71,16 @@ def test_a_postgres_records_query_that_fails_names_its_spec_line(postgres, tmp_p
         db.execute("CREATE TABLE records (sku TEXT, price TEXT)")
     with pytest.raises(KilltestError, match=rf"^{spec}:6: store.records failed on the store: column \"nonsense\""):
         stored_records(design, dsn)
+
+
+def test_the_idempotent_design_on_postgresql_survives_a_crash_and_restart_of_the_server_itself(postgres, site,
+                                                                                             tmp_path):
+    design = design_named("idempotent-pg")
+    history = run_kill_test(design, parse_schedule("r9,s0.35,r15"), site, str(tmp_path),
+                            RunSettings(lease_s=0.5, time_limit_s=60, workers=2), dsn=postgres.fresh_database(),
+                            restart_store=postgres.crash_and_restart)
+    verdict = check_run(design, 1, history, site.catalog)
+    restarts = [k for k in history.of_type("kill") if "server_restart_s" in k]
+    assert len(restarts) == 1 and verdict.kills >= 2
+    assert verdict.rows == verdict.correct_records == len(site.catalog.products), verdict.problems
+    assert verdict.valid, verdict.problems

@@ -75,3 +75,16 @@ def test_the_same_kill_with_the_fixed_lock_recovers(site, redis_server, tmp_path
     history, verdict = kill_test("queue-bullmq", "r12", site, redis_server, tmp_path)
     assert verdict.valid, verdict.problems
     assert 1.5 < verdict.longest_claim_stall_s < 10  # the 2 s lock ran out, then a stalled-job check moved it
+
+
+def test_the_queue_survives_a_crash_and_restart_of_redis_itself_and_a_rolling_redeploy(paced_site, redis_server,
+                                                                                     tmp_path):
+    design = design_named("queue-bullmq")
+    history = run_kill_test(design, parse_schedule("s0.4,d0.3:0.05@1,d0.1:0.05@2"), paced_site, str(tmp_path),
+                            RunSettings(time_limit_s=30, workers=2), dsn=redis_server.fresh_database(),
+                            restart_store=redis_server.crash_and_restart)
+    verdict = check_run(design, 1, history, paced_site.catalog)
+    assert sum("server_restart_s" in k for k in history.of_type("kill")) == 1
+    assert [k.get("worker") for k in history.of_type("kill")] == [None, 1, 2]
+    assert verdict.rows == verdict.correct_records == len(paced_site.catalog.products), verdict.problems
+    assert verdict.valid, verdict.problems

@@ -120,3 +120,17 @@ def test_three_workers_on_one_store_keep_one_row_per_product_and_die_together(si
         assert all(not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
                    for pid in started["pids"])
     no_process_left(history)
+
+
+def test_a_rolling_redeploy_and_a_single_worker_kill_leave_the_other_workers_running(site, tmp_path):
+    design = design_named("idempotent")
+    schedule = parse_schedule("d0.25:0.05@1,d0.1:0.05@2,t0.1@1")
+    history = run_kill_test(design, schedule, site, str(tmp_path), RunSettings(lease_s=0.5, workers=2))
+    verdict = check_run(design, 1, history, site.catalog)
+    kills = history.of_type("kill")
+    assert [k["worker"] for k in kills] == [1, 2, 1]
+    assert {k["start"] for k in kills} == {0}  # one start throughout: the other worker was never stopped
+    assert len(history.of_type("worker_restarted")) == 3
+    assert verdict.rows == verdict.correct_records == len(site.catalog.products), verdict.problems
+    assert verdict.valid, verdict.problems
+    no_process_left(history)

@@ -42,15 +42,16 @@ def test_impossible_schedules_are_refused(kills, low, high):
 
 
 def test_a_schedule_spec_round_trips_through_its_text():
-    schedule = parse_schedule("r5, r6+, l:scrapers/idempotent.py:88:2,t0.25,d0.5:0.1")
+    schedule = parse_schedule("r5, r6+, l:scrapers/idempotent.py:88:2,t0.25,d0.5:0.1,t0.3@2,d0.2:0@1")
     assert schedule.points == (AtRequest(5), AtRequest(6, after_response=True),
-                               AtLine("scrapers/idempotent.py", 88, 2), AfterDelay(0.25), Redeploy(0.5, 0.1))
+                               AtLine("scrapers/idempotent.py", 88, 2), AfterDelay(0.25), Redeploy(0.5, 0.1),
+                               AfterDelay(0.3, worker=2), Redeploy(0.2, 0.0, worker=1))
     assert parse_schedule(schedule.spec) == schedule
     assert parse_schedule("").points == ()
 
 
 @pytest.mark.parametrize("spec", ["x3", "r0", "r+", "t-1", "tfast", "l:file.py:10", "l::10:1", "l:f.py:0:1",
-                                  "d0.5", "d0:0.1", "d0.5:-1"])
+                                  "d0.5", "d0:0.1", "d0.5:-1", "r5@1", "t0.3@0", "t0.3@x"])
 def test_a_bad_kill_point_is_refused_with_the_forms_it_takes(spec):
-    with pytest.raises(KilltestError, match=re.escape("t<seconds>, r<request number>[+], d<seconds>:<grace> or")):
+    with pytest.raises(KilltestError, match=re.escape("t<seconds>, r<request number>[+], d<seconds>:<grace>, s<seconds> or")):
         parse_schedule(spec)

@@ -11,6 +11,8 @@ import subprocess
 import tempfile
 import time
 
+import psutil
+
 from harness.errors import KilltestError
 
 # CI sets this so that a missing server fails the tests instead of skipping them.
@@ -71,6 +73,18 @@ class PrivateServer:
     def _answers(self) -> bool:
         raise NotImplementedError
 
+    def _launch(self) -> None:
+        """Start the server process on `self.port` with what is already in `self._dir`."""
+        raise NotImplementedError
+
+    def crash_and_restart(self) -> float:
+        """SIGKILL the server's whole process group, start it again on the same port and data; seconds it took."""
+        began = time.monotonic()
+        self._kill_tree()
+        self._launch()
+        self._wait_until_ready()
+        return time.monotonic() - began
+
     def _wait_until_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout_s
         while not self._answers():
@@ -96,12 +110,43 @@ class PrivateServer:
             try:
                 self._process.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                os.killpg(self._process.pid, signal.SIGKILL)
-                self._process.wait()
+                self._kill_tree()
         self._process = None
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
+
+    def _kill_tree(self, patience_s: float = 5.0) -> None:
+        """SIGKILL the server and every process it started, and reap those handed to this process.
+
+        PostgreSQL's backends put themselves in sessions of their own, so killing the server's group
+        misses them; and a harness that is a child subreaper (harness.prefork) inherits them when the
+        server dies, so unreaped they would stay as zombies.
+        """
+        try:
+            descendants = psutil.Process(self._process.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            descendants = []
+        os.killpg(self._process.pid, signal.SIGKILL)
+        self._process.wait()
+        for child in descendants:
+            try:
+                child.kill()
+            except psutil.NoSuchProcess:
+                pass
+        until = time.monotonic() + patience_s
+        for child in descendants:
+            while time.monotonic() < until:
+                try:
+                    if child.status() != psutil.STATUS_ZOMBIE:
+                        time.sleep(0.005)
+                        continue
+                    if child.ppid() == os.getpid():
+                        os.waitpid(child.pid, 0)
+                        break
+                    time.sleep(0.005)  # a zombie of another parent: it reaps it, or init does
+                except (psutil.NoSuchProcess, ChildProcessError):
+                    break
 
     def __enter__(self):
         return self.start()

@@ -46,20 +46,24 @@ class PrivatePostgres(PrivateServer):
                 os.chown(sockets, *self._account)
             self._run([self.initdb, "-D", data, "-U", SUPERUSER, "-A", "trust", "-E", "UTF8", "--no-sync"])
             self.port = free_loopback_port()
-            log = open(os.path.join(self._dir, "postgres.log"), "wb")
-            # fsync off: the harness kills clients, never the machine, and a committed row survives either way.
+            self._launch()
+            self._wait_until_ready()
+            return self
+        except BaseException:
+            self.stop()
+            raise
+
+    def _launch(self) -> None:
+        data, sockets = os.path.join(self._dir, "data"), os.path.join(self._dir, "sockets")
+        with open(os.path.join(self._dir, "postgres.log"), "ab") as log:
+            # fsync off: the harness kills processes, never the machine; the OS keeps what a killed
+            # server wrote, and crash recovery replays it on the restart.
             self._process = subprocess.Popen(
                 [self.postgres, "-D", data, "-p", str(self.port), "-c", "listen_addresses=127.0.0.1",
                  "-c", f"unix_socket_directories={sockets}", "-c", "fsync=off", "-c", "full_page_writes=off",
                  "-c", "max_connections=200"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
                 preexec_fn=self._drop_privileges)
-            log.close()
-            self._wait_until_ready()
-            return self
-        except BaseException:
-            self.stop()
-            raise
 
     def fresh_database(self) -> str:
         """A new empty database on the server; its DSN."""

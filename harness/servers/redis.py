@@ -25,20 +25,24 @@ class PrivateRedis(PrivateServer):
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> "PrivateRedis":
-        directory = self._make_dir()
+        self._make_dir()
         try:
             self.port = free_loopback_port()
-            # No RDB, no AOF: a kill test restarts clients, and a fresh run starts from an empty server.
-            self._process = subprocess.Popen(
-                [self.binary, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", directory, "--save", "",
-                 "--appendonly", "no", "--protected-mode", "yes", "--logfile", os.path.join(directory, "redis.log")],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                start_new_session=True)
+            self._launch()
             self._wait_until_ready()
             return self
         except BaseException:
             self.stop()
             raise
+
+    def _launch(self) -> None:
+        # An append-only file synced on every write: a queue store must keep what it acknowledged when the
+        # server itself is killed and restarted mid-crawl (kill point s<seconds>). No RDB snapshots.
+        self._process = subprocess.Popen(
+            [self.binary, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", self._dir, "--save", "",
+             "--appendonly", "yes", "--appendfsync", "always", "--protected-mode", "yes",
+             "--logfile", os.path.join(self._dir, "redis.log")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
 
     def fresh_database(self) -> str:
         """The server emptied for a new run; its URL."""

@@ -30,6 +30,11 @@ class StoreServers:
         server = self._running.get(design.store.kind)
         return server.fresh_database() if server is not None else ""
 
+    def restarter_for(self, design: Design):
+        """A function that crashes and restarts `design`'s store server, or None for a store without one."""
+        server = self._running.get(design.store.kind)
+        return server.crash_and_restart if server is not None else None
+
     def __exit__(self, *exc) -> None:
         for server in self._running.values():
             server.stop()
