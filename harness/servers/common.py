@@ -49,8 +49,9 @@ def servers_required() -> bool:
 class PrivateServer:
     """What every private server shares: a temporary directory, one process group, a clean stop.
 
-    A subclass sets `name`, starts `self._process` in `start()` (after `_make_dir()`), and says
-    how to ask it whether it is up (`_answers()`); `stop()` ends the group and removes the directory.
+    A subclass sets `name`, prepares its data directory (`_prepare()`), starts its process on
+    `self.port` (`_launch()`) and says how to ask whether it is up (`_answers()`); `stop()` ends it
+    and removes the directory.
     """
 
     name = "server"
@@ -66,9 +67,21 @@ class PrivateServer:
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
 
-    def _make_dir(self) -> str:
+    def start(self):
+        """Start the server in a new temporary directory on a free loopback port; wait until it answers."""
         self._dir = tempfile.mkdtemp(prefix=f"killtest-{self.name}-")
-        return self._dir
+        try:
+            self._prepare()
+            self.port = free_loopback_port()
+            self._launch()
+            self._wait_until_ready()
+            return self
+        except BaseException:
+            self.stop()
+            raise
+
+    def _prepare(self) -> None:
+        """Whatever the data directory needs before the first launch."""
 
     def _answers(self) -> bool:
         raise NotImplementedError

@@ -13,7 +13,7 @@ import signal
 import subprocess
 
 from harness.errors import KilltestError
-from harness.servers.common import PrivateServer, ServerUnavailable, find_binary, free_loopback_port
+from harness.servers.common import PrivateServer, ServerUnavailable, find_binary
 
 DEBIAN_BIN = "/usr/lib/postgresql/*/bin/"
 INSTALL_HINT = "install PostgreSQL (Debian: apt-get install postgresql) or skip the PostgreSQL designs"
@@ -36,22 +36,13 @@ class PrivatePostgres(PrivateServer):
     def dsn(self, database: str = "postgres") -> str:
         return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
 
-    def start(self) -> "PrivatePostgres":
-        self._make_dir()
-        try:
-            data, sockets = os.path.join(self._dir, "data"), os.path.join(self._dir, "sockets")
-            os.mkdir(sockets)
-            if self._account:
-                os.chown(self._dir, *self._account)
-                os.chown(sockets, *self._account)
-            self._run([self.initdb, "-D", data, "-U", SUPERUSER, "-A", "trust", "-E", "UTF8", "--no-sync"])
-            self.port = free_loopback_port()
-            self._launch()
-            self._wait_until_ready()
-            return self
-        except BaseException:
-            self.stop()
-            raise
+    def _prepare(self) -> None:
+        data, sockets = os.path.join(self._dir, "data"), os.path.join(self._dir, "sockets")
+        os.mkdir(sockets)
+        if self._account:
+            os.chown(self._dir, *self._account)
+            os.chown(sockets, *self._account)
+        self._run([self.initdb, "-D", data, "-U", SUPERUSER, "-A", "trust", "-E", "UTF8", "--no-sync"])
 
     def _launch(self) -> None:
         data, sockets = os.path.join(self._dir, "data"), os.path.join(self._dir, "sockets")

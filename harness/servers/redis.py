@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from harness.servers.common import PrivateServer, find_binary, free_loopback_port
+from harness.servers.common import PrivateServer, find_binary
 
 INSTALL_HINT = "install Redis (Debian: apt-get install redis-server) or skip the Redis designs"
 
@@ -23,17 +23,6 @@ class PrivateRedis(PrivateServer):
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> "PrivateRedis":
-        self._make_dir()
-        try:
-            self.port = free_loopback_port()
-            self._launch()
-            self._wait_until_ready()
-            return self
-        except BaseException:
-            self.stop()
-            raise
 
     def _launch(self) -> None:
         # An append-only file synced on every write: a queue store must keep what it acknowledged when the
