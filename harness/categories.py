@@ -159,9 +159,16 @@ def fetched_twice_by_one_start(history: History) -> list[str]:
     """Pages one start fetched more than once with no kill between: two of its workers held one page.
 
     A lease that ran out while its holder still worked lets a second worker claim the page. When a kill
-    hit one worker of the start between the two fetches, the second is that page's honest retry.
+    hit one worker of the start while the first fetch was under way (from the signal until the worker
+    was dead and started again: a redeploy's worker may still send a request in its grace period),
+    the second fetch is that page's honest retry.
     """
-    single_kills = [k for k in history.of_type("kill") if k.get("worker") is not None]
+    restarts = history.of_type("worker_restarted")
+    single_kills = []
+    for kill in (k for k in history.of_type("kill") if k.get("worker") is not None):
+        dead_by = min((r["t"] for r in restarts if r["start"] == kill["start"] and r["worker"] == kill["worker"]
+                       and r["t"] >= kill["t"]), default=kill["t"])
+        single_kills.append((kill["start"], kill["t"], dead_by))
     fetches: dict[tuple[int, str], list[float]] = {}
     for r in history.of_type("request"):
         if r["start"] is not None:
@@ -169,7 +176,8 @@ def fetched_twice_by_one_start(history: History) -> list[str]:
     twice = set()
     for (start, path), times in fetches.items():
         for first, second in zip(times, times[1:]):
-            if not any(k["start"] == start and first <= k["t"] <= second for k in single_kills):
+            if not any(s == start and first <= dead_by and second >= signalled
+                       for s, signalled, dead_by in single_kills):
                 twice.add(path)
     return sorted(twice)
 

@@ -93,8 +93,7 @@ class Start:
         """
         alone = Start(self.index, self.started, self.crawl, [self.workers[number - 1]])
         returncode = alone.kill() if grace_s is None else alone.redeploy(grace_s)
-        restarts = sum(1 for w in self.workers if "-r" in os.path.basename(w.stdout_path)) + 1
-        base = os.path.join(launch.work_dir, f"start-{self.index:03d}-w{number}-r{restarts}")
+        base = os.path.join(launch.work_dir, f"start-{self.index:03d}-w{number}-r{len(self.retired) + 1}")
         worker = Worker(_spawn_one(design, launch, f"{base}.out", f"{base}.err", None, launcher),
                         f"{base}.out", f"{base}.err")
         self.retired.append(self.workers[number - 1])

@@ -42,6 +42,15 @@ CREATE TABLE IF NOT EXISTS records (
 );
 """
 
+# The upsert, shared with scrapers.idempotent_pg (which runs it with %s placeholders). Its WHERE clause
+# leaves an unchanged record alone, so last_changed means what it says.
+UPSERT_RECORD = (
+    "INSERT INTO records (record_id, path, content_hash, data, first_seen, last_changed)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (record_id) DO UPDATE SET data = excluded.data,"
+    " content_hash = excluded.content_hash, last_changed = excluded.last_changed"
+    " WHERE records.content_hash != excluded.content_hash")
+
 # The longest nap while a lease is held, by a killed start or a live worker (1 s naps left 8 workers no faster than 1).
 MAX_WAIT_S = 0.05
 
@@ -74,18 +83,16 @@ def claim(db: sqlite3.Connection, crawl: int, lease_s: float) -> str | None:
     return row[0] if row else None
 
 
-def save_record(db: sqlite3.Connection, path: str, record: dict) -> None:
-    """Upsert by derived ID; an unchanged record is left alone, so last_changed means what it says."""
+def record_row(path: str, record: dict) -> tuple:
+    """The columns of UPSERT_RECORD for `record`, written now."""
     payload = json.dumps(record, sort_keys=True)
-    digest = hashlib.sha256(payload.encode()).hexdigest()
     now = time.time()
-    db.execute(
-        "INSERT INTO records (record_id, path, content_hash, data, first_seen, last_changed)"
-        " VALUES (?, ?, ?, ?, ?, ?)"
-        " ON CONFLICT (record_id) DO UPDATE SET data = excluded.data,"
-        " content_hash = excluded.content_hash, last_changed = excluded.last_changed"
-        " WHERE records.content_hash != excluded.content_hash",
-        (record_id(record["sku"]), path, digest, payload, now, now))
+    return record_id(record["sku"]), path, hashlib.sha256(payload.encode()).hexdigest(), payload, now, now
+
+
+def save_record(db: sqlite3.Connection, path: str, record: dict) -> None:
+    """Upsert by derived ID."""
+    db.execute(UPSERT_RECORD, record_row(path, record))
 
 
 def mark_done(db: sqlite3.Connection, crawl: int, path: str) -> None:

@@ -13,9 +13,6 @@ the SQLite design's (scrapers.idempotent); only the store underneath differs.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import time
 
 import psycopg
 import requests
@@ -70,17 +67,8 @@ def claim(db: psycopg.Connection, crawl: int, lease_s: float) -> str | None:
 
 
 def save_record(db: psycopg.Connection, path: str, record: dict) -> None:
-    """Upsert by derived ID; an unchanged record is left alone, so last_changed means what it says."""
-    payload = json.dumps(record, sort_keys=True)
-    digest = hashlib.sha256(payload.encode()).hexdigest()
-    now = time.time()
-    db.execute(
-        "INSERT INTO records (record_id, path, content_hash, data, first_seen, last_changed)"
-        " VALUES (%s, %s, %s, %s, %s, %s)"
-        " ON CONFLICT (record_id) DO UPDATE SET data = excluded.data,"
-        " content_hash = excluded.content_hash, last_changed = excluded.last_changed"
-        " WHERE records.content_hash != excluded.content_hash",
-        (idempotent.record_id(record["sku"]), path, digest, payload, now, now))
+    """Upsert by derived ID, with the SQLite design's statement."""
+    db.execute(idempotent.UPSERT_RECORD.replace("?", "%s"), idempotent.record_row(path, record))
 
 
 def mark_done(db: psycopg.Connection, crawl: int, path: str) -> None:

@@ -5,6 +5,7 @@ import signal
 import pytest
 
 from fixture_site.catalog import build_catalog
+from harness.categories import fetched_twice_by_one_start
 from harness.checker import check_run, compare_designs, per_run_wins
 from harness.registry import BUILT_IN_DESIGNS
 from harness.history import History
@@ -231,3 +232,18 @@ def test_each_field_is_compared_and_numbers_match_whatever_their_text():
     records = [(sku, fields["price"]) for sku, fields in CATALOG.truth().items()]
     records[0] = (records[0][0], str(float(records[0][1])))  # 12.5 against "12.50" is the same price
     assert check(IDEMPOTENT, history([]), records).correct_records == 6
+
+
+@pytest.mark.parametrize("retry_explained", [True, False])
+def test_a_page_a_redeployed_worker_sent_in_its_grace_period_may_be_fetched_again(retry_explained):
+    h = History()
+    h.add("run_started", 0.0, design="x", seed=None, kill_points=["d0.3:0.05@2"], time_limit_s=60,
+          products=len(CATALOG.products), full_crawl_requests=CATALOG.full_crawl_requests, workers=2)
+    h.add("process_started", 0.0, start=0, pid=1, pids=[1, 2], crawl=1)
+    if retry_explained:  # SIGTERM at 0.30, the worker's last request at 0.31, dead and restarted at 0.35
+        h.add("kill", 0.30, start=0, signal="SIGTERM", worker=2, returncode=-9, held_leases=[])
+        h.add("worker_restarted", 0.35, start=0, worker=2, pid=3)
+    h.add("request", 0.31, path="/list/1", status=200, start=0)
+    h.add("request", 2.50, path="/list/1", status=200, start=0)
+    h.add("run_finished", 3.0, outcome="completed", wall_s=3.0)
+    assert fetched_twice_by_one_start(h.sorted()) == ([] if retry_explained else ["/list/1"])

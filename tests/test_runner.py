@@ -6,6 +6,7 @@ import signal
 import psutil
 import pytest
 
+from fixture_site.server import SiteServer
 from harness.checker import check_run
 from harness.registry import design_named
 from harness.errors import ScraperStartError
@@ -16,7 +17,7 @@ from tests.conftest import fixture_design
 # Kills early in each start, so that on any machine the 525-page crawl is still running when they land.
 EARLY_KILLS = timed_schedule(seed=11, kills=4, low_s=0.3, high_s=0.6)
 # Three exact kills, which land mid-crawl whatever the machine's speed, and one timed kill.
-MIXED_KILLS = parse_schedule("r60,t0.45,r30+,l:scrapers/idempotent.py:103:40")
+MIXED_KILLS = parse_schedule("r60,t0.45,r30+,l:scrapers/idempotent.py:110:40")
 
 
 def no_process_left(history):
@@ -122,10 +123,12 @@ def test_three_workers_on_one_store_keep_one_row_per_product_and_die_together(si
     no_process_left(history)
 
 
-def test_a_rolling_redeploy_and_a_single_worker_kill_leave_the_other_workers_running(site, tmp_path):
+def test_a_rolling_redeploy_and_a_single_worker_kill_leave_the_other_workers_running(small_catalog, tmp_path):
     design = design_named("idempotent")
     schedule = parse_schedule("d0.25:0.05@1,d0.1:0.05@2,t0.1@1")
-    history = run_kill_test(design, schedule, site, str(tmp_path), RunSettings(lease_s=0.5, workers=2))
+    # 25 requests a second: the 44-request crawl (1.8 s at the least) outlasts the three points (0.45 s).
+    with SiteServer(small_catalog, pace_rps=25) as site:
+        history = run_kill_test(design, schedule, site, str(tmp_path), RunSettings(lease_s=0.5, workers=2))
     verdict = check_run(design, 1, history, site.catalog)
     kills = history.of_type("kill")
     assert [k["worker"] for k in kills] == [1, 2, 1]
