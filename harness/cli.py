@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--name", default="killtest", help="base name of the result files (default killtest)")
     run.add_argument("--schedule", default=None,
                      help="exact kill points instead of timed kills, comma-joined: t<seconds>, r<request>,"
-                          " l:<file>:<line>:<hit> (for example r5,l:scrapers/idempotent.py:110:2); see harness/schedule.py")
+                          " l:<file>:<line>:<hit> (for example r5,l:scrapers/idempotent.py:116:2); see harness/schedule.py")
 
     replay = commands.add_parser("replay", help="run one design once on one schedule, as a failure printed it")
     replay.add_argument("--design", action="append", required=True, help="the design to run")

@@ -108,7 +108,7 @@ def test_explore_exits_1_and_prints_a_replay_when_a_design_that_claims_idempoten
 
 
 def test_explore_passes_the_idempotent_design(tmp_path):
-    done = run_killtest("explore", "--design", "idempotent", "--only", "r3,r5,l:scrapers/idempotent.py:110:2",
+    done = run_killtest("explore", "--design", "idempotent", "--only", "r3,r5,l:scrapers/idempotent.py:116:2",
                         "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "3 crash points, 0 broken" in done.stderr

@@ -69,6 +69,33 @@ def test_idempotent_upsert_leaves_unchanged_records_alone_and_updates_changed_on
     assert len(rows) == 1 and json.loads(rows[0][0])["price"] == "2.00" and rows[0][1] > first
 
 
+def test_idempotent_claim_reads_two_index_entries_not_the_whole_crawl(tmp_path):
+    """A claim that scans the crawl's done rows makes a crawl O(n^2): 4 ms a page at 20,000 products."""
+    from scrapers import idempotent
+
+    db = idempotent.open_store(str(tmp_path / "s.sqlite"))
+    plan = [row[3] for row in db.execute("EXPLAIN QUERY PLAN " + idempotent.CLAIM, (0, 1, 1, 0))]
+    reads = [step for step in plan if " frontier " in f"{step} "]
+    assert all(step.startswith("SEARCH frontier USING") for step in reads), plan  # no SCAN of the table
+    assert sum("INDEX frontier_by_status (crawl=? AND status=?)" in step for step in reads) == 2, plan
+    assert not any("TEMP B-TREE" in step for step in plan), plan  # no sort of the crawl's rows
+
+
+def test_idempotent_claim_takes_the_oldest_claimable_path_and_skips_held_leases(tmp_path):
+    from scrapers import idempotent
+
+    db = idempotent.open_store(str(tmp_path / "s.sqlite"))
+    idempotent.discover(db, 1, ["/a", "/b", "/c", "/d"])
+    now = time.time()
+    db.execute("UPDATE frontier SET status = 'done' WHERE path = '/a'")
+    db.execute("UPDATE frontier SET status = 'leased', leased_until = ? WHERE path = '/b'", (now + 60,))
+    db.execute("UPDATE frontier SET status = 'leased', leased_until = ? WHERE path = '/d'", (now - 1,))
+    assert idempotent.claim(db, 1, 5.0) == "/c"  # /b is held; /c is pending and older than /d's lapsed lease
+    assert idempotent.claim(db, 1, 5.0) == "/d"  # a lapsed lease comes back by itself
+    assert idempotent.claim(db, 1, 5.0) is None
+    assert idempotent.claim(db, 2, 5.0) is None  # another crawl's frontier is its own
+
+
 def test_idempotent_design_waits_for_a_held_lease_instead_of_exiting(site, small_catalog, tmp_path):
     from scrapers import idempotent
 
