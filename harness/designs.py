@@ -26,15 +26,15 @@ from harness.errors import KilltestError
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLACEHOLDERS = ("base_url", "work_dir", "store", "lease_s", "crawl", "dsn", "python", "spec_dir")
-STORE_KINDS = ("sqlite", "jsonl", "postgres", "redis")
+STORE_KINDS = ("sqlite", "jsonl", "json_files", "postgres", "redis")
 
 
 @dataclass(frozen=True)
 class StoreSpec:
     """Where a design keeps its records and how to read them back as (key, fields, stamps)."""
 
-    kind: str  # sqlite | jsonl | postgres | redis
-    path: str = ""  # template; the SQLite file or the JSON-lines file
+    kind: str  # sqlite | jsonl | json_files | postgres | redis
+    path: str = ""  # template; the SQLite file, the JSON-lines file, or the directory of JSON files
     records: str = ""  # the query (sqlite, postgres), or the Redis hash of JSON records, with key and fields
     key: str = "sku"  # the column or JSON field holding the product's natural key (its SKU)
     fields: tuple[tuple[str, str], ...] = (("price", "price"),)  # (site field, store column)

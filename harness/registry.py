@@ -9,9 +9,10 @@ from harness.designs import PROJECT_ROOT, Design
 from harness.errors import KilltestError
 from harness.spec import load_spec
 
-# The built-in designs are specs like any user's: scrapers/*.toml, and the bug zoo in scrapers/zoo/.
-BUILT_IN_SPECS = sorted(glob.glob(os.path.join(PROJECT_ROOT, "scrapers", "*.toml"))) + \
-    sorted(glob.glob(os.path.join(PROJECT_ROOT, "scrapers", "zoo", "*.toml")))
+# The built-in designs are specs like any user's: scrapers/*.toml, the bug zoo in scrapers/zoo/ and
+# other frameworks' crawlers in scrapers/peers/ (which need the `peers` extra to run).
+BUILT_IN_SPECS = [spec for folder in ("", "zoo", "peers")
+                  for spec in sorted(glob.glob(os.path.join(PROJECT_ROOT, "scrapers", folder, "*.toml")))]
 BUILT_IN_DESIGNS: dict[str, Design] = {design.name: design for design in map(load_spec, BUILT_IN_SPECS)}
 
 

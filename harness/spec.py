@@ -189,16 +189,17 @@ def _store(spec: SpecFile) -> StoreSpec:
         raise spec.error("store", "kind", f"store.kind {kind!r} is not one of {', '.join(STORE_KINDS)}")
     path = spec.string(store, "store", "path")
     records = spec.string(store, "store", "records")
-    if kind in ("sqlite", "jsonl") and path is None:
+    if kind in ("sqlite", "jsonl", "json_files") and path is None:
         raise spec.error("store", None, f"a {kind} store needs path = \"{{work_dir}}/...\"")
     if kind in ("sqlite", "postgres") and records is None:
         raise spec.error("store", None, f"a {kind} store needs records = \"SELECT key, field, ... FROM ...\"")
     if kind == "redis" and records is None:
         raise spec.error("store", None, "a redis store needs records = \"HASH\": the hash whose values are JSON records")
-    if kind == "jsonl" and records is not None:
-        raise spec.error("store", "records", "a jsonl store has no query: each line is one record")
+    if kind in ("jsonl", "json_files") and records is not None:
+        raise spec.error("store", "records", f"a {kind} store has no query: each"
+                                             f" {'line' if kind == 'jsonl' else 'file'} is one record")
     leases = spec.string(store, "store", "leases")
-    if leases is not None and kind == "jsonl":
+    if leases is not None and kind in ("jsonl", "json_files"):
         raise spec.error("store", "leases", "store.leases is a query, so it needs a sqlite or postgres store")
     return StoreSpec(kind=kind, path=path or "", records=records or "",
                      key=spec.string(store, "store", "key") or "sku", fields=_fields(spec, store),

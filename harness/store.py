@@ -31,6 +31,8 @@ def stored_records(design: Design, location: str) -> list[StoredRecord]:
     spec = design.store
     if spec.kind == "jsonl":
         return _jsonl_records(spec, location)
+    if spec.kind == "json_files":
+        return _json_file_records(spec, location)
     if spec.kind == "redis":
         return _redis_records(spec, location)
     columns, rows = _query(spec, location, spec.records, "records")
@@ -102,23 +104,33 @@ def _record(spec: StoreSpec, row: dict) -> StoredRecord:
 def _jsonl_records(spec: StoreSpec, path: str) -> list[StoredRecord]:
     if not os.path.exists(path):
         return []
-    records = []
     with open(path, encoding="utf-8", errors="replace") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError:
-                # A line torn by SIGKILL, or two writes run together: a broken record, not a skipped one.
-                records.append(StoredRecord(None, unreadable=f"line {number} is not JSON: {line.strip()[:60]}"))
-                continue
-            if not isinstance(row, dict):
-                records.append(StoredRecord(None, unreadable=f"line {number} is not a JSON object"))
-                continue
-            records.append(_record(spec, row) if spec.key in row else
-                           StoredRecord(None, unreadable=f"line {number} has no {spec.key!r}"))
+        return [_json_record(spec, f"line {number}", line) for number, line in enumerate(lines, start=1)
+                if line.strip()]
+
+
+def _json_file_records(spec: StoreSpec, directory: str) -> list[StoredRecord]:
+    """Each *.json file in `directory` is one record (Crawlee's file-system dataset); names that start
+    with `__` are the framework's own metadata."""
+    if not os.path.isdir(directory):
+        return []
+    names = sorted(n for n in os.listdir(directory) if n.endswith(".json") and not n.startswith("__"))
+    records = []
+    for name in names:
+        with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as file:
+            records.append(_json_record(spec, f"file {name}", file.read()))
     return records
+
+
+def _json_record(spec: StoreSpec, where: str, text: str) -> StoredRecord:
+    try:
+        row = json.loads(text)
+    except ValueError:
+        # A line torn by SIGKILL, or two writes run together: a broken record, not a skipped one.
+        return StoredRecord(None, unreadable=f"{where} is not JSON: {text.strip()[:60]}")
+    if not isinstance(row, dict):
+        return StoredRecord(None, unreadable=f"{where} is not a JSON object")
+    return _record(spec, row) if spec.key in row else StoredRecord(None, unreadable=f"{where} has no {spec.key!r}")
 
 
 def _redis_records(spec: StoreSpec, url: str) -> list[StoredRecord]:

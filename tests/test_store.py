@@ -65,3 +65,21 @@ def test_json_lines_are_records_and_a_torn_line_is_an_unreadable_row(tmp_path):
     records = stored_records(design, str(store))
     assert [(r.key, r.fields) for r in records] == [("SKU-1", {"price": "1.00"}), (None, {})]
     assert "line 2 is not JSON" in records[1].unreadable
+
+
+def test_a_directory_of_json_files_is_one_record_a_file_and_metadata_is_skipped(tmp_path):
+    design, _ = spec(tmp_path, 'kind = "json_files"\npath = "{work_dir}/dataset"\nfields = ["price"]\n')
+    dataset = tmp_path / "dataset"
+    assert stored_records(design, str(dataset)) == []  # killed before the framework made its directory
+    dataset.mkdir()
+    (dataset / "000000001.json").write_text(json.dumps({"sku": "SKU-1", "price": "1.00"}))
+    (dataset / "000000002.json").write_text('{"sku": "SKU-2", "pr')
+    (dataset / "__metadata__.json").write_text(json.dumps({"item_count": 2}))
+    records = stored_records(design, str(dataset))
+    assert [(r.key, r.fields) for r in records] == [("SKU-1", {"price": "1.00"}), (None, {})]
+    assert "file 000000002.json is not JSON" in records[1].unreadable
+
+
+def test_a_json_files_store_takes_no_query(tmp_path):
+    with pytest.raises(KilltestError, match="a json_files store has no query: each file is one record"):
+        spec(tmp_path, 'kind = "json_files"\npath = "{work_dir}/d"\nrecords = "SELECT 1"\n')

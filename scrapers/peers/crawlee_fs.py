@@ -1,0 +1,39 @@
+"""A plain Crawlee for Python crawler for the fixture site, on Crawlee's file-system storage.
+
+Run by killtest through scrapers/peers/crawlee-fs.toml. `CRAWLEE_PURGE_ON_START=false` keeps the
+request queue and the dataset between starts, which is how Crawlee resumes a crawl; each record is a
+JSON file that Crawlee's dataset writes. Nothing here is crash-safety of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+
+from crawlee import ConcurrencySettings
+from crawlee.crawlers import ParselCrawler, ParselCrawlingContext
+
+
+async def crawl(base: str) -> None:
+    crawler = ParselCrawler(max_request_retries=0, concurrency_settings=ConcurrencySettings(desired_concurrency=8, max_concurrency=8),
+                            configure_logging=False)
+
+    @crawler.router.default_handler
+    async def listing(context: ParselCrawlingContext) -> None:
+        await context.enqueue_links(selector="ul a", label="product")
+        await context.enqueue_links(selector="a.next")
+
+    @crawler.router.handler("product")
+    async def product(context: ParselCrawlingContext) -> None:
+        page = context.selector
+        await context.push_data({"sku": page.css(".sku::text").get(), "price": page.css(".price::text").get(),
+                                 "name": page.css(".name::text").get(), "scraped_at": time.time()})
+
+    await crawler.run([base.rstrip("/") + "/list/0"])
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or not sys.argv[1].startswith(("http://", "https://")):
+        sys.exit("usage: crawlee_fs.py BASE_URL")
+    asyncio.run(crawl(sys.argv[1]))

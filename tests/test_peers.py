@@ -1,0 +1,50 @@
+"""Other frameworks' crawlers (scrapers/peers/) run through the same plug-in interface as any design.
+
+What a peer does under SIGKILL is a measurement (make bench), not a promise; the tests hold each
+to what its framework documents: a full crawl stores every product once, and a graceful stop
+(SIGTERM, then time to close) resumes without losing a record.
+"""
+
+import pytest
+
+from fixture_site.catalog import build_catalog
+from fixture_site.server import SiteServer
+from harness.checker import check_run
+from harness.registry import design_named
+from harness.runner import RunSettings, run_kill_test
+from harness.schedule import parse_schedule
+
+pytest.importorskip("scrapy", reason="the peers extra is not installed: pip install -e '.[peers]'")
+pytest.importorskip("crawlee", reason="the peers extra is not installed: pip install -e '.[peers]'")
+
+PEERS = ["scrapy-jobdir", "crawlee-fs"]
+
+
+@pytest.fixture(scope="module")
+def peer_site():
+    with SiteServer(build_catalog(listing_pages=4, products_per_page=10, seed=3)) as site:
+        yield site
+
+
+@pytest.mark.parametrize("name", PEERS)
+def test_an_unkilled_peer_crawl_stores_every_product_once(name, peer_site, tmp_path):
+    verdict = check_run(design_named(name), 1, run_kill_test(design_named(name), parse_schedule(""), peer_site,
+                                                            str(tmp_path), RunSettings(time_limit_s=60)),
+                        peer_site.catalog)
+    assert verdict.outcome == "completed", verdict.problems
+    assert (verdict.rows, verdict.correct_records) == (40, 40)
+    assert verdict.requests == peer_site.catalog.full_crawl_requests
+
+
+def test_scrapy_resumes_from_its_job_directory_after_a_graceful_stop(peer_site, tmp_path):
+    """SIGTERM once is Scrapy's graceful shutdown: it closes the spider and writes requests.queue/active.json."""
+    design = design_named("scrapy-jobdir")
+    # Paced so the crawl (44 requests, 2.2 s) is still going when the redeploy comes; 1.5 s lets the
+    # interpreter and the reactor start (about 0.9 s here), and 10 s of grace let the spider close.
+    with SiteServer(build_catalog(listing_pages=4, products_per_page=10, seed=3), pace_rps=20) as site:
+        history = run_kill_test(design, parse_schedule("d1.5:10"), site, str(tmp_path), RunSettings(time_limit_s=60))
+        verdict = check_run(design, 1, history, site.catalog)
+    assert verdict.kills == 1 and verdict.outcome == "completed", verdict.problems
+    assert verdict.missing_records == 0 and verdict.correct_records == 40
+    # The restart fetched what was left and the start URL again (Scrapy's start requests skip the dupefilter).
+    assert verdict.requests <= site.catalog.full_crawl_requests + 1 + 16  # + at most CONCURRENT_REQUESTS in flight
