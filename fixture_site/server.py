@@ -49,7 +49,9 @@ class SiteServer:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         self._server = make_server(self._host, 0, self._app, threaded=True, request_handler=_QuietHandler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fixture-site", daemon=True)
+        # A short poll: shutdown() waits for the serving loop to look, up to 0.5 s at the default.
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="fixture-site", daemon=True)
         self._thread.start()
         return self
 

@@ -26,6 +26,8 @@ class Campaign:
     baseline_diffs: list[FigureDiff] = field(default_factory=list)
     complete: bool = False
     interrupted: bool = False
+    health_warnings: list[str] = field(default_factory=list)  # runs above the health threshold (not failures)
+    timing: dict = field(default_factory=dict)  # seconds per phase (harness/overhead.py)
 
     @property
     def regressions(self) -> list[str]:
@@ -95,4 +97,5 @@ def to_json(campaign: Campaign) -> dict:
             "comparison_problems": campaign.comparison_problems,
             "comparison_figures": campaign.comparison_figures,
             "baseline": [d.to_json() for d in campaign.baseline_diffs], "regressions": campaign.regressions,
-            "summary": summarise(campaign) if campaign.verdicts else {}}
+            "summary": summarise(campaign) if campaign.verdicts else {}, "timing": campaign.timing,
+            "health_warnings": campaign.health_warnings}

@@ -14,9 +14,11 @@ from harness.baseline import Thresholds, compare
 from harness.campaign import Campaign
 from harness.checker import check_run, compare_designs, per_run_wins
 from harness.designs import Design
+from harness.health import DEFAULT_HEALTH_THRESHOLD, health_warning
+from harness.overhead import PhaseClock
 from harness.prefork import Zygote
 from harness.progress import Progress
-from harness.report import history_path, write_results
+from harness.report import history_path, write_json, write_results
 from harness.runner import RunSettings, run_kill_test
 from harness.schedule import KillSchedule
 from harness.servers.stores import StoreServers
@@ -38,12 +40,14 @@ class CampaignPlan:
     slow_pages: tuple[tuple[str, float], ...] = ()  # (path, seconds its answer takes)
     work_dir: str | None = None
     plot: bool = True
+    all_timelines: bool = False  # a timeline for every run, not only firsts and failures
     prefork: bool = False  # fork each start from a process that imported the design once
     check_faster: bool = False  # fail unless idempotent designs beat the naive control in total wall time
     seed: int | None = None  # the base seed of timed schedules, for the record
     kill_delay_s: tuple[float, float] | None = None
     baseline_runs: tuple[dict, ...] = ()  # the runs of a saved campaign to compare with (harness/baseline.py)
     thresholds: Thresholds = Thresholds()
+    health_threshold: float = DEFAULT_HEALTH_THRESHOLD  # warn above this many requests per stored record
 
     def describe(self) -> dict:
         return {"designs": [d.name for d in self.designs], "runs": len(self.schedules),
@@ -54,7 +58,7 @@ class CampaignPlan:
                 "slow_pages": dict(self.slow_pages), "recrawls": self.settings.recrawls,
                 "workers": self.settings.workers,
                 "products": len(self.catalog.products), "full_crawl_requests": self.catalog.full_crawl_requests,
-                "time_limit_s": self.settings.time_limit_s, "cpus": os.cpu_count(),
+                "time_limit_s": self.settings.time_limit_s, "health_threshold": self.health_threshold, "cpus": os.cpu_count(),
                 "python": sys.version.split()[0]}
 
 
@@ -63,6 +67,7 @@ def run_campaign(plan: CampaignPlan, progress: Progress) -> Campaign:
     campaign = Campaign(command=plan.command, settings=plan.describe())
     designs_by_name = {d.name: d for d in plan.designs}
     runs = len(plan.schedules)
+    clock = PhaseClock()
     try:
         with SiteServer(plan.catalog, latency_s=plan.latency_s, slow_paths=dict(plan.slow_pages),
                         pace_rps=plan.pace_rps) as site, StoreServers(plan.designs) as servers, \
@@ -70,6 +75,7 @@ def run_campaign(plan: CampaignPlan, progress: Progress) -> Campaign:
             # Only a Python design can be pre-forked; any other program starts afresh every time.
             launchers = {d.name: stack.enter_context(Zygote(d)) for d in plan.designs
                          if plan.prefork and d.module is not None}
+            clock.lap("setup_s")
             for run, schedule in enumerate(plan.schedules, start=1):
                 for design in plan.designs:
                     label = f"[{design.name} run {run}/{runs} " + (
@@ -79,11 +85,18 @@ def run_campaign(plan: CampaignPlan, progress: Progress) -> Campaign:
                                                 on_progress=lambda m, label=label: progress.step(f"{label} {m}"),
                                                 launcher=launchers.get(design.name), dsn=servers.dsn_for(design),
                                                 restart_store=servers.restarter_for(design))
+                    clock.lap("runs_s")
                     history.write_jsonl(history_path(plan.out_dir, plan.name, design.name, run))
                     verdict = check_run(design, run, history, plan.catalog)
                     campaign.verdicts.append(verdict)
                     progress.done(_one_line(label, verdict))
+                    warning = health_warning(design.name, run, verdict.requests_per_record, plan.health_threshold)
+                    if warning:
+                        campaign.health_warnings.append(warning)
+                        progress.done(warning)
                     write_results(campaign, plan.out_dir, plan.name, plot=False)
+                    clock.lap("checks_s")
+        clock.lap("teardown_s")
         campaign.comparison_figures = per_run_wins(campaign.verdicts, designs_by_name)
         if plan.check_faster:
             campaign.comparison_problems = compare_designs(campaign.verdicts, designs_by_name)
@@ -93,12 +106,15 @@ def run_campaign(plan: CampaignPlan, progress: Progress) -> Campaign:
         campaign.complete = True
     finally:
         # Whatever stopped the campaign, the runs that finished are kept, whole.
-        write_results(campaign, plan.out_dir, plan.name, plot=plan.plot)
+        write_results(campaign, plan.out_dir, plan.name, plot=plan.plot, all_timelines=plan.all_timelines)
+        clock.lap("finish_s")
+        campaign.timing = clock.totals
+        write_json(campaign, plan.out_dir, plan.name)  # again, now with the final timing
     return campaign
 
 
 def _one_line(label: str, v) -> str:
     status = "ok" if v.valid else "FAIL: " + "; ".join(v.problems)
     return (f"{label} rows {v.rows} ({v.duplicate_ratio:.2f}/product), correct {v.correct_records},"
-            f" missing {v.missing_records}, requests {v.requests}, kills {v.kills}/{v.kills_planned},"
+            f" missing {v.missing_records}, requests {v.requests} ({v.requests_per_record:g}/record), kills {v.kills}/{v.kills_planned},"
             f" wall {v.wall_s:.2f}s: {status}")

@@ -15,6 +15,7 @@ from harness.categories import (EXAMPLES, KillFinding, RecordSets, claim_stalls,
                                  fetched_again_after_commit,
                                  fetched_twice_by_one_start, sort_kills, sort_records)
 from harness.designs import Design
+from harness.health import requests_per_record
 from harness.history import History
 
 
@@ -61,6 +62,8 @@ class RunVerdict:
     leases_left_at_exit: list[str] = field(default_factory=list)  # claims a start left when it said it was done
     # The longest a page claimed by a killed start waited for another start to fetch it (seconds).
     longest_claim_stall_s: float = 0.0
+    requests_per_record: float = 0.0  # the article's health metric (harness/health.py)
+    scraper_s: float = 0.0  # of wall_s, the time a scraper start was running; the rest was the harness's
     categories: dict = field(default_factory=dict)
     kill_findings: list[dict] = field(default_factory=list)
     valid: bool = True
@@ -104,7 +107,7 @@ def check_run(design: Design, run: int, history: History, catalog: Catalog) -> R
         in_flight_at_kills=sum(len(k.in_flight) for k in landed),
         recovered=sum(len(k.recovered) for k in landed),
         duplicate_ratio=round(records.rows / len(catalog.products), 4),
-        wall_s=finished["wall_s"], outcome=finished["outcome"],
+        wall_s=finished["wall_s"], outcome=finished["outcome"], scraper_s=finished.get("scraper_s", 0.0),
         startup_s=_median_startup(history), request_rate=_request_rate(history),
         lease_waits=len(waits), lease_wait_s=round(sum(e.get("seconds", 0.0) for e in waits), 3),
         crawls=crawls, workers=started.get("workers", 1), unreadable_rows=len(records.unreadable),
@@ -113,7 +116,8 @@ def check_run(design: Design, run: int, history: History, catalog: Catalog) -> R
         fetched_twice_by_one_start=len(fetched_twice_by_one_start(history)),
         leases_left_at_exit=sorted({p for e in exits if e["returncode"] == 0 for p in e.get("held_leases", [])}),
         longest_claim_stall_s=max((seconds for _, seconds in claim_stalls(history).values()), default=0.0),
-        categories=_categories(records, kills), kill_findings=[k.to_json() for k in kills])
+        categories=_categories(records, kills), kill_findings=[k.to_json() for k in kills],
+        requests_per_record=requests_per_record(len(requests), records.distinct, crawls))
     broken = _broken_promises(design, verdict, history, catalog, records)
     verdict.findings = [code for code, _ in broken]
     verdict.problems = [message for _, message in broken]

@@ -14,11 +14,14 @@ import sys
 from fixture_site.catalog import DEFAULT_LISTING_PAGES, DEFAULT_PRODUCTS_PER_PAGE, build_catalog
 from fixture_site.server import SiteServer
 from harness.campaign import Campaign, summarise
+from harness.bench.peers import PEER_DESIGNS
+from harness.bench.scale import DEFAULT_SIZES
 from harness.baseline import (DEFAULT_MAX_EXTRA_REPEATS, DEFAULT_MAX_SLOWDOWN_PCT, Thresholds, diff_table,
                               load_baseline)
 from harness.campaign_runner import CampaignPlan, run_campaign
 from harness.registry import design_named
 from harness.errors import KilltestError
+from harness.health import DEFAULT_HEALTH_THRESHOLD
 from harness.explore import explore
 from harness.files import write_atomically
 from harness.prefork import Zygote
@@ -115,6 +118,26 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"lease length in seconds for designs that take one (default {LEASE_S:g})")
     _campaign_options(scale, runs_default=1)
 
+    bench = commands.add_parser("bench", help="measure peers under the same kills, catalogs up to 50,000 products"
+                                              " and the harness's own cost: results/bench.{json,md,png}")
+    bench.add_argument("--only", default="peers,scale,overhead",
+                       help="which parts to run, comma-joined (default peers,scale,overhead); the others keep"
+                            " their figures from an earlier bench.json")
+    bench.add_argument("--peer-design", action="append", default=None,
+                       help=f"designs for the peer table (default {','.join(PEER_DESIGNS)})")
+    bench.add_argument("--runs", type=_positive(int), default=3, help="runs per peer scenario (default 3)")
+    bench.add_argument("--kills", type=_not_negative(int), default=KILLS_PER_RUN,
+                       help=f"kills per peer run (default {KILLS_PER_RUN})")
+    bench.add_argument("--seed", type=int, default=1, help="seed of the peers' run 1 (default 1)")
+    bench.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)),
+                       help=f"catalog sizes for the scaling run, in products (default {','.join(map(str, DEFAULT_SIZES))})")
+    bench.add_argument("--scale-design", default="idempotent", help="the design to scale (default idempotent)")
+    bench.add_argument("--scale-kills", type=_not_negative(int), default=3,
+                       help="SIGKILLs per scaling run, at even shares of the crawl (default 3)")
+    bench.add_argument("--out", default="results", help="directory for results (default results/)")
+    bench.add_argument("--work-dir", default=None, help="existing directory for the scrapers' stores")
+    bench.add_argument("--no-plot", action="store_true", help="skip the PNG plots")
+
     calibrate = commands.add_parser("calibrate", help="run the naive control at several site paces")
     calibrate.add_argument("--paces", default=f"0,100,{ARTICLE_PACE_RPS:g},200",
                            help="comma-separated site paces in requests per second, 0 for unpaced"
@@ -140,7 +163,12 @@ def _campaign_options(command: argparse.ArgumentParser, runs_default: int = RUNS
     command.add_argument("--out", default="results", help="directory for results (default results/)")
     command.add_argument("--work-dir", default=None,
                          help="existing directory for the scrapers' stores while they run (default: system temp)")
-    command.add_argument("--no-plot", action="store_true", help="skip the PNG plot")
+    command.add_argument("--no-plot", action="store_true", help="skip the PNG plots")
+    command.add_argument("--health-threshold", type=_positive(float), default=DEFAULT_HEALTH_THRESHOLD,
+                         help="warn when a run makes more requests per stored record and crawl than this, the"
+                              f" article's health metric (default {DEFAULT_HEALTH_THRESHOLD:g}; a warning, not a failure)")
+    command.add_argument("--all-timelines", action="store_true",
+                         help="draw a timeline for every run (default: each design's first run and every failed run)")
 
 
 def _site_options(command: argparse.ArgumentParser, pages: int, per_page: int, time_limit_s: float) -> None:
@@ -261,7 +289,8 @@ def _timed_plan(args, designs, pace_rps: float, name: str) -> CampaignPlan:
                         out_dir=args.out, name=name, latency_s=args.latency, pace_rps=pace_rps,
                         work_dir=args.work_dir,
                         slow_pages=_slow_pages(getattr(args, "slow_page", [])),
-                        plot=not args.no_plot, check_faster=getattr(args, "check_faster", False),
+                        plot=not args.no_plot, all_timelines=args.all_timelines,
+                        health_threshold=args.health_threshold, check_faster=getattr(args, "check_faster", False),
                         seed=None if exact is not None else args.seed, kill_delay_s=delay_range,
                         baseline_runs=tuple(load_baseline(args.baseline)) if getattr(args, "baseline", None) else (),
                         thresholds=Thresholds(getattr(args, "max_slowdown", DEFAULT_MAX_SLOWDOWN_PCT),
@@ -452,6 +481,71 @@ def _command_scale(args, progress: Progress) -> int:
     return EXIT_CHECK_FAILED if broken else 0
 
 
+BENCH_PARTS = ("peers", "scale", "overhead")
+
+
+def _command_bench(args, progress: Progress) -> int:
+    from harness.bench.overhead_run import measure_overhead
+    from harness.bench.peers import peer_scenarios, run_peers
+    from harness.bench.report import plot_peers, plot_scale
+    from harness.bench.scale import run_scale
+
+    parts = [p.strip() for p in args.only.split(",") if p.strip()]
+    unknown = [p for p in parts if p not in BENCH_PARTS]
+    if unknown or not parts:
+        raise KilltestError(f"--only takes {', '.join(BENCH_PARTS)}, comma-joined, not {args.only!r}")
+    try:
+        sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
+    except ValueError:
+        raise KilltestError(f"--sizes takes comma-joined product counts, for example 500,5000, not {args.sizes!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise KilltestError("--sizes needs one or more catalog sizes of 1 product or more")
+    peers = _designs(args.peer_design or list(PEER_DESIGNS))
+    scaled = design_named(args.scale_design)
+    os.makedirs(os.path.join(args.out, "bench"), exist_ok=True)
+    path = os.path.join(args.out, "bench.json")
+    results = _earlier_bench(path)
+    results.update({"command": _command_line(), "machine": f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}"})
+    work = os.path.join(args.out, "bench")
+    if "peers" in parts:
+        catalog = build_catalog()
+        results["peers_settings"] = {"runs": args.runs, "seed": args.seed, "kills": args.kills,
+                                     "products": len(catalog.products), "pace_rps": ARTICLE_PACE_RPS, "lease_s": LEASE_S}
+        results["peers"] = run_peers(peers, peer_scenarios(args.kills), args.runs, args.seed, catalog,
+                                     ARTICLE_PACE_RPS, LEASE_S, work, _command_line(), progress)
+        _write_bench(results, args, path)
+    if "scale" in parts:
+        results["scale"] = run_scale(scaled, sizes, args.scale_kills, LEASE_S, work, args.work_dir, _command_line(),
+                                     progress)
+        _write_bench(results, args, path)
+    if "overhead" in parts:
+        results["overhead"] = measure_overhead(work, progress)
+        _write_bench(results, args, path)
+    if not args.no_plot:
+        if results.get("peers"):
+            plot_peers(results["peers"], os.path.join(args.out, "bench-peers.png"))
+        if results.get("scale"):
+            plot_scale(results["scale"], os.path.join(args.out, "bench-scale.png"))
+    progress.done(f"results: {os.path.join(args.out, 'bench')}.{{json,md}} and bench-*.png")
+    return 0
+
+
+def _earlier_bench(path: str) -> dict:
+    """An earlier bench.json, so `--only` refreshes one part and keeps the others' figures."""
+    try:
+        with open(path, encoding="utf-8") as earlier:
+            return json.load(earlier)
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_bench(results: dict, args, path: str) -> None:
+    from harness.bench.report import bench_markdown
+
+    write_atomically(path, json.dumps(results, indent=2) + "\n")
+    write_atomically(os.path.join(args.out, "bench.md"), bench_markdown(results))
+
+
 def _raise_interrupt(signum, frame):
     # Once: a second Ctrl+C or SIGTERM (a shell and a supervisor both passing one on) must not cut
     # short the cleanup the first one started, or a scraper or a temporary directory is left behind.
@@ -468,7 +562,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         args = build_parser().parse_args(argv)
         command = {"run": _command_run, "calibrate": _command_calibrate, "replay": _command_replay,
-                   "explore": _command_explore, "zoo": _command_zoo, "scale": _command_scale}[args.command]
+                   "explore": _command_explore, "zoo": _command_zoo, "scale": _command_scale,
+                   "bench": _command_bench}[args.command]
         sys.exit(command(args, progress))
     except KilltestError as error:
         progress.done(f"killtest: error: {error}")
@@ -476,3 +571,4 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         progress.done("killtest: interrupted; the runs that finished are kept in the results directory")
         sys.exit(EXIT_INTERRUPTED)
+

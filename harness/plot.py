@@ -12,10 +12,27 @@ from harness.campaign import PUBLISHED_COLUMNS, Campaign  # noqa: E402
 from harness.files import replacing  # noqa: E402
 
 
+def _plot_health(campaign: Campaign, panel, designs: list[str], runs: list[int], width: float) -> None:
+    """The article's health metric per run, with the threshold above which killtest warns."""
+    for i, design in enumerate(designs):
+        by_run = {v.run: v.requests_per_record for v in campaign.of_design(design)}
+        xs = [r + (i - (len(designs) - 1) / 2) * width for r in runs]
+        panel.bar(xs, [by_run.get(r, 0) for r in runs], width)
+    threshold = campaign.settings.get("health_threshold")
+    if threshold:
+        panel.axhline(threshold, color="red", linestyle="--", linewidth=1)
+        panel.annotate(f"warning above {threshold:g}", (runs[0] - 0.45, threshold), fontsize=7, color="red",
+                       va="bottom")
+    panel.set_title("Requests per stored record (health)")
+    panel.set_xlabel("run")
+    panel.set_xticks(runs)
+    panel.grid(axis="y", alpha=0.3)
+
+
 def plot_campaign(campaign: Campaign, path: str) -> None:
     designs = campaign.designs()
     runs = sorted({v.run for v in campaign.verdicts})
-    figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    figure, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     width = 0.8 / max(1, len(designs))
     for panel, (field, title) in zip(axes, [("rows", "Rows stored"), ("requests", "Requests served")]):
         for i, design in enumerate(designs):
@@ -36,6 +53,7 @@ def plot_campaign(campaign: Campaign, path: str) -> None:
         panel.set_xlabel("run")
         panel.set_xticks(runs)
         panel.grid(axis="y", alpha=0.3)
+    _plot_health(campaign, axes[2], designs, runs, width)
     handles, labels = axes[0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
     figure.suptitle("killtest: ten SIGKILLs a run, same schedule for every design")

@@ -38,6 +38,12 @@ class Start:
     crawl: int = 1
     workers: list[Worker] = field(default_factory=list)
     retired: list[Worker] = field(default_factory=list)  # workers killed alone and started again
+    ended: float | None = None  # when the harness saw the last worker gone (time.monotonic())
+
+    @property
+    def alive_s(self) -> float:
+        """How long the start's scraper ran: from its spawn to the harness seeing it gone."""
+        return (self.ended if self.ended is not None else time.monotonic()) - self.started
 
     @property
     def stdout_paths(self) -> list[str]:
@@ -56,6 +62,7 @@ class Start:
         while True:
             codes = [_poll(w.process) for w in self.workers]
             if all(code is not None for code in codes):
+                self.ended = self.ended or time.monotonic()
                 return combined(codes)
             if -signal.SIGKILL in codes:
                 return self.kill()
@@ -67,6 +74,7 @@ class Start:
         """SIGKILL every worker's process group and reap them; the exit status as the kernel gave it."""
         self._signal(signal.SIGKILL)
         codes = [w.process.wait() for w in self.workers]
+        self.ended = self.ended or time.monotonic()
         self.reap()
         return combined(codes)
 

@@ -14,10 +14,30 @@ def history_path(out_dir: str, name: str, design: str, run: int) -> str:
     return os.path.join(out_dir, "history", f"{name}-{design}-run{run}.jsonl")
 
 
-def write_results(campaign: Campaign, out_dir: str, name: str, plot: bool = True) -> list[str]:
-    """JSON, Markdown and (when asked) the plots and the HTML page, each file replaced whole."""
+def timeline_runs(campaign: Campaign) -> list:
+    """Each design's first run and every run with a finding, in campaign order."""
+    first = {}
+    for v in campaign.verdicts:
+        first.setdefault(v.design, v)
+    return [v for v in campaign.verdicts if v is first[v.design] or not v.valid]
+
+
+def write_json(campaign: Campaign, out_dir: str, name: str) -> str:
+    path = os.path.join(out_dir, f"{name}.json")
+    write_atomically(path, json.dumps(to_json(campaign), indent=2) + "\n")
+    return path
+
+
+def write_results(campaign: Campaign, out_dir: str, name: str, plot: bool = True,
+                  all_timelines: bool = False) -> list[str]:
+    """JSON, Markdown and (when asked) the plots and the HTML page, each file replaced whole.
+
+    A timeline is drawn for each design's first run and for every run that broke a promise, or for
+    every run with `all_timelines`: at a quarter of a second each, drawing them all was most of the
+    harness's own time in `make killtest`.
+    """
     base = os.path.join(out_dir, name)
-    write_atomically(f"{base}.json", json.dumps(to_json(campaign), indent=2) + "\n")
+    write_json(campaign, out_dir, name)
     plot_file = f"{name}.png" if plot and campaign.verdicts else None
     write_atomically(f"{base}.md", markdown(campaign, plot_file))
     written = [f"{base}.json", f"{base}.md"]
@@ -30,7 +50,7 @@ def write_results(campaign: Campaign, out_dir: str, name: str, plot: bool = True
         plot_campaign(campaign, f"{base}.png")
         os.makedirs(os.path.join(out_dir, "timelines"), exist_ok=True)
         timelines = []
-        for v in campaign.verdicts:
+        for v in campaign.verdicts if all_timelines else timeline_runs(campaign):
             relative = os.path.join("timelines", f"{name}-{v.design}-run{v.run}.png")
             history = History.read_jsonl(history_path(out_dir, name, v.design, v.run))
             kills = f"seed {v.seed}" if v.seed is not None else f"schedule {campaign.settings.get('schedule')}"

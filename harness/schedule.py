@@ -115,6 +115,28 @@ def timed_schedule(seed: int, kills: int = KILLS_PER_RUN,
                                                 for _ in range(kills)))
 
 
+def request_schedule(seed: int, kills: int, low: int, high: int) -> KillSchedule:
+    """`kills` SIGKILLs, each at a start's N-th request with N drawn uniformly from [low, high].
+
+    The same point in every design's work whatever its start-up cost: a framework that takes 0.9 s
+    to import is killed mid-crawl too, not before its first request as a 0.2-1.0 s delay would.
+    """
+    if not 1 <= low <= high:
+        raise KilltestError(f"kill requests need 1 <= low <= high, not {low}..{high}")
+    rng = random.Random(f"killtest-request-schedule:{seed}")
+    return KillSchedule(seed=seed, points=tuple(AtRequest(rng.randint(low, high)) for _ in range(kills)))
+
+
+def redeploy_schedule(seed: int, kills: int, low_s: float, high_s: float, grace_s: float) -> KillSchedule:
+    """`kills` redeploys (SIGTERM, then SIGKILL after `grace_s`) at delays drawn from [low_s, high_s]."""
+    if not 0 < low_s <= high_s or grace_s < 0:
+        raise KilltestError(f"redeploys need 0 < low <= high and a grace of zero or more, not {low_s}..{high_s},"
+                            f" {grace_s}")
+    rng = random.Random(f"killtest-redeploy-schedule:{seed}")
+    return KillSchedule(seed=seed, points=tuple(Redeploy(round(rng.uniform(low_s, high_s), 4), grace_s)
+                                                for _ in range(kills)))
+
+
 def parse_point(text: str) -> KillPoint:
     text = text.strip()
     try:

@@ -22,7 +22,8 @@ def report_sections(campaign: Campaign) -> list[Section]:
     if not campaign.verdicts:
         return []
     return [s for s in (_side_by_side(campaign), _per_design(campaign), _categories(campaign),
-                        _naive_band(campaign), _against_baseline(campaign), _checks(campaign)) if s is not None]
+                        _health(campaign), _naive_band(campaign), _against_baseline(campaign), _checks(campaign))
+            if s is not None]
 
 
 def number(value) -> str:
@@ -141,6 +142,22 @@ def _against_baseline(campaign: Campaign) -> Section | None:
         " control's rows and repeated requests move with the machine's load, so they are shown, not judged."],
         header=["Design", "figure", "baseline", "this run", "verdict"], rows=diff_table(campaign.baseline_diffs))
     section.bullets = [f"REGRESSION: {r}" for r in campaign.regressions]
+    return section
+
+
+def _health(campaign: Campaign) -> Section:
+    """The article's health metric, run by run, and the runs above the threshold (warnings, not failures)."""
+    designs = campaign.designs()
+    threshold = campaign.settings.get("health_threshold")
+    section = Section("Health: requests per stored record", [
+        "Requests per distinct stored record and crawl, the article's cheap health metric: a perfect crawl of"
+        f" its site is 525 / 500 = 1.05; killtest warns above {threshold:g}."],
+        header=["Run"] + designs)
+    for run in sorted({v.run for v in campaign.verdicts}):
+        cells = [next((number(v.requests_per_record) for v in campaign.of_design(d) if v.run == run), "–")
+                 for d in designs]
+        section.rows.append([str(run)] + cells)
+    section.bullets = list(campaign.health_warnings)
     return section
 
 

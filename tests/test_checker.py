@@ -247,3 +247,14 @@ def test_a_page_a_redeployed_worker_sent_in_its_grace_period_may_be_fetched_agai
     h.add("request", 2.50, path="/list/1", status=200, start=0)
     h.add("run_finished", 3.0, outcome="completed", wall_s=3.0)
     assert fetched_twice_by_one_start(h.sorted()) == ([] if retry_explained else ["/list/1"])
+
+
+def test_requests_per_stored_record_counts_distinct_records_per_crawl():
+    from harness.health import health_warning, requests_per_record
+
+    assert requests_per_record(525, 500) == 1.05
+    assert requests_per_record(1050, 500, crawls=2) == 1.05
+    assert requests_per_record(1300, 500) == 2.6  # the naive design: duplicate rows do not hide the repeats
+    assert requests_per_record(30, 0) == 30.0
+    assert health_warning("naive", 2, 2.6, 1.25).startswith("WARNING: naive run 2: 2.6 requests per stored record")
+    assert health_warning("idempotent", 1, 1.06, 1.25) is None

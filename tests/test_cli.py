@@ -37,6 +37,9 @@ def run_killtest(*args, timeout=120):
     (["replay", "--design", "idempotent", "--schedule", "r0"], "bad kill point 'r0'"),
     (["explore", "--design", "nope"], "unknown design 'nope'"),
     (["explore", "--design", "idempotent", "--only", "soon"], "bad kill point 'soon'"),
+    (["bench", "--only", "everything"], "--only takes peers, scale, overhead"),
+    (["bench", "--only", "scale", "--sizes", "big"], "--sizes takes comma-joined product counts"),
+    (["bench", "--peer-design", "nope"], "unknown design 'nope'"),
 ])
 def test_bad_input_is_one_line_and_exit_status_2(args, says, tmp_path):
     done = run_killtest(*args, "--out", str(tmp_path / "out"))
@@ -48,7 +51,7 @@ def test_bad_input_is_one_line_and_exit_status_2(args, says, tmp_path):
 def test_a_campaign_writes_json_markdown_html_and_plots(tmp_path):
     out = tmp_path / "out"
     done = run_killtest("run", "--design", "naive,idempotent", "--runs", "2", "--kills", "2",
-                        "--kill-delay", "0.3,0.4", "--lease", "1", "--out", str(out))
+                        "--kill-delay", "0.3,0.4", "--lease", "1", "--out", str(out), "--health-threshold", "1.001")
     assert done.returncode in (0, 1), done.stderr  # 1 only if a timed check failed; the files must be there
     report = json.loads((out / "killtest.json").read_text())
     assert report["complete"] is True
@@ -60,10 +63,19 @@ def test_a_campaign_writes_json_markdown_html_and_plots(tmp_path):
     assert "2,165" in markdown and "| naive |" in markdown  # the published table sits beside ours
     assert (out / "killtest.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(list((out / "history").glob("*.jsonl"))) == 4
-    assert len(list((out / "timelines").glob("*.png"))) == 4
+    # A timeline for each design's first run and for every run that broke a promise.
+    drawn = {f"killtest-{r['design']}-run{r['run']}.png" for r in report["runs"] if r["run"] == 1 or not r["valid"]}
+    assert {p.name for p in (out / "timelines").glob("*.png")} == drawn
     page = (out / "killtest.html").read_text()
-    assert 'src="killtest.png"' in page and page.count('src="timelines/') == 4
+    assert 'src="killtest.png"' in page and page.count('src="timelines/') == len(drawn)
+    # The harness's own time is accounted for: each phase, and the scrapers' share of every run.
+    assert {"setup_s", "runs_s", "checks_s", "teardown_s", "finish_s"} <= set(report["timing"])
+    assert all(0 < r["scraper_s"] <= r["wall_s"] for r in report["runs"])
     assert not list(out.rglob("*.partial"))
+    # No crawl of 500 products takes fewer than 525 requests: every run is above a 1.001 health threshold.
+    assert len(report["health_warnings"]) == 4 and done.stderr.count("WARNING: ") == 4
+    assert all(r["requests_per_record"] >= 1.05 for r in report["runs"])
+    assert "Health: requests per stored record" in markdown
 
 
 @pytest.mark.parametrize("signum, times", [(signal.SIGINT, 1), (signal.SIGTERM, 1), (signal.SIGTERM, 3)])

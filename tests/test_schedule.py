@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from harness.errors import KilltestError
-from harness.schedule import AfterDelay, AtLine, AtRequest, Redeploy, parse_schedule, run_seeds, timed_schedule
+from harness.schedule import (AfterDelay, AtLine, AtRequest, Redeploy, parse_schedule, redeploy_schedule,
+                              request_schedule, run_seeds, timed_schedule)
 
 
 def delays(schedule):
@@ -24,6 +25,25 @@ def test_same_seed_gives_the_same_schedule_within_its_bounds(seed, kills, low, s
     assert first == timed_schedule(seed, kills, low, low + span)
     assert first.kills == kills
     assert all(round(low, 4) <= d <= round(low + span, 4) for d in delays(first))
+
+
+@given(seed=st.integers(), kills=st.integers(0, 30), low=st.integers(1, 500), span=st.integers(0, 500))
+def test_request_count_schedules_are_seeded_and_within_their_bounds(seed, kills, low, span):
+    first = request_schedule(seed, kills, low, low + span)
+    assert first == request_schedule(seed, kills, low, low + span) and first.kills == kills
+    assert all(isinstance(p, AtRequest) and low <= p.index <= low + span and not p.after_response
+               for p in first.points)
+    assert parse_schedule(first.spec).points == first.points  # replayable from its text
+
+
+def test_redeploy_schedules_are_seeded_and_carry_their_grace():
+    first = redeploy_schedule(4, 10, 1.0, 2.0, 5.0)
+    assert first == redeploy_schedule(4, 10, 1.0, 2.0, 5.0) != redeploy_schedule(5, 10, 1.0, 2.0, 5.0)
+    assert all(isinstance(p, Redeploy) and 1.0 <= p.delay_s <= 2.0 and p.grace_s == 5.0 for p in first.points)
+    with pytest.raises(KilltestError):
+        redeploy_schedule(4, 10, 2.0, 1.0, 5.0)
+    with pytest.raises(KilltestError):
+        request_schedule(4, 10, 0, 5)
 
 
 def test_different_seeds_give_different_schedules():

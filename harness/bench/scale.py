@@ -1,0 +1,62 @@
+"""The idempotent design as the catalog grows: 500 to 50,000 products, killed and resumed at each size."""
+
+from __future__ import annotations
+
+import os
+
+from fixture_site.catalog import build_catalog
+from fixture_site.server import SiteServer
+from harness.bench.frontier_cost import frontier_seconds_per_page
+from harness.bench.site_rate import measure
+from harness.campaign_runner import CampaignPlan, run_campaign
+from harness.designs import Design
+from harness.progress import Progress
+from harness.runner import RunSettings
+from harness.schedule import AtRequest, KillSchedule
+
+DEFAULT_SIZES = (500, 5_000, 50_000)
+PER_PAGE = 20
+SITE_RATE_S = 3.0  # how long the sequential client measures the site's ceiling
+
+
+def kills_at_quarters(full_crawl_requests: int, kills: int) -> KillSchedule:
+    """`kills` SIGKILLs, each after a 1/(kills + 1) share of the crawl: the same shape at every size."""
+    step = max(1, full_crawl_requests // (kills + 1))
+    return KillSchedule(seed=None, points=tuple(AtRequest(step) for _ in range(kills)))
+
+
+def run_scale(design: Design, sizes: list[int], kills: int, lease_s: float, out_dir: str, work_dir: str | None,
+              command: str, progress: Progress) -> list[dict]:
+    """One killed crawl per catalog size, unpaced, and at each size the site's ceiling and the frontier's cost."""
+    rows = []
+    for products in sizes:
+        catalog = build_catalog(max(1, products // PER_PAGE), PER_PAGE)
+        progress.step(f"[scale {len(catalog.products):,} products] measuring the site's ceiling")
+        with SiteServer(catalog) as site:
+            paths = [p.path for p in catalog.products[:: max(1, len(catalog.products) // 200)]]
+            site_rps = measure(site.base_url, paths, SITE_RATE_S)
+        progress.step(f"[scale {len(catalog.products):,} products] timing the frontier alone")
+        frontier_s = frontier_seconds_per_page(len(catalog.products), PER_PAGE, work_dir)
+        directory = os.path.join(out_dir, f"scale-{len(catalog.products)}")
+        os.makedirs(os.path.join(directory, "history"), exist_ok=True)
+        plan = CampaignPlan(command=command, designs=(design,),
+                            schedules=(kills_at_quarters(catalog.full_crawl_requests, kills),), catalog=catalog,
+                            settings=RunSettings(lease_s=lease_s, time_limit_s=3600.0), out_dir=directory,
+                            name="scale", pace_rps=0.0, plot=False, work_dir=work_dir)
+        [verdict] = run_campaign(plan, progress).verdicts
+        crawling_s = verdict.wall_s - verdict.lease_wait_s
+        rows.append({"design": design.name, "products": len(catalog.products),
+                     "full_crawl_requests": catalog.full_crawl_requests, "kills": verdict.kills,
+                     "rows": verdict.rows, "correct": verdict.correct_records, "lost": verdict.missing_records,
+                     "requests": verdict.requests, "repeated_requests": verdict.repeated_requests,
+                     "wall_s": verdict.wall_s, "lease_wait_s": verdict.lease_wait_s,
+                     "ms_per_page": round(1000 * crawling_s / verdict.requests, 3),
+                     # While a start was crawling, start-up and restarts left out: the steady pace.
+                     "steady_ms_per_page": round(1000 / verdict.request_rate, 3) if verdict.request_rate else None,
+                     "frontier_ms_per_page": round(1000 * frontier_s, 3),
+                     "site_ceiling_rps": site_rps, "site_ms_per_page": round(1000 / site_rps, 3),
+                     "findings": verdict.findings})
+        progress.done(f"[scale {len(catalog.products):,} products] {rows[-1]['ms_per_page']} ms a page"
+                      f" (frontier {rows[-1]['frontier_ms_per_page']} ms, the site's ceiling"
+                      f" {rows[-1]['site_ms_per_page']} ms), {verdict.rows} rows, {verdict.correct_records} correct")
+    return rows
