@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: killtest baseline zoo incident bench-workers test calibrate bench-explore clean
+.PHONY: killtest baseline zoo incident bench bench-workers test calibrate bench-explore clean
 
 EXPERIMENT := run --design naive --design idempotent --runs 5 --kills 10 --seed 1 --lease 3 --check-faster
 
@@ -29,6 +29,12 @@ incident: $(STAMP)
 	status=0; $(BIN)/killtest run --design queue-bullmq --design queue-bullmq-2h --runs 1 \
 		--schedule r60,d0.3:0.05,r150 --time-limit 20 --name incident --out results || status=$$?; \
 		test $$status -eq 1
+
+# Measurements, not tests (about 20 minutes): Scrapy's JOBDIR and Crawlee beside our designs under the
+# same kills, the idempotent design at 500, 5,000 and 50,000 products against the site's ceiling, and
+# the harness's own share of make killtest. results/bench.{json,md}, results/bench-*.png
+bench: $(STAMP)
+	$(BIN)/killtest bench --out results
 
 # Worker scaling, a benchmark: 1, 2, 4 and 8 workers per start on one store, three kills a run hitting
 # all of them, a site that answers each request after 20 ms in parallel (unpaced). results/scaling.*

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import socket
+import struct
 import threading
 import time
 
-from flask import Flask, abort, g, request
+from flask import Flask, Response, abort, g, request
 
 from fixture_site.catalog import Catalog
 from fixture_site.request_log import RequestLog
+from fixture_site.toxics import ERROR_STATUS, THROTTLE_STATUS, ToxicDice
 
 
 def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_s: float = 0.0,
@@ -18,6 +21,8 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
     `latency_s` delays every answer; `slow_paths` maps a path to how many seconds its answer takes,
     for a page slower than a design's lease. `pace_rps` (0: none) serves at most that many requests a
     second, site-wide, so a crawl takes as long on a fast machine as on the article's.
+
+    `app.config["TOXICS"]`, a fixture_site.toxics.ToxicDice when set, injects network faults.
 
     `app.config["ON_REQUEST"]`, when set, is called with each request's path as it arrives, before the
     site answers, and `app.config["ON_RESPONSE_SENT"]` once the server has written the answer: the
@@ -41,15 +46,26 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
         delay_s = slow_paths.get(request.path, latency_s)
         if delay_s:
             time.sleep(delay_s)
+        dice: ToxicDice | None = app.config.get("TOXICS")
+        if dice is not None:
+            return _inject(dice, log)
+        return None
 
     @app.after_request
     def count(response):
-        log.record(request.path, response.status_code, arrived=g.get("arrived"))
+        fault = g.get("fault")
+        if request.environ.get(DROP):
+            return response  # logged when the toxic was rolled; this answer is never sent
+        if fault == "truncate":  # the first half of the page, with a Content-Length that agrees
+            response.set_data(response.get_data()[: len(response.get_data()) // 2])
+        log.record(request.path, response.status_code, arrived=g.get("arrived"), fault=fault)
         on_sent = app.config.get("ON_RESPONSE_SENT")
         if on_sent is not None:
             path = request.path
             response.call_on_close(lambda: on_sent(path))  # the WSGI server closes it after writing the body
         return response
+
+    app.wsgi_app = _dropping_connections(app.wsgi_app)
 
     @app.get("/")
     def index():
@@ -73,6 +89,50 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
         return _page(item.sku, f'<h1 class="name">{item.name}</h1>'
                                f'<span class="sku">{item.sku}</span> <span class="price">{item.price}</span>')
 
+    return app
+
+
+def _inject(dice: ToxicDice, log: RequestLog):
+    """Roll this request's toxic: answer for the page (None), answer with an error, or drop the connection."""
+    fault, delay_s = dice.roll(request.path)
+    if delay_s:
+        time.sleep(delay_s)
+    g.fault = fault
+    if fault == "error":
+        return Response("the shop is having a moment\n", ERROR_STATUS, mimetype="text/plain")
+    if fault == "throttle":
+        return Response("too many requests\n", THROTTLE_STATUS, mimetype="text/plain",
+                        headers={"Retry-After": str(dice.toxics.retry_after_s)})
+    if fault in ("reset", "timeout"):
+        if fault == "timeout":
+            time.sleep(dice.toxics.hold_s)
+        log.record(request.path, 0, arrived=g.get("arrived"), fault=fault)
+        request.environ[DROP] = True  # _dropping_connections drops it once Flask has returned
+        return Response(status=204)
+    return None
+
+
+DROP = "killtest.drop_connection"
+
+
+def _dropping_connections(wsgi_app):
+    """WSGI middleware: a request marked DROP gets no answer at all. Its connection is shut down, so
+    the server reads no further request on it, and closed with SO_LINGER 0, a reset; raising a
+    ConnectionError tells werkzeug the client is gone before it wrote a byte (Flask would have made
+    any exception raised inside it a 500)."""
+    def app(environ, start_response):
+        body = wsgi_app(environ, start_response)
+        if not environ.get(DROP):
+            return body
+        getattr(body, "close", lambda: None)()
+        connection = environ.get("werkzeug.socket")
+        if connection is not None:
+            connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        raise ConnectionAbortedError("killtest toxic: connection dropped")
     return app
 
 

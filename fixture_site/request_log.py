@@ -14,7 +14,8 @@ class ServedRequest:
 
     t: float
     path: str
-    status: int
+    status: int  # 0: the connection was dropped before any answer (a reset or timeout toxic)
+    fault: str | None = None  # the toxic the site injected into this request (fixture_site.toxics)
 
 
 class RequestLog:
@@ -24,8 +25,9 @@ class RequestLog:
         self._lock = threading.Lock()
         self._served: list[ServedRequest] = []
 
-    def record(self, path: str, status: int, arrived: float | None = None) -> None:
-        entry = ServedRequest(t=time.monotonic() if arrived is None else arrived, path=path, status=status)
+    def record(self, path: str, status: int, arrived: float | None = None, fault: str | None = None) -> None:
+        entry = ServedRequest(t=time.monotonic() if arrived is None else arrived, path=path, status=status,
+                              fault=fault)
         with self._lock:
             self._served.append(entry)
 

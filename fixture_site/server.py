@@ -10,6 +10,7 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 from fixture_site.app import create_app
 from fixture_site.catalog import Catalog
 from fixture_site.request_log import RequestLog
+from fixture_site.toxics import ToxicDice
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -30,8 +31,16 @@ class SiteServer:
         self._app = create_app(catalog, self.request_log, latency_s=latency_s, slow_paths=slow_paths,
                                pace_rps=pace_rps)
         self._host = host
+        self.toxics: tuple[str, int] | None = None  # (spec, seed) of the faults being injected
         self._server = None
         self._thread: threading.Thread | None = None
+
+    def set_toxics(self, toxics, seed: int = 0) -> None:
+        """Inject `toxics` (a fixture_site.toxics.Toxics; None or inactive: none) from now on, rolled with
+        `seed`: the n-th request for a path meets the same fault in every run with that seed."""
+        dice = ToxicDice(toxics, seed) if toxics is not None and toxics.active else None
+        self._app.config["TOXICS"] = dice
+        self.toxics = (dice.toxics.spec, seed) if dice is not None else None
 
     def set_request_hook(self, hook, after_sent=None) -> None:
         """Call `hook(path)` as each request arrives, before it is answered, and `after_sent(path)` once

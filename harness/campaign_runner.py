@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from fixture_site.catalog import Catalog
 from fixture_site.server import SiteServer
+from fixture_site.toxics import Toxics
 from harness.baseline import Thresholds, compare
 from harness.campaign import Campaign
 from harness.checker import check_run, compare_designs, per_run_wins
@@ -47,6 +48,8 @@ class CampaignPlan:
     kill_delay_s: tuple[float, float] | None = None
     baseline_runs: tuple[dict, ...] = ()  # the runs of a saved campaign to compare with (harness/baseline.py)
     thresholds: Thresholds = Thresholds()
+    toxics: Toxics | None = None  # network faults the site injects (fixture_site.toxics)
+    toxic_seed: int = 1  # run r rolls its faults with toxic_seed + r - 1, the same for every design
     health_threshold: float = DEFAULT_HEALTH_THRESHOLD  # warn above this many requests per stored record
 
     def describe(self) -> dict:
@@ -55,7 +58,8 @@ class CampaignPlan:
                 "schedule": None if self.seed is not None else (self.schedules[0].spec if self.schedules else ""),
                 "seed": self.seed, "kill_delay_s": list(self.kill_delay_s) if self.kill_delay_s else None,
                 "lease_s": self.settings.lease_s, "latency_s": self.latency_s, "pace_rps": self.pace_rps,
-                "slow_pages": dict(self.slow_pages), "recrawls": self.settings.recrawls,
+                "slow_pages": dict(self.slow_pages), "toxics": self.toxics.spec if self.toxics else None,
+                "toxic_seed": self.toxic_seed if self.toxics else None, "recrawls": self.settings.recrawls,
                 "workers": self.settings.workers,
                 "products": len(self.catalog.products), "full_crawl_requests": self.catalog.full_crawl_requests,
                 "time_limit_s": self.settings.time_limit_s, "health_threshold": self.health_threshold, "cpus": os.cpu_count(),
@@ -80,6 +84,7 @@ def run_campaign(plan: CampaignPlan, progress: Progress) -> Campaign:
                 for design in plan.designs:
                     label = f"[{design.name} run {run}/{runs} " + (
                         f"seed {schedule.seed}]" if schedule.seed is not None else f"schedule {schedule.spec}]")
+                    site.set_toxics(plan.toxics, plan.toxic_seed + run - 1)  # the dice start afresh for every design
                     with tempfile.TemporaryDirectory(prefix="killtest-", dir=plan.work_dir) as work_dir:
                         history = run_kill_test(design, schedule, site, work_dir, plan.settings,
                                                 on_progress=lambda m, label=label: progress.step(f"{label} {m}"),

@@ -161,7 +161,7 @@ def fetched_twice_by_one_start(history: History) -> list[str]:
     A lease that ran out while its holder still worked lets a second worker claim the page. When a kill
     hit one worker of the start while the first fetch was under way (from the signal until the worker
     was dead and started again: a redeploy's worker may still send a request in its grace period),
-    the second fetch is that page's honest retry.
+    the second fetch is that page's honest retry; so is a fetch after one that met a network fault.
     """
     restarts = history.of_type("worker_restarted")
     single_kills = []
@@ -169,14 +169,14 @@ def fetched_twice_by_one_start(history: History) -> list[str]:
         dead_by = min((r["t"] for r in restarts if r["start"] == kill["start"] and r["worker"] == kill["worker"]
                        and r["t"] >= kill["t"]), default=kill["t"])
         single_kills.append((kill["start"], kill["t"], dead_by))
-    fetches: dict[tuple[int, str], list[float]] = {}
+    fetches: dict[tuple[int, str], list[tuple[float, str | None]]] = {}
     for r in history.of_type("request"):
         if r["start"] is not None:
-            fetches.setdefault((r["start"], r["path"]), []).append(r["t"])
+            fetches.setdefault((r["start"], r["path"]), []).append((r["t"], r.get("fault")))
     twice = set()
     for (start, path), times in fetches.items():
-        for first, second in zip(times, times[1:]):
-            if not any(s == start and first <= dead_by and second >= signalled
+        for (first, fault), (second, _) in zip(times, times[1:]):
+            if fault is None and not any(s == start and first <= dead_by and second >= signalled
                        for s, signalled, dead_by in single_kills):
                 twice.add(path)
     return sorted(twice)

@@ -15,6 +15,7 @@ from harness.categories import (EXAMPLES, KillFinding, RecordSets, claim_stalls,
                                  fetched_again_after_commit,
                                  fetched_twice_by_one_start, sort_kills, sort_records)
 from harness.designs import Design
+from harness.faults import early_after_throttle, fault_counts, faulted_paths
 from harness.health import requests_per_record
 from harness.history import History
 
@@ -63,6 +64,11 @@ class RunVerdict:
     # The longest a page claimed by a killed start waited for another start to fetch it (seconds).
     longest_claim_stall_s: float = 0.0
     requests_per_record: float = 0.0  # the article's health metric (harness/health.py)
+    faults: dict = field(default_factory=dict)  # requests that met each network fault (harness/faults.py)
+    faulted_requests: int = 0
+    retries: int = 0  # retries the design reported (its `retry` events)
+    lost_after_fault: int = 0  # lost records whose product page had met a fault: the design gave up on them
+    early_after_throttle: int = 0  # requests sooner than a 429's Retry-After allowed
     scraper_s: float = 0.0  # of wall_s, the time a scraper start was running; the rest was the harness's
     categories: dict = field(default_factory=dict)
     kill_findings: list[dict] = field(default_factory=list)
@@ -117,7 +123,11 @@ def check_run(design: Design, run: int, history: History, catalog: Catalog) -> R
         leases_left_at_exit=sorted({p for e in exits if e["returncode"] == 0 for p in e.get("held_leases", [])}),
         longest_claim_stall_s=max((seconds for _, seconds in claim_stalls(history).values()), default=0.0),
         categories=_categories(records, kills), kill_findings=[k.to_json() for k in kills],
-        requests_per_record=requests_per_record(len(requests), records.distinct, crawls))
+        requests_per_record=requests_per_record(len(requests), records.distinct, crawls),
+        faults=fault_counts(history), faulted_requests=sum(1 for r in requests if r.get("fault")),
+        retries=sum(1 for e in history.of_type("scraper_event") if e["name"] == "retry"),
+        lost_after_fault=len(set(catalog.paths_by_sku()[sku] for sku in records.lost) & faulted_paths(history)),
+        early_after_throttle=early_after_throttle(history))
     broken = _broken_promises(design, verdict, history, catalog, records)
     verdict.findings = [code for code, _ in broken]
     verdict.problems = [message for _, message in broken]
@@ -158,6 +168,7 @@ FINDINGS = {
     "fetched_twice_by_one_start": "a page fetched twice by one start",
     "rewrote_unchanged": "an unchanged record rewritten (its last change moved)",
     "left_leases": "a start finished with claims still held",
+    "ignored_retry_after": "a request sooner than a 429's Retry-After asked",
     "control_without_duplicates": "the naive control kept no duplicate",
 }
 
@@ -181,7 +192,9 @@ def _broken_promises(design: Design, v: RunVerdict, history: History, catalog: C
         problems.append(("no_kill_landed", f"no kill landed on a start at work ({v.kills_before_work} before work,"
                                            f" {v.kills_missed} missed), so this run proved nothing"))
     if v.missing_records:
-        problems.append(("lost", f"lost {v.missing_records} of {products} records"))
+        gave_up = f" ({v.lost_after_fault} of them after a network fault: the design gave up)" \
+            if v.lost_after_fault else ""
+        problems.append(("lost", f"lost {v.missing_records} of {products} records{gave_up}"))
     if v.wrong_records:
         problems.append(("wrong_value", f"{v.wrong_records} records hold a value the site never showed"))
     if records.not_on_site:
@@ -189,6 +202,9 @@ def _broken_promises(design: Design, v: RunVerdict, history: History, catalog: C
     if records.unreadable:
         problems.append(("unreadable", f"{len(records.unreadable)} stored rows could not be read:"
                                        f" {records.unreadable[0]}"))
+    if v.early_after_throttle and v.workers == 1:  # the site cannot tell workers apart
+        problems.append(("ignored_retry_after", f"{v.early_after_throttle} requests came sooner than a 429's"
+                                                " Retry-After asked"))
     if design.claims_idempotence:
         problems += _idempotence_broken(v, catalog)
     elif design.control and v.kills and v.duplicated_records == 0 and v.outcome == "completed":
@@ -203,11 +219,13 @@ def _idempotence_broken(v: RunVerdict, catalog: Catalog) -> list[tuple[str, str]
     problems = []
     if v.rows > products:  # fewer rows than products is a lost record, reported above
         problems.append(("extra_rows", f"{v.rows} rows for {products} products (expected exactly one each)"))
-    # Each worker a kill interrupts may lose the one page it was fetching.
-    allowed = v.minimum_requests + v.kills * v.workers
+    # Each worker a kill interrupts may lose the one page it was fetching; each fault costs one retry.
+    allowed = v.minimum_requests + v.kills * v.workers + v.faulted_requests
     if v.requests > allowed:
         per_kill = f"{v.kills} kills" if v.workers == 1 else f"{v.kills} kills x {v.workers} workers"
-        problems.append(("excess_requests", f"{v.requests} requests, more than {v.minimum_requests} + {per_kill}"))
+        faults = f" + {v.faulted_requests} faults" if v.faulted_requests else ""
+        problems.append(("excess_requests", f"{v.requests} requests, more than {v.minimum_requests} + {per_kill}"
+                                            f"{faults}"))
     if v.refetched_after_commit:
         problems.append(("refetched_after_commit", f"{v.refetched_after_commit} pages fetched again after their record"
                                                    " was stored: progress is not committed with the result"))

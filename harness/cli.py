@@ -13,6 +13,7 @@ import sys
 
 from fixture_site.catalog import DEFAULT_LISTING_PAGES, DEFAULT_PRODUCTS_PER_PAGE, build_catalog
 from fixture_site.server import SiteServer
+from fixture_site.toxics import Toxics, ToxicSpecError, parse_toxics
 from harness.campaign import Campaign, summarise
 from harness.bench.peers import PEER_DESIGNS
 from harness.bench.scale import DEFAULT_SIZES
@@ -188,6 +189,22 @@ def _scenario_options(command: argparse.ArgumentParser) -> None:
                               " must take {crawl} (default 0)")
     command.add_argument("--slow-page", action="append", default=[], metavar="PATH=SECONDS",
                          help="make one page of the site this slow, for example /product/1=0.6 (repeatable)")
+    command.add_argument("--toxics", default=None, metavar="SPEC",
+                         help="network faults the site injects, for example error=0.05,throttle=0.03,reset=0.02,"
+                              "truncate=0.02,timeout=0.01,latency=0.002,jitter=0.001,only=/product/"
+                              " (see fixture_site/toxics.py)")
+    command.add_argument("--toxic-seed", type=int, default=1,
+                         help="seed of run 1's faults; run r uses seed + r - 1, the same for every design (default 1)")
+
+
+def _toxics(args) -> Toxics | None:
+    text = getattr(args, "toxics", None)
+    if text is None:
+        return None
+    try:
+        return parse_toxics(text)
+    except ToxicSpecError as error:
+        raise KilltestError(f"--toxics: {error}") from None
 
 
 def _slow_pages(texts: list[str]) -> tuple[tuple[str, float], ...]:
@@ -289,6 +306,7 @@ def _timed_plan(args, designs, pace_rps: float, name: str) -> CampaignPlan:
                         out_dir=args.out, name=name, latency_s=args.latency, pace_rps=pace_rps,
                         work_dir=args.work_dir,
                         slow_pages=_slow_pages(getattr(args, "slow_page", [])),
+                        toxics=_toxics(args), toxic_seed=getattr(args, "toxic_seed", 1),
                         plot=not args.no_plot, all_timelines=args.all_timelines,
                         health_threshold=args.health_threshold, check_faster=getattr(args, "check_faster", False),
                         seed=None if exact is not None else args.seed, kill_delay_s=delay_range,
@@ -400,6 +418,7 @@ def _command_replay(args, progress: Progress) -> int:
     plan = CampaignPlan(command=_command_line(), designs=tuple(designs), schedules=(schedule,),
                         catalog=build_catalog(args.listing_pages, args.per_page),
                         settings=_settings(args, args.lease), slow_pages=_slow_pages(args.slow_page),
+                        toxics=_toxics(args), toxic_seed=args.toxic_seed,
                         out_dir=args.out, name="replay", work_dir=args.work_dir, plot=False,
                         prefork=not args.no_prefork)
     campaign = run_campaign(plan, progress)

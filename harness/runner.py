@@ -66,7 +66,8 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
                 base_url=site.base_url, lease_s=settings.lease_s, time_limit_s=settings.time_limit_s,
                 products=len(site.catalog.products), full_crawl_requests=site.catalog.full_crawl_requests,
                 wall_clock_at_start=wall_clock_at_start, reports_leases=design.reports_leases,
-                recrawls=settings.recrawls, workers=settings.workers)
+                recrawls=settings.recrawls, workers=settings.workers,
+                toxics=site.toxics[0] if site.toxics else None, toxic_seed=site.toxics[1] if site.toxics else None)
     # Every start the run may make: one per kill point, the one that finishes the crawl, then the re-crawls.
     planned = [(point, 1) for point in [*schedule.points, None]]
     planned += [(None, crawl) for crawl in range(2, 2 + settings.recrawls)]
@@ -205,7 +206,8 @@ def _add_requests(history: History, site: SiteServer, starts: list[Start], began
     start_times = [s.started for s in starts]
     for served in site.request_log.snapshot():
         start = max((i for i, t in enumerate(start_times) if t <= served.t), default=None)
-        history.add("request", served.t - began, path=served.path, status=served.status, start=start)
+        history.add("request", served.t - began, path=served.path, status=served.status, start=start,
+                    **({"fault": served.fault} if served.fault else {}))
 
 
 def _add_scraper_events(history: History, starts: list[Start], began: float) -> None:

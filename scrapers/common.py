@@ -58,6 +58,66 @@ def fetch(session, url: str) -> str:
     return response.text
 
 
+# Retries of one page before the design gives up on it (a raise: the start exits, its lease brings the
+# page back to a later start). The waits double from RETRY_BASE_S, or follow the site's Retry-After.
+MAX_ATTEMPTS = 5
+RETRY_BASE_S = 0.1
+MAX_RETRY_WAIT_S = 2.0
+FETCH_TIMEOUT_S = 10.0
+
+
+class TransientPageError(Exception):
+    """A page that did not arrive whole: a 5xx or 429, a dropped connection, a body cut short."""
+
+    def __init__(self, reason: str, wait_s: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.wait_s = wait_s  # what the site asked for (Retry-After), if it did
+
+
+def fetch_page(session, url: str, path: str = "") -> str:
+    """The page's text, whole: retried with backoff on what a flaky network does, Retry-After honoured.
+
+    Safe only because every write downstream is idempotent (seeds/000: make retries safe first, then
+    make them frequent). A 4xx other than 429 is the page's answer, not a fault: it raises at once.
+    """
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        try:
+            return _fetch_whole(session, url)
+        except TransientPageError as error:
+            if attempt == MAX_ATTEMPTS:
+                raise
+            wait_s = error.wait_s if error.wait_s is not None else RETRY_BASE_S * 2 ** (attempt - 1)
+            wait_s = min(wait_s, MAX_RETRY_WAIT_S)
+            emit("retry", path=path or url, reason=error.reason, attempt=attempt, wait_s=wait_s)
+            time.sleep(wait_s)
+    raise AssertionError("unreachable")
+
+
+def _fetch_whole(session, url: str) -> str:
+    import requests
+
+    try:
+        response = session.get(url, timeout=FETCH_TIMEOUT_S)
+    except (requests.ConnectionError, requests.Timeout) as error:
+        raise TransientPageError(f"{type(error).__name__}") from error
+    if response.status_code == 429 or response.status_code >= 500:
+        raise TransientPageError(f"HTTP {response.status_code}", _retry_after(response.headers.get("Retry-After")))
+    response.raise_for_status()
+    # A page cut short can still be valid HTTP (a proxy's Content-Length agrees with what it sent).
+    if "</html>" not in response.text[-64:]:
+        raise TransientPageError("truncated body")
+    return response.text
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Retry-After in seconds; the HTTP-date form is not sent by the fixture site and is ignored."""
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
 def parse_product(html: str) -> dict[str, str]:
     """The SKU, price and name on a product page."""
     found = {"sku": SKU.search(html), "price": PRICE.search(html), "name": NAME.search(html)}

@@ -20,7 +20,7 @@ import time
 
 import requests
 
-from scrapers.common import FIRST_PAGE, LISTING_LINK, PRODUCT_LINK, emit, fetch, parse_args, parse_product
+from scrapers.common import FIRST_PAGE, LISTING_LINK, PRODUCT_LINK, emit, fetch_page, parse_args, parse_product
 
 SOURCE = "killtest-fixture-shop"
 
@@ -143,7 +143,7 @@ def wait_for_leases(db: sqlite3.Connection, crawl: int) -> bool:
 
 def scrape(db: sqlite3.Connection, crawl: int, base: str, session: requests.Session, path: str) -> None:
     """Fetch one claimed page and commit what it gave."""
-    html = fetch(session, base + path)
+    html = fetch_page(session, base + path, path)
     if path.startswith("/list/"):
         complete(db, crawl, path, discovered=PRODUCT_LINK.findall(html) + LISTING_LINK.findall(html))
     else:

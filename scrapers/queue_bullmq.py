@@ -27,7 +27,7 @@ import redis.asyncio as aioredis
 import requests
 from bullmq import Queue, Worker
 
-from scrapers.common import FIRST_PAGE, LISTING_LINK, PRODUCT_LINK, emit, fetch, parse_product
+from scrapers.common import FIRST_PAGE, LISTING_LINK, PRODUCT_LINK, emit, fetch_page, parse_product
 from scrapers.idempotent import record_id
 
 RECORDS = "records"  # hash: record ID -> the record as JSON
@@ -104,7 +104,7 @@ async def crawl_site(args: argparse.Namespace) -> None:
         if await client.sismember(done_key(args.crawl), path):
             return  # stored by a worker killed before BullMQ marked the job complete
         # In a thread, so that BullMQ keeps renewing the job's lock while the page downloads.
-        html = await asyncio.to_thread(fetch, session, args.base + path)
+        html = await asyncio.to_thread(fetch_page, session, args.base + path, path)
         if path.startswith("/list/"):
             # attemptsStarted counts every move to active: above 1, a killed worker began this job before.
             again = job.attemptsStarted > 1 and not args.trust_the_set

@@ -19,7 +19,6 @@ class FixtureShopSpider(scrapy.Spider):
         "ROBOTSTXT_OBEY": False,  # the fixture site has no robots.txt; asking for it would add a request
         "TELNETCONSOLE_ENABLED": False,  # no listening port of its own
         "LOG_LEVEL": "WARNING",
-        "RETRY_ENABLED": False,  # a failed page is left to the checker, not retried out of sight
     }
 
     def __init__(self, base: str = "", **kwargs) -> None:

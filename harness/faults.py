@@ -1,0 +1,42 @@
+"""What the site's network faults did in a run, read from the history (fixture_site.toxics injects them).
+
+The checker tells a design that retried safely (every record right, one extra request per fault at
+most) from one that stored a broken record (`wrong_value`), gave up (`lost`, `crashed`) or came back
+sooner than a 429's Retry-After asked (`ignored_retry_after`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from fixture_site.toxics import THROTTLE_STATUS, parse_toxics
+from harness.history import History
+
+# Requests that arrive this soon after a 429 were already on their way (another worker, another slot).
+IN_FLIGHT_S = 0.05
+# A request this much earlier than Retry-After allows still counts as waiting (clock and timer slack).
+RETRY_AFTER_SLACK_S = 0.1
+
+
+def fault_counts(history: History) -> dict[str, int]:
+    """How many requests met each kind of fault."""
+    return dict(sorted(Counter(r["fault"] for r in history.of_type("request") if r.get("fault")).items()))
+
+
+def early_after_throttle(history: History) -> int:
+    """Requests that arrived after a 429 was answered but sooner than its Retry-After allowed.
+
+    Measured from the 429's arrival, so a client that waits from the answer is never counted.
+    """
+    spec = history.first("run_started").get("toxics")
+    if not spec:
+        return 0
+    retry_after_s = parse_toxics(spec).retry_after_s
+    requests = history.of_type("request")
+    throttled = [r["t"] for r in requests if r["status"] == THROTTLE_STATUS]
+    return sum(1 for r in requests
+               if any(t + IN_FLIGHT_S < r["t"] < t + retry_after_s - RETRY_AFTER_SLACK_S for t in throttled))
+
+
+def faulted_paths(history: History) -> set[str]:
+    return {r["path"] for r in history.of_type("request") if r.get("fault")}
