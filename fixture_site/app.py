@@ -33,7 +33,7 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
         raise ValueError("latency_s, pace_rps and slow_paths take zero or more")
     pace = _Pace(pace_rps)
     app = Flask("fixture_site")
-    app.config["CATALOG"] = catalog
+    app.config["CATALOG"] = catalog  # replaced whole when the site drifts (SiteServer.set_catalog)
     app.config["REQUEST_LOG"] = log = request_log if request_log is not None else RequestLog()
 
     @app.before_request
@@ -74,7 +74,7 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
     @app.get("/list/<int:page>")
     def listing(page: int):
         try:
-            products, next_page = catalog.listing(page)
+            products, next_page = app.config["CATALOG"].listing(page)
         except KeyError:
             abort(404)
         items = "".join(f'<li><a href="{p.path}">Product {p.index}</a></li>' for p in products)
@@ -83,9 +83,9 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
 
     @app.get("/product/<int:index>")
     def product(index: int):
-        if not 0 <= index < len(catalog.products):
+        item = app.config["CATALOG"].product(index)
+        if item is None:
             abort(404)
-        item = catalog.products[index]
         return _page(item.sku, f'<h1 class="name">{item.name}</h1>'
                                f'<span class="sku">{item.sku}</span> <span class="price">{item.price}</span>')
 

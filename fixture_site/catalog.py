@@ -57,6 +57,17 @@ class Catalog:
         next_page = page + 1 if page + 1 < self.listing_pages else None
         return list(self.products[start:start + self.products_per_page]), next_page
 
+    def product(self, index: int) -> Product | None:
+        """The product whose page is /product/<index>, or None when the catalog does not hold it (any more)."""
+        return self._by_index().get(index)
+
+    def _by_index(self) -> dict[int, Product]:
+        by_index = self.__dict__.get("_index")
+        if by_index is None:  # frozen: cache the lookup on the instance without changing its fields
+            by_index = {p.index: p for p in self.products}
+            object.__setattr__(self, "_index", by_index)
+        return by_index
+
     def prices_by_sku(self) -> dict[str, str]:
         return {product.sku: product.price for product in self.products}
 
@@ -66,6 +77,69 @@ class Catalog:
 
     def paths_by_sku(self) -> dict[str, str]:
         return {product.sku: product.path for product in self.products}
+
+
+@dataclass(frozen=True)
+class Drift:
+    """How the site changes between versions: shares of products repriced, removed and added."""
+
+    changed: float = 0.1
+    removed: float = 0.02
+    added: float = 0.02
+    seed: int = 0
+
+    @property
+    def spec(self) -> str:
+        return f"changed={self.changed:g},removed={self.removed:g},added={self.added:g}"
+
+
+def parse_drift(text: str, seed: int = 0) -> Drift:
+    """A Drift from `changed=0.1,removed=0.02,added=0.02` (any of the three; the others keep their
+    defaults); a mistake raises ValueError with a one-line message."""
+    shares = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        name, _, value = part.partition("=")
+        if name not in ("changed", "removed", "added"):
+            raise ValueError(f"bad drift {part!r}: write changed=SHARE, removed=SHARE or added=SHARE")
+        try:
+            shares[name] = float(value)
+        except ValueError:
+            raise ValueError(f"{name}= takes a share between 0 and 1, not {value!r}") from None
+        if not 0 <= shares[name] <= 1:
+            raise ValueError(f"{name}={value}: a share is between 0 and 1")
+    return Drift(seed=seed, **shares)
+
+
+def drifted(catalog: Catalog, drift: Drift, version: int) -> Catalog:
+    """Version `version` of the site, made from the one before: some prices change, some products go,
+    some new ones appear at the end of the listing. The same arguments always give the same catalog."""
+    rng = random.Random(f"killtest-drift:{drift.seed}:{version}")
+    kept = [p for p in catalog.products if rng.random() >= drift.removed]
+    products = [Product(p.index, p.sku, _new_price(rng, p.price)) if rng.random() < drift.changed else p
+                for p in kept]
+    taken = {p.sku for p in catalog.products}
+    next_index = max((p.index for p in catalog.products), default=-1) + 1
+    for offset in range(round(len(catalog.products) * drift.added)):
+        sku = f"SKU-{rng.randint(100_000, 999_999)}"  # six digits: never an original five-digit SKU
+        while sku in taken:
+            sku = f"SKU-{rng.randint(100_000, 999_999)}"
+        taken.add(sku)
+        products.append(Product(next_index + offset, sku, f"{rng.randint(100, 99_999) / 100:.2f}"))
+    return Catalog(products=tuple(products), products_per_page=catalog.products_per_page)
+
+
+def _new_price(rng: random.Random, price: str) -> str:
+    while True:
+        new = f"{rng.randint(100, 99_999) / 100:.2f}"
+        if new != price:
+            return new
+
+
+def changes_between(before: Catalog, after: Catalog) -> dict[str, list[str]]:
+    """SKUs whose values changed, that were removed and that were added, from `before` to `after`."""
+    old, new = before.truth(), after.truth()
+    return {"changed": sorted(k for k in set(old) & set(new) if old[k] != new[k]),
+            "removed": sorted(set(old) - set(new)), "added": sorted(set(new) - set(old))}
 
 
 def build_catalog(listing_pages: int = DEFAULT_LISTING_PAGES,

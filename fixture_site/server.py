@@ -35,6 +35,11 @@ class SiteServer:
         self._server = None
         self._thread: threading.Thread | None = None
 
+    def set_catalog(self, catalog: Catalog) -> None:
+        """Serve `catalog` from the next request on: the site's content drifts."""
+        self.catalog = catalog
+        self._app.config["CATALOG"] = catalog
+
     def set_toxics(self, toxics, seed: int = 0) -> None:
         """Inject `toxics` (a fixture_site.toxics.Toxics; None or inactive: none) from now on, rolled with
         `seed`: the n-th request for a path meets the same fault in every run with that seed."""

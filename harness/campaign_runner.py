@@ -58,6 +58,8 @@ class CampaignPlan:
                 "schedule": None if self.seed is not None else (self.schedules[0].spec if self.schedules else ""),
                 "seed": self.seed, "kill_delay_s": list(self.kill_delay_s) if self.kill_delay_s else None,
                 "lease_s": self.settings.lease_s, "latency_s": self.latency_s, "pace_rps": self.pace_rps,
+                "drift": self.settings.drift.spec if self.settings.drift else None,
+                "drift_during_s": self.settings.drift_during_s,
                 "slow_pages": dict(self.slow_pages), "toxics": self.toxics.spec if self.toxics else None,
                 "toxic_seed": self.toxic_seed if self.toxics else None, "recrawls": self.settings.recrawls,
                 "workers": self.settings.workers,

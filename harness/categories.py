@@ -30,6 +30,9 @@ class RecordSets:
     unreadable: list[str] = field(default_factory=list)  # rows the store holds but that could not be read
     # Records the site never changed whose last change the design moved after their first write.
     rewritten_unchanged: list[str] = field(default_factory=list)
+    # Records the site changed whose stored last change is older than the site's change.
+    missed_change: list[str] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)  # wrong records the site had changed: an old value kept
     correct: int = 0
     rows: int = 0
     distinct: int = 0
@@ -49,8 +52,13 @@ def same_value(stored: str, shown: str) -> bool:
         return False
 
 
-def sort_records(history: History, truth: dict[str, dict[str, str]]) -> RecordSets:
-    """Sort the stored rows against the site's fields by key; only the fields a row holds are compared."""
+def sort_records(history: History, truth: dict[str, dict[str, str]],
+                 site_changed: dict[str, float] | None = None) -> RecordSets:
+    """Sort the stored rows against the site's fields by key; only the fields a row holds are compared.
+
+    `site_changed` holds, for each key the site changed during the run, when it last did.
+    """
+    site_changed = site_changed or {}
     stored = [e for e in history.of_type("store_record") if e["key"] is not None]
     values: dict[str, list[dict]] = {}
     for record in stored:
@@ -66,9 +74,12 @@ def sort_records(history: History, truth: dict[str, dict[str, str]]) -> RecordSe
         wrong=sorted(k for k in values if k in truth and not all_correct(k)),
         not_on_site=sorted(set(values) - set(truth)),
         unreadable=[e.get("unreadable", "") for e in history.of_type("store_record") if e["key"] is None],
-        # Until the site changes between crawls, every change a design claims is a rewrite of unchanged content.
+        # A change a design claims for a record the site never changed is a rewrite of unchanged content.
         rewritten_unchanged=sorted({r["key"] for r in stored if r.get("changed_t") is not None and r["stamped"]
-                                    and r["changed_t"] > r["t"] + CLOCK_SLACK_S}),
+                                    and r["changed_t"] > r["t"] + CLOCK_SLACK_S and r["key"] not in site_changed}),
+        missed_change=sorted({r["key"] for r in stored if r.get("changed_t") is not None and r["stamped"]
+                              and r["key"] in site_changed and r["changed_t"] < site_changed[r["key"]] - CLOCK_SLACK_S}),
+        stale=sorted(k for k in values if k in truth and k in site_changed and not all_correct(k)),
         correct=sum(1 for k in values if k in truth and all_correct(k)),
         rows=len(history.of_type("store_record")), distinct=len(values))
 

@@ -15,6 +15,7 @@ from harness.categories import (EXAMPLES, KillFinding, RecordSets, claim_stalls,
                                  fetched_again_after_commit,
                                  fetched_twice_by_one_start, sort_kills, sort_records)
 from harness.designs import Design
+from harness.drift import all_paths_by_sku, final_catalog, minimum_requests, site_change_times
 from harness.faults import early_after_throttle, fault_counts, faulted_paths
 from harness.health import requests_per_record
 from harness.history import History
@@ -69,6 +70,9 @@ class RunVerdict:
     retries: int = 0  # retries the design reported (its `retry` events)
     lost_after_fault: int = 0  # lost records whose product page had met a fault: the design gave up on them
     early_after_throttle: int = 0  # requests sooner than a 429's Retry-After allowed
+    site_changes: int = 0  # times the site's content drifted during the run (harness/drift.py)
+    missed_changes: int = 0  # records the site changed whose stored last change is older than the site's
+    stale_records: int = 0  # of the wrong records, those the site had changed: the store kept an old value
     scraper_s: float = 0.0  # of wall_s, the time a scraper start was running; the rest was the harness's
     categories: dict = field(default_factory=dict)
     kill_findings: list[dict] = field(default_factory=list)
@@ -85,7 +89,8 @@ def check_run(design: Design, run: int, history: History, catalog: Catalog) -> R
     started = history.first("run_started")
     finished = history.first("run_finished")
     requests = history.of_type("request")
-    records = sort_records(history, catalog.truth())
+    first_catalog, catalog = catalog, final_catalog(catalog, history)  # the store must match the site at the end
+    records = sort_records(history, catalog.truth(), site_change_times(history))
     kills = sort_kills(history)
     landed = [k for k in kills if k.status == "landed"]
     landed_events = [e for e in history.of_type("kill") if e["start"] in {k.start for k in landed}]
@@ -107,7 +112,7 @@ def check_run(design: Design, run: int, history: History, catalog: Catalog) -> R
         rows=records.rows, distinct_records=records.distinct, correct_records=records.correct,
         wrong_records=len(records.wrong), missing_records=len(records.lost),
         unexpected_records=records.unexpected, duplicated_records=len(records.duplicated),
-        requests=len(requests), minimum_requests=catalog.full_crawl_requests * crawls,
+        requests=len(requests), minimum_requests=minimum_requests(first_catalog, history, crawls),
         repeated_requests=len(requests) - len(served_per_crawl_and_path),
         paths_fetched_again=sum(1 for n in served_per_crawl_and_path.values() if n > 1),
         in_flight_at_kills=sum(len(k.in_flight) for k in landed),
@@ -118,7 +123,7 @@ def check_run(design: Design, run: int, history: History, catalog: Catalog) -> R
         lease_waits=len(waits), lease_wait_s=round(sum(e.get("seconds", 0.0) for e in waits), 3),
         crawls=crawls, workers=started.get("workers", 1), unreadable_rows=len(records.unreadable),
         rewritten_unchanged=len(records.rewritten_unchanged),
-        refetched_after_commit=len(fetched_again_after_commit(history, catalog.paths_by_sku())),
+        refetched_after_commit=len(fetched_again_after_commit(history, all_paths_by_sku(first_catalog, history))),
         fetched_twice_by_one_start=len(fetched_twice_by_one_start(history)),
         leases_left_at_exit=sorted({p for e in exits if e["returncode"] == 0 for p in e.get("held_leases", [])}),
         longest_claim_stall_s=max((seconds for _, seconds in claim_stalls(history).values()), default=0.0),
@@ -127,7 +132,9 @@ def check_run(design: Design, run: int, history: History, catalog: Catalog) -> R
         faults=fault_counts(history), faulted_requests=sum(1 for r in requests if r.get("fault")),
         retries=sum(1 for e in history.of_type("scraper_event") if e["name"] == "retry"),
         lost_after_fault=len(set(catalog.paths_by_sku()[sku] for sku in records.lost) & faulted_paths(history)),
-        early_after_throttle=early_after_throttle(history))
+        early_after_throttle=early_after_throttle(history),
+        site_changes=len(history.of_type("catalog_changed")), missed_changes=len(records.missed_change),
+        stale_records=len(records.stale))
     broken = _broken_promises(design, verdict, history, catalog, records)
     verdict.findings = [code for code, _ in broken]
     verdict.problems = [message for _, message in broken]
@@ -169,6 +176,7 @@ FINDINGS = {
     "rewrote_unchanged": "an unchanged record rewritten (its last change moved)",
     "left_leases": "a start finished with claims still held",
     "ignored_retry_after": "a request sooner than a 429's Retry-After asked",
+    "missed_change": "a record the site changed whose last_changed did not move",
     "control_without_duplicates": "the naive control kept no duplicate",
 }
 
@@ -196,7 +204,9 @@ def _broken_promises(design: Design, v: RunVerdict, history: History, catalog: C
             if v.lost_after_fault else ""
         problems.append(("lost", f"lost {v.missing_records} of {products} records{gave_up}"))
     if v.wrong_records:
-        problems.append(("wrong_value", f"{v.wrong_records} records hold a value the site never showed"))
+        stale = f" ({v.stale_records} of them stale: the site changed them, the store kept the old value)" \
+            if v.stale_records else ""
+        problems.append(("wrong_value", f"{v.wrong_records} records hold a value the site does not show{stale}"))
     if records.not_on_site:
         problems.append(("not_on_site", f"{len(records.not_on_site)} records are not on the site"))
     if records.unreadable:
@@ -235,6 +245,9 @@ def _idempotence_broken(v: RunVerdict, catalog: Catalog) -> list[tuple[str, str]
     if v.rewritten_unchanged:
         problems.append(("rewrote_unchanged", f"{v.rewritten_unchanged} unchanged records rewritten: their"
                                               " last_changed moved though the site never changed them"))
+    if v.missed_changes:
+        problems.append(("missed_change", f"{v.missed_changes} records the site changed keep a last_changed from"
+                                          " before the change"))
     if v.leases_left_at_exit:
         problems.append(("left_leases", f"a start finished with {len(v.leases_left_at_exit)} claim(s) still held"
                                         f" ({', '.join(v.leases_left_at_exit[:EXAMPLES])}): it exited instead of"

@@ -11,7 +11,7 @@ import shlex
 import signal
 import sys
 
-from fixture_site.catalog import DEFAULT_LISTING_PAGES, DEFAULT_PRODUCTS_PER_PAGE, build_catalog
+from fixture_site.catalog import DEFAULT_LISTING_PAGES, DEFAULT_PRODUCTS_PER_PAGE, Drift, build_catalog, parse_drift
 from fixture_site.server import SiteServer
 from fixture_site.toxics import Toxics, ToxicSpecError, parse_toxics
 from harness.campaign import Campaign, summarise
@@ -193,8 +193,30 @@ def _scenario_options(command: argparse.ArgumentParser) -> None:
                          help="network faults the site injects, for example error=0.05,throttle=0.03,reset=0.02,"
                               "truncate=0.02,timeout=0.01,latency=0.002,jitter=0.001,only=/product/"
                               " (see fixture_site/toxics.py)")
+    command.add_argument("--drift", default=None, metavar="SPEC",
+                         help="the site's content changes before every re-crawl: changed=0.1,removed=0.02,added=0.02"
+                              " (shares of the catalog; with --recrawls or --drift-during); see fixture_site/catalog.py")
+    command.add_argument("--drift-during", type=_positive(float), default=None, metavar="SECONDS",
+                         help="with --drift: the site also changes once this long into the killed crawl")
+    command.add_argument("--drift-seed", type=int, default=1, help="seed of the drift (default 1)")
     command.add_argument("--toxic-seed", type=int, default=1,
                          help="seed of run 1's faults; run r uses seed + r - 1, the same for every design (default 1)")
+
+
+def _drift(args) -> Drift | None:
+    text = getattr(args, "drift", None)
+    if text is None:
+        if getattr(args, "drift_during", None) is not None:
+            raise KilltestError("--drift-during needs --drift SPEC, for example --drift changed=0.1")
+        return None
+    try:
+        drift = parse_drift(text, args.drift_seed)
+    except ValueError as error:
+        raise KilltestError(f"--drift: {error}") from None
+    if not getattr(args, "recrawls", 0) and getattr(args, "drift_during", None) is None:
+        raise KilltestError("--drift changes the site before each re-crawl (--recrawls N) or once during the killed"
+                            " crawl (--drift-during SECONDS): give one of them")
+    return drift
 
 
 def _toxics(args) -> Toxics | None:
@@ -317,7 +339,8 @@ def _timed_plan(args, designs, pace_rps: float, name: str) -> CampaignPlan:
 
 def _settings(args, lease_s: float) -> RunSettings:
     return RunSettings(lease_s=lease_s, time_limit_s=args.time_limit, recrawls=getattr(args, "recrawls", 0),
-                       workers=getattr(args, "workers", 1))
+                       workers=getattr(args, "workers", 1), drift=_drift(args),
+                       drift_during_s=getattr(args, "drift_during", None))
 
 
 def _command_line() -> str:

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable
 
+from fixture_site.catalog import Drift, changes_between, drifted
 from fixture_site.server import SiteServer
 from harness.designs import Design, Launch
 from harness.errors import KilltestError, ScraperStartError
@@ -37,6 +38,10 @@ class RunSettings:
     # must rewrite no unchanged record and add no row. Only for designs that take {crawl}.
     recrawls: int = 0
     workers: int = 1  # worker processes per start, on one store; every kill point hits them all
+    # The site's content drifts (fixture_site.catalog.drifted): before every re-crawl, and once
+    # `drift_during_s` into the killed crawl when that is set.
+    drift: Drift | None = None
+    drift_during_s: float | None = None
 
 
 def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work_dir: str,
@@ -66,11 +71,16 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
                 base_url=site.base_url, lease_s=settings.lease_s, time_limit_s=settings.time_limit_s,
                 products=len(site.catalog.products), full_crawl_requests=site.catalog.full_crawl_requests,
                 wall_clock_at_start=wall_clock_at_start, reports_leases=design.reports_leases,
+                drift=settings.drift.spec if settings.drift else None,
+                drift_seed=settings.drift.seed if settings.drift else None,
                 recrawls=settings.recrawls, workers=settings.workers,
                 toxics=site.toxics[0] if site.toxics else None, toxic_seed=site.toxics[1] if site.toxics else None)
     # Every start the run may make: one per kill point, the one that finishes the crawl, then the re-crawls.
     planned = [(point, 1) for point in [*schedule.points, None]]
     planned += [(None, crawl) for crawl in range(2, 2 + settings.recrawls)]
+    drift = _SiteDrift(site, settings.drift, history, began)
+    if settings.drift is not None and settings.drift_during_s is not None:
+        drift.schedule(settings.drift_during_s)
     starts: list[Start] = []
     outcome = "completed"
     current: Start | None = None
@@ -87,6 +97,9 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
             else:
                 site.set_request_hook(trigger.count_and_kill_if_due)
             if current is None:  # a point that hit one worker leaves the start running
+                if crawl > drift.crawl_served and settings.drift is not None:
+                    drift.change_now()  # the site changed between the crawls
+                    drift.crawl_served = crawl
                 index = len(starts)
                 current = spawn(design, replace(launch, crawl=crawl), index, settings.workers,
                                 point if isinstance(point, AtLine) else None, launcher)
@@ -154,6 +167,7 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
             crawl_done = crawl  # the crawl ended by itself; the next planned crawl, if any, starts afresh
     finally:
         site.set_request_hook(None)
+        drift.restore()
         if current is not None and current.running:
             current.kill()
     ended = time.monotonic()
@@ -171,6 +185,40 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
         raise ScraperStartError(f"design {design.name!r} exited with status {first_crash['returncode']}"
                                 f" before its first request: {last_line}")
     return history
+
+
+class _SiteDrift:
+    """Changes the site's catalog during a run, each change a `catalog_changed` event, and puts the
+    first catalog back when the run ends (the next design's run starts from the same site)."""
+
+    def __init__(self, site: SiteServer, drift: Drift | None, history: History, began: float) -> None:
+        self.site, self.drift, self.history, self.began = site, drift, history, began
+        self.original = site.catalog
+        self.version = 0
+        self.crawl_served = 1  # the crawl the site's current catalog was made for
+        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()
+
+    def schedule(self, after_s: float) -> None:
+        self._timer = threading.Timer(after_s, self.change_now)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def change_now(self) -> None:
+        with self._lock:
+            before = self.site.catalog
+            self.version += 1
+            after = drifted(before, self.drift, self.version)
+            self.site.set_catalog(after)
+            self.history.add("catalog_changed", time.monotonic() - self.began, version=self.version,
+                             **changes_between(before, after), products=len(after.products),
+                             full_crawl_requests=after.full_crawl_requests)
+
+    def restore(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        with self._lock:
+            self.site.set_catalog(self.original)
 
 
 class _RequestTrigger:

@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
-from fixture_site.catalog import build_catalog
+from fixture_site.catalog import build_catalog, parse_drift
 from fixture_site.server import SiteServer
 from harness.checker import FINDINGS, check_run
 from harness.designs import Design
@@ -26,7 +26,9 @@ from harness.spec import SpecFile
 
 CONTROL = "idempotent"
 ZOO_LISTING_PAGES, ZOO_PER_PAGE = 2, 3  # 6 products, 8 requests: a scenario runs in about a second
-SCENARIO_KEYS = {"mistake", "expect", "schedule", "control_schedule", "lease", "recrawls", "slow_pages", "time_limit"}
+SCENARIO_KEYS = {"mistake", "expect", "schedule", "control_schedule", "lease", "recrawls", "slow_pages", "time_limit",
+                 "drift"}
+ZOO_DRIFT_SEED = 1
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class Scenario:
     recrawls: int = 0
     slow_pages: tuple[tuple[str, float], ...] = ()
     time_limit_s: float = 20.0
+    drift: str = ""  # how the site changes before each re-crawl (fixture_site.catalog.parse_drift)
 
     def describe(self) -> str:
         """The scenario in a table cell: the kills, then whatever else it needs."""
@@ -46,6 +49,8 @@ class Scenario:
         parts += [f"{path} takes {seconds:g} s" for path, seconds in self.slow_pages]
         if self.recrawls:
             parts.append(f"then {self.recrawls} re-crawl{'s' if self.recrawls > 1 else ''}")
+        if self.drift:
+            parts.append(f"the site drifting ({self.drift}) before it")
         return ", ".join(parts)
 
     def replay_command(self, design: str) -> str:
@@ -54,6 +59,8 @@ class Scenario:
                  "--time-limit", f"{self.time_limit_s:g}", "--no-prefork"]
         if self.recrawls:
             words += ["--recrawls", str(self.recrawls)]
+        if self.drift:
+            words += ["--drift", self.drift, "--drift-seed", str(ZOO_DRIFT_SEED)]
         for path, seconds in self.slow_pages:
             words += ["--slow-page", f"{path}={seconds:g}"]
         return shlex.join(words)
@@ -119,7 +126,12 @@ def _entry(design: Design, spec: SpecFile, table: dict) -> ZooEntry:
     scenario = Scenario(schedule=table["schedule"], control_schedule=table.get("control_schedule", table["schedule"]),
                         lease_s=float(table.get("lease", 1.0)),
                         recrawls=int(table.get("recrawls", 0)), slow_pages=slow,
-                        time_limit_s=float(table.get("time_limit", 20.0)))
+                        time_limit_s=float(table.get("time_limit", 20.0)), drift=str(table.get("drift", "")))
+    if scenario.drift:
+        try:
+            parse_drift(scenario.drift)
+        except ValueError as error:
+            raise spec.error("zoo", "drift", f"zoo.drift: {error}") from None
     return ZooEntry(design, table["mistake"], table["expect"], scenario)
 
 
@@ -132,7 +144,8 @@ def run_zoo(entries: list[ZooEntry], work_dir: str | None = None,
     for number, entry in enumerate(entries, start=1):
         scenario = entry.scenario
         settings = RunSettings(lease_s=scenario.lease_s, time_limit_s=scenario.time_limit_s,
-                               recrawls=scenario.recrawls)
+                               recrawls=scenario.recrawls,
+                               drift=parse_drift(scenario.drift, ZOO_DRIFT_SEED) if scenario.drift else None)
         verdicts = {}
         with SiteServer(catalog, slow_paths=dict(scenario.slow_pages)) as site, \
                 StoreServers([entry.design, control]) as servers:

@@ -120,6 +120,25 @@ def complete(db: sqlite3.Connection, crawl: int, path: str, discovered: list[str
         raise
 
 
+def forget(db: sqlite3.Connection, crawl: int, path: str) -> None:
+    """The page is gone from the site (404): drop its record and mark the page done, in one transaction."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute("DELETE FROM records WHERE path = ?", (path,))
+        mark_done(db, crawl, path)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def sweep(db: sqlite3.Connection, crawl: int) -> int:
+    """Once every page of the crawl is done: drop the records of pages the crawl no longer reached
+    (products the site took away). Idempotent, so a kill in the middle only means doing it again."""
+    return db.execute("DELETE FROM records WHERE path NOT IN"
+                      " (SELECT path FROM frontier WHERE crawl = ? AND status = 'done')", (crawl,)).rowcount
+
+
 def seconds_until_a_lease_expires(db: sqlite3.Connection, crawl: int) -> float | None:
     """None when every path of the crawl is done; otherwise how long until the first held lease runs out."""
     row = db.execute("SELECT COUNT(*), MIN(CASE WHEN status = 'leased' THEN leased_until END)"
@@ -143,7 +162,13 @@ def wait_for_leases(db: sqlite3.Connection, crawl: int) -> bool:
 
 def scrape(db: sqlite3.Connection, crawl: int, base: str, session: requests.Session, path: str) -> None:
     """Fetch one claimed page and commit what it gave."""
-    html = fetch_page(session, base + path, path)
+    try:
+        html = fetch_page(session, base + path, path)
+    except requests.HTTPError as error:
+        if error.response is None or error.response.status_code != 404 or not path.startswith("/product/"):
+            raise
+        forget(db, crawl, path)  # the product left the site between its listing and its fetch
+        return
     if path.startswith("/list/"):
         complete(db, crawl, path, discovered=PRODUCT_LINK.findall(html) + LISTING_LINK.findall(html))
     else:
@@ -157,6 +182,9 @@ def crawl_site(db: sqlite3.Connection, crawl: int, base: str, session: requests.
         if path is not None:
             scrape(db, crawl, base, session, path)
         elif not wait_for_leases(db, crawl):
+            removed = sweep(db, crawl)
+            if removed:
+                emit("swept", records=removed)
             return
 
 

@@ -85,6 +85,17 @@ def complete(db: psycopg.Connection, crawl: int, path: str, discovered: list[str
         mark_done(db, crawl, path)
 
 
+def forget(db: psycopg.Connection, crawl: int, path: str) -> None:
+    with db.transaction():
+        db.execute("DELETE FROM records WHERE path = %s", (path,))
+        mark_done(db, crawl, path)
+
+
+def sweep(db: psycopg.Connection, crawl: int) -> int:
+    return db.execute("DELETE FROM records WHERE path NOT IN"
+                      " (SELECT path FROM frontier WHERE crawl = %s AND status = 'done')", (crawl,)).rowcount
+
+
 def seconds_until_a_lease_expires(db: psycopg.Connection, crawl: int) -> float | None:
     """None when every path of the crawl is done; otherwise how long until the first held lease runs out."""
     count, seconds = db.execute(
@@ -100,6 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     # The loop, the page handling and the lease wait are the SQLite design's; these are the store.
     idempotent.discover, idempotent.claim, idempotent.complete = discover, claim, complete
     idempotent.seconds_until_a_lease_expires = seconds_until_a_lease_expires
+    idempotent.forget, idempotent.sweep = forget, sweep
     db = open_store(args.dsn)
     emit("ready")
     idempotent.crawl_site(db, args.crawl, args.base, requests.Session(), args.lease)
