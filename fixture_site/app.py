@@ -12,10 +12,12 @@ from flask import Flask, Response, abort, g, request
 from fixture_site.catalog import Catalog
 from fixture_site.request_log import RequestLog
 from fixture_site.toxics import ERROR_STATUS, THROTTLE_STATUS, ToxicDice
+from fixture_site.webhooks import WebhookLog
 
 
 def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_s: float = 0.0,
-               slow_paths: dict[str, float] | None = None, pace_rps: float = 0.0) -> Flask:
+               slow_paths: dict[str, float] | None = None, pace_rps: float = 0.0,
+               webhooks: WebhookLog | None = None) -> Flask:
     """A shop serving `catalog`; every request, 404s included, goes into `request_log`.
 
     `latency_s` delays every answer; `slow_paths` maps a path to how many seconds its answer takes,
@@ -35,6 +37,7 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
     app = Flask("fixture_site")
     app.config["CATALOG"] = catalog  # replaced whole when the site drifts (SiteServer.set_catalog)
     app.config["REQUEST_LOG"] = log = request_log if request_log is not None else RequestLog()
+    app.config["WEBHOOKS"] = deliveries = webhooks if webhooks is not None else WebhookLog()
 
     @app.before_request
     def note_arrival() -> None:
@@ -87,7 +90,23 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
         if item is None:
             abort(404)
         return _page(item.sku, f'<h1 class="name">{item.name}</h1>'
-                               f'<span class="sku">{item.sku}</span> <span class="price">{item.price}</span>')
+                               f'<span class="sku">{item.sku}</span> <span class="price">{item.price}</span>'
+                               f' <img class="photo" src="{item.image_path}" alt="">')
+
+    @app.get("/image/<int:index>.png")
+    def image(index: int):
+        item = app.config["CATALOG"].product(index)
+        if item is None:
+            abort(404)
+        return Response(item.image(), mimetype="image/png")
+
+    @app.post("/webhook")
+    def webhook():
+        payload = request.get_json(silent=True)
+        if not isinstance(payload, dict):
+            return Response("a webhook body is a JSON object\n", 400, mimetype="text/plain")
+        deliveries.record(request.headers.get("Idempotency-Key"), payload)
+        return Response(status=204)
 
     return app
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 from dataclasses import dataclass
 
@@ -10,6 +11,7 @@ DEFAULT_LISTING_PAGES = 25
 DEFAULT_PRODUCTS_PER_PAGE = 20
 # What a product page shows besides its SKU: the fields a design's spec can map its columns to.
 TRUTH_FIELDS = ("price", "name")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,18 @@ class Product:
     @property
     def name(self) -> str:
         return f"Product {self.index}"
+
+    @property
+    def image_path(self) -> str:
+        return f"/image/{self.index}.png"
+
+    def image(self) -> bytes:
+        """The product's picture: bytes that change when the product does (a new price, a new photo)."""
+        return PNG_SIGNATURE + hashlib.sha256(f"{self.sku}:{self.price}".encode()).digest() * 8
+
+    @property
+    def image_hash(self) -> str:
+        return hashlib.sha256(self.image()).hexdigest()
 
     def fields(self) -> dict[str, str]:
         """The product's values as its page shows them, by TRUTH_FIELDS name."""

@@ -11,6 +11,7 @@ from fixture_site.app import create_app
 from fixture_site.catalog import Catalog
 from fixture_site.request_log import RequestLog
 from fixture_site.toxics import ToxicDice
+from fixture_site.webhooks import WebhookLog
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -28,8 +29,9 @@ class SiteServer:
                  slow_paths: dict[str, float] | None = None, pace_rps: float = 0.0) -> None:
         self.catalog = catalog
         self.request_log = RequestLog()
+        self.webhooks = WebhookLog()
         self._app = create_app(catalog, self.request_log, latency_s=latency_s, slow_paths=slow_paths,
-                               pace_rps=pace_rps)
+                               pace_rps=pace_rps, webhooks=self.webhooks)
         self._host = host
         self.toxics: tuple[str, int] | None = None  # (spec, seed) of the faults being injected
         self._server = None

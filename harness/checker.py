@@ -16,6 +16,7 @@ from harness.categories import (EXAMPLES, KillFinding, RecordSets, claim_stalls,
                                  fetched_twice_by_one_start, sort_kills, sort_records)
 from harness.designs import Design
 from harness.drift import all_paths_by_sku, final_catalog, minimum_requests, site_change_times
+from harness.side_effects import check_side_effects, side_effect_problems
 from harness.faults import early_after_throttle, fault_counts, faulted_paths
 from harness.health import requests_per_record
 from harness.history import History
@@ -73,6 +74,7 @@ class RunVerdict:
     site_changes: int = 0  # times the site's content drifted during the run (harness/drift.py)
     missed_changes: int = 0  # records the site changed whose stored last change is older than the site's
     stale_records: int = 0  # of the wrong records, those the site had changed: the store kept an old value
+    side_effects: dict = field(default_factory=dict)  # files, webhooks and counter (harness/side_effects.py)
     scraper_s: float = 0.0  # of wall_s, the time a scraper start was running; the rest was the harness's
     categories: dict = field(default_factory=dict)
     kill_findings: list[dict] = field(default_factory=list)
@@ -135,7 +137,11 @@ def check_run(design: Design, run: int, history: History, catalog: Catalog) -> R
         early_after_throttle=early_after_throttle(history),
         site_changes=len(history.of_type("catalog_changed")), missed_changes=len(records.missed_change),
         stale_records=len(records.stale))
+    effects = check_side_effects(history, catalog, records.distinct) if design.side_effects else None
+    if effects is not None:
+        verdict.side_effects = asdict(effects)
     broken = _broken_promises(design, verdict, history, catalog, records)
+    broken += side_effect_problems(effects) if effects is not None else []
     verdict.findings = [code for code, _ in broken]
     verdict.problems = [message for _, message in broken]
     verdict.valid = not broken
@@ -177,6 +183,11 @@ FINDINGS = {
     "left_leases": "a start finished with claims still held",
     "ignored_retry_after": "a request sooner than a 429's Retry-After asked",
     "missed_change": "a record the site changed whose last_changed did not move",
+    "missing_files": "a product's current image not on disk",
+    "duplicate_files": "a downloaded file that repeats another's bytes, or a partial download left behind",
+    "missing_webhooks": "a current record no webhook announced",
+    "duplicate_webhooks": "a record version announced again under a new idempotency key, or none",
+    "wrong_counter": "a counter that does not equal the records stored",
     "control_without_duplicates": "the naive control kept no duplicate",
 }
 

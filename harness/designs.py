@@ -41,6 +41,8 @@ class StoreSpec:
     written_at: str | None = None  # column with the design's time.time() of the first write
     changed_at: str | None = None  # column with the time.time() of the last change it claims
     leases: str | None = None  # query (or Redis list or set) of the paths claimed but not committed
+    counter: str | None = None  # query of one number the design keeps: how many products it holds
+    files: str | None = None  # template of the directory the design writes downloaded files to
     spec_places: tuple[tuple[str, str], ...] = ()  # (store key, `FILE:LINE` where the spec sets it)
 
     def where(self, key: str) -> str:
@@ -79,6 +81,8 @@ class Design:
     env: tuple[tuple[str, str], ...] = ()
     # Functions of the design's module where a crash matters most; `killtest explore` kills at each line.
     commit_path: tuple[str, ...] = ()
+    # Side effects beyond the store: downloaded files, webhooks, a counter (harness/side_effects.py).
+    side_effects: bool = False
     spec_file: str = ""
 
     @property
@@ -111,6 +115,10 @@ class Design:
     def store_location(self, launch: Launch) -> str:
         """The SQLite or JSON-lines file, or the PostgreSQL DSN, the harness reads the records from."""
         return launch.dsn if self.store.kind in ("postgres", "redis") else self.values(launch)["store"]
+
+    def files_location(self, launch: Launch) -> str | None:
+        """The directory of the design's downloaded files, when its spec names one."""
+        return self.store.files.format_map(self.values(launch)) if self.store.files else None
 
     def arguments(self, launch: Launch) -> list[str]:
         """A Python design's own command-line arguments (what follows `python -m MODULE`)."""

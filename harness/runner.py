@@ -22,9 +22,10 @@ from harness.errors import KilltestError, ScraperStartError
 from harness.history import History
 from harness.processes import Start, spawn
 from harness.schedule import AfterDelay, AtLine, AtRequest, KillSchedule, Redeploy, ServerRestart
-from harness.store import held_leases, stored_records
+from harness.store import held_leases, stored_counter, stored_files, stored_records
 
 DEFAULT_TIME_LIMIT_S = 120.0
+SIDE_EFFECT_PATHS = ("/image/", "/webhook")
 STDERR_TAIL_LINES = 5
 
 
@@ -63,6 +64,7 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
     location = design.store_location(launch)
     history = History()
     site.request_log.clear()
+    site.webhooks.clear()
     began = time.monotonic()
     # Designs stamp their writes with time.time(); this turns such a stamp into history time.
     wall_clock_at_start = time.time()
@@ -174,6 +176,7 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
     _add_requests(history, site, starts, began)
     _add_scraper_events(history, starts, began)
     _add_store_records(history, design, location, wall_clock_at_start, ended - began)
+    _add_side_effects(history, design, launch, location, site, began, ended - began)
     # The time the scrapers ran; the rest of the run's wall time is the harness's own (harness/overhead.py).
     scraper_s = sum(min(start.alive_s, ended - start.started) for start in starts)
     history.add("run_finished", ended - began, outcome=outcome, wall_s=round(ended - began, 4),
@@ -254,8 +257,22 @@ def _add_requests(history: History, site: SiteServer, starts: list[Start], began
     start_times = [s.started for s in starts]
     for served in site.request_log.snapshot():
         start = max((i for i, t in enumerate(start_times) if t <= served.t), default=None)
-        history.add("request", served.t - began, path=served.path, status=served.status, start=start,
+        # A product's image and the design's webhooks are side effects, not pages of the crawl.
+        kind = "side_request" if served.path.startswith(SIDE_EFFECT_PATHS) else "request"
+        history.add(kind, served.t - began, path=served.path, status=served.status, start=start,
                     **({"fault": served.fault} if served.fault else {}))
+
+
+def _add_side_effects(history: History, design: Design, launch: Launch, location: str, site: SiteServer,
+                      began: float, read_at: float) -> None:
+    """What the design did beyond its store: webhooks the site received, files it wrote, its counter."""
+    for delivery in site.webhooks.snapshot():
+        history.add("webhook", delivery.t - began, key=delivery.key, payload=delivery.payload)
+    for name, sha256 in stored_files(design.files_location(launch)):
+        history.add("side_file", read_at, name=name, sha256=sha256)
+    counter = stored_counter(design, location)
+    if design.store.counter is not None:
+        history.add("store_counter", read_at, value=counter)
 
 
 def _add_scraper_events(history: History, starts: list[Start], began: float) -> None:

@@ -32,8 +32,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10 takes the same parser from PyPI
     import tomli as tomllib
 
-DESIGN_KEYS = {"name", "claims_idempotence", "control", "module", "args", "command", "env", "commit_path"}
-STORE_KEYS = {"kind", "path", "records", "key", "fields", "written_at", "changed_at", "leases"}
+DESIGN_KEYS = {"name", "claims_idempotence", "control", "module", "args", "command", "env", "commit_path",
+               "side_effects"}
+STORE_KEYS = {"kind", "path", "records", "key", "fields", "written_at", "changed_at", "leases", "files", "counter"}
 SECTIONS = {"design", "store", "zoo"}  # [zoo]: the scenario that exposes a zoo design's bug (harness/zoo.py)
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -162,6 +163,9 @@ def load_spec(path: str) -> Design:
     if not isinstance(control, bool) or (control and claims):
         raise spec.error("design", "control", "design.control is true only for a design that claims no idempotence"
                                               " and must show what the kills do (the naive design)")
+    side_effects = design.get("side_effects", False)
+    if not isinstance(side_effects, bool):
+        raise spec.error("design", "side_effects", "design.side_effects must be true or false")
     module = spec.string(design, "design", "module")
     command = spec.strings(design, "design", "command")
     if (module is None) == (not command):
@@ -179,7 +183,7 @@ def load_spec(path: str) -> Design:
         name=name, store=_store(spec), claims_idempotence=claims, control=control, module=module,
         args=spec.strings(design, "design", "args"), command_template=command,
         env=tuple(sorted(env.items())), commit_path=spec.strings(design, "design", "commit_path"),
-        spec_file=spec_file)
+        side_effects=side_effects, spec_file=spec_file)
 
 
 def _store(spec: SpecFile) -> StoreSpec:
@@ -201,7 +205,13 @@ def _store(spec: SpecFile) -> StoreSpec:
     leases = spec.string(store, "store", "leases")
     if leases is not None and kind in ("jsonl", "json_files"):
         raise spec.error("store", "leases", "store.leases is a query, so it needs a sqlite or postgres store")
-    return StoreSpec(kind=kind, path=path or "", records=records or "",
+    counter = spec.string(store, "store", "counter")
+    if counter is not None and kind not in ("sqlite", "postgres"):
+        raise spec.error("store", "counter", "store.counter is a query, so it needs a sqlite or postgres store")
+    files = spec.string(store, "store", "files")
+    if files is not None:
+        spec.check_placeholders("store", "files", files)
+    return StoreSpec(kind=kind, path=path or "", records=records or "", counter=counter, files=files,
                      key=spec.string(store, "store", "key") or "sku", fields=_fields(spec, store),
                      written_at=spec.string(store, "store", "written_at"),
                      changed_at=spec.string(store, "store", "changed_at"), leases=leases,

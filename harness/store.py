@@ -6,6 +6,7 @@ to the site's fields, and, when the spec names them, the design's own write and 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -37,6 +38,27 @@ def stored_records(design: Design, location: str) -> list[StoredRecord]:
         return _redis_records(spec, location)
     columns, rows = _query(spec, location, spec.records, "records")
     return [_record(spec, dict(zip(columns, row))) for row in rows]
+
+
+def stored_counter(design: Design, location: str) -> float | None:
+    """The number the design's `store.counter` query returns (None without one, or with no row yet)."""
+    if design.store.counter is None:
+        return None
+    _, rows = _query(design.store, location, design.store.counter, "counter")
+    return _seconds(rows[0][0]) if rows and rows[0] else None
+
+
+def stored_files(directory: str | None) -> list[tuple[str, str]]:
+    """(file name, sha256 of its bytes) for every file in the design's download directory."""
+    if directory is None or not os.path.isdir(directory):
+        return []
+    files = []
+    for name in sorted(os.listdir(directory)):
+        full = os.path.join(directory, name)
+        if os.path.isfile(full):
+            with open(full, "rb") as content:
+                files.append((name, hashlib.sha256(content.read()).hexdigest()))
+    return files
 
 
 def held_leases(design: Design, location: str) -> list[str]:
