@@ -16,10 +16,10 @@ from harness.categories import (EXAMPLES, KillFinding, RecordSets, claim_stalls,
                                  fetched_twice_by_one_start, sort_kills, sort_records)
 from harness.designs import Design
 from harness.drift import all_paths_by_sku, final_catalog, minimum_requests, site_change_times
-from harness.side_effects import check_side_effects, side_effect_problems
 from harness.faults import early_after_throttle, fault_counts, faulted_paths
 from harness.health import requests_per_record
 from harness.history import History
+from harness.side_effects import check_side_effects, side_effect_problems
 
 
 @dataclass

@@ -121,9 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser("bench", help="measure peers under the same kills, catalogs up to 50,000 products"
                                               " and the harness's own cost: results/bench.{json,md,png}")
-    bench.add_argument("--only", default="peers,scale,overhead",
-                       help="which parts to run, comma-joined (default peers,scale,overhead); the others keep"
-                            " their figures from an earlier bench.json")
+    bench.add_argument("--only", default="peers,faults,scale,overhead",
+                       help="which parts to run, comma-joined (default peers,faults,scale,overhead); the others"
+                            " keep their figures from an earlier bench.json")
     bench.add_argument("--peer-design", action="append", default=None,
                        help=f"designs for the peer table (default {','.join(PEER_DESIGNS)})")
     bench.add_argument("--runs", type=_positive(int), default=3, help="runs per peer scenario (default 3)")
@@ -523,10 +523,11 @@ def _command_scale(args, progress: Progress) -> int:
     return EXIT_CHECK_FAILED if broken else 0
 
 
-BENCH_PARTS = ("peers", "scale", "overhead")
+BENCH_PARTS = ("peers", "faults", "scale", "overhead")
 
 
 def _command_bench(args, progress: Progress) -> int:
+    from harness.bench.faults import EFFECT_DESIGNS, FAULT_DESIGNS, run_faults
     from harness.bench.overhead_run import measure_overhead
     from harness.bench.peers import peer_scenarios, run_peers
     from harness.bench.report import plot_peers, plot_scale
@@ -555,6 +556,10 @@ def _command_bench(args, progress: Progress) -> int:
                                      "products": len(catalog.products), "pace_rps": ARTICLE_PACE_RPS, "lease_s": LEASE_S}
         results["peers"] = run_peers(peers, peer_scenarios(args.kills), args.runs, args.seed, catalog,
                                      ARTICLE_PACE_RPS, LEASE_S, work, _command_line(), progress)
+        _write_bench(results, args, path)
+    if "faults" in parts:
+        results["faults"] = run_faults(_designs(list(FAULT_DESIGNS)), _designs(list(EFFECT_DESIGNS)), args.seed,
+                                       build_catalog(), ARTICLE_PACE_RPS, work, _command_line(), progress)
         _write_bench(results, args, path)
     if "scale" in parts:
         results["scale"] = run_scale(scaled, sizes, args.scale_kills, LEASE_S, work, args.work_dir, _command_line(),

@@ -32,21 +32,22 @@ def bench_markdown(results: dict) -> str:
                              f" | {', '.join(r['findings']) or 'none'} |")
             lines.append("")
         lines += ["![peers](bench-peers.png)", ""]
+    if results.get("faults"):
+        lines += _faults_markdown(results["faults"])
     if results.get("scale"):
         lines += ["## The idempotent design as the catalog grows", "",
                   "Unpaced site, SIGKILLs at even shares of the crawl, then a run to the end. *ms a page* is the"
-                  " run's wall time less its lease waits, over its requests (start-ups included); *steady* is the"
-                  " pace while a start was crawling; *frontier* is the design's own"
+                  " run's wall time less its lease waits, over its requests (the four start-ups included);"
+                  " *frontier* is the design's own"
                   " claim-and-commit per page with no network (harness/bench/frontier_cost.py); *the site's"
                   " ceiling* is what one sequential keep-alive client gets from the site (harness/bench/site_rate.py),"
                   " the least a page can take for a design that fetches one at a time.", "",
                   "| products | requests | kills | rows | correct | lost | wall s | lease waits s | ms a page"
-                  " | steady ms a page | frontier ms a page | the site's ceiling, ms a page (requests/s) | findings |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+                  " | frontier ms a page | the site's ceiling, ms a page (requests/s) | findings |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for r in results["scale"]:
             lines.append(f"| {r['products']:,} | {r['requests']:,} | {r['kills']} | {r['rows']:,} | {r['correct']:,}"
                          f" | {r['lost']} | {r['wall_s']:.1f} | {r['lease_wait_s']:.1f} | {r['ms_per_page']:.2f}"
-                         f" | {r['steady_ms_per_page'] or 0:.2f}"
                          f" | {r['frontier_ms_per_page']:.2f} | {r['site_ms_per_page']:.2f}"
                          f" ({r['site_ceiling_rps']:g}) | {', '.join(r['findings']) or 'none'} |")
         lines += ["", "![scale](bench-scale.png)", ""]
@@ -58,6 +59,35 @@ def bench_markdown(results: dict) -> str:
         lines += [f"| {part} | {seconds:.2f} |" for part, seconds in o["parts"].items()]
         lines.append("")
     return "\n".join(lines)
+
+
+def _faults_markdown(cells: list[dict]) -> list[str]:
+    lines = ["## Each fault against each design", "",
+             "One run a cell on the article's site at its pace, with three SIGKILLs at seeded request counts on top"
+             " of the fault. A cell lists the checker's findings (*clean*: none), then the faulted requests and the"
+             " retries the design reported. `killtest bench --only faults` reruns it.", ""]
+    for group in (lambda c: c["fault"] != "side effects", lambda c: c["fault"] == "side effects"):
+        mine = [c for c in cells if group(c)]
+        if not mine:
+            continue
+        designs = list(dict.fromkeys(c["design"] for c in mine))
+        lines += ["| fault | " + " | ".join(designs) + " |", "| --- " * (len(designs) + 1) + "|"]
+        for fault in dict.fromkeys(c["fault"] for c in mine):
+            row = {c["design"]: c for c in mine if c["fault"] == fault}
+            what = row[designs[0]]["what"]
+            lines.append(f"| **{fault}**: {what} | " + " | ".join(_cell(row.get(d)) for d in designs) + " |")
+        lines.append("")
+    return lines
+
+
+def _cell(cell: dict | None) -> str:
+    if cell is None:
+        return "–"
+    if not cell["applies"]:
+        return cell["note"]
+    found = ", ".join(cell["findings"]) or "clean"
+    extra = f" ({cell['faulted_requests']} faults, {cell['retries']} retries)" if cell["faulted_requests"] else ""
+    return f"{found}{extra}"
 
 
 def plot_peers(rows: list[dict], path: str) -> None:
@@ -94,7 +124,6 @@ def plot_scale(rows: list[dict], path: str) -> None:
     products = [r["products"] for r in rows]
     axis.plot(products, [r["ms_per_page"] for r in rows], marker="o",
               label="idempotent design, killed and resumed (wall less lease waits, per request)")
-    axis.plot(products, [r["steady_ms_per_page"] or 0 for r in rows], marker="^", label="the same, while crawling")
     axis.plot(products, [r["frontier_ms_per_page"] for r in rows], marker="s",
               label="its frontier and upsert alone, no network")
     axis.plot(products, [r["site_ms_per_page"] for r in rows], color="black", linestyle="--",

@@ -51,8 +51,6 @@ def run_scale(design: Design, sizes: list[int], kills: int, lease_s: float, out_
                      "requests": verdict.requests, "repeated_requests": verdict.repeated_requests,
                      "wall_s": verdict.wall_s, "lease_wait_s": verdict.lease_wait_s,
                      "ms_per_page": round(1000 * crawling_s / verdict.requests, 3),
-                     # While a start was crawling, start-up and restarts left out: the steady pace.
-                     "steady_ms_per_page": round(1000 / verdict.request_rate, 3) if verdict.request_rate else None,
                      "frontier_ms_per_page": round(1000 * frontier_s, 3),
                      "site_ceiling_rps": site_rps, "site_ms_per_page": round(1000 / site_rps, 3),
                      "findings": verdict.findings})
