@@ -16,7 +16,8 @@ from crawlee.crawlers import ParselCrawler, ParselCrawlingContext
 
 
 async def crawl(base: str) -> None:
-    crawler = ParselCrawler(max_request_retries=0, concurrency_settings=ConcurrencySettings(desired_concurrency=8, max_concurrency=8),
+    # Crawlee's defaults otherwise, its three retries of a failed request included.
+    crawler = ParselCrawler(concurrency_settings=ConcurrencySettings(desired_concurrency=8, max_concurrency=8),
                             configure_logging=False)
 
     @crawler.router.default_handler
