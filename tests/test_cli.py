@@ -37,7 +37,7 @@ def run_killtest(*args, timeout=120):
     (["replay", "--design", "idempotent", "--schedule", "r0"], "bad kill point 'r0'"),
     (["explore", "--design", "nope"], "unknown design 'nope'"),
     (["explore", "--design", "idempotent", "--only", "soon"], "bad kill point 'soon'"),
-    (["bench", "--only", "everything"], "--only takes peers, scale, overhead"),
+    (["bench", "--only", "everything"], "--only takes peers, faults, scale, overhead"),
     (["bench", "--only", "scale", "--sizes", "big"], "--sizes takes comma-joined product counts"),
     (["bench", "--peer-design", "nope"], "unknown design 'nope'"),
 ])
