@@ -38,16 +38,19 @@ def bench_markdown(results: dict) -> str:
         lines += ["## The idempotent design as the catalog grows", "",
                   "Unpaced site, SIGKILLs at even shares of the crawl, then a run to the end. *ms a page* is the"
                   " run's wall time less its lease waits, over its requests (the four start-ups included);"
-                  " *frontier* is the design's own"
+                  " *first tenth → last tenth* is the median gap between requests early and late in the crawl,"
+                  " when the frontier and the store are nearly empty and when they are full; *frontier* is the design's own"
                   " claim-and-commit per page with no network (harness/bench/frontier_cost.py); *the site's"
                   " ceiling* is what one sequential keep-alive client gets from the site (harness/bench/site_rate.py),"
                   " the least a page can take for a design that fetches one at a time.", "",
                   "| products | requests | kills | rows | correct | lost | wall s | lease waits s | ms a page"
-                  " | frontier ms a page | the site's ceiling, ms a page (requests/s) | findings |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+                  " | first tenth → last tenth, ms | frontier ms a page | the site's ceiling, ms a page (requests/s)"
+                  " | findings |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for r in results["scale"]:
             lines.append(f"| {r['products']:,} | {r['requests']:,} | {r['kills']} | {r['rows']:,} | {r['correct']:,}"
                          f" | {r['lost']} | {r['wall_s']:.1f} | {r['lease_wait_s']:.1f} | {r['ms_per_page']:.2f}"
+                         f" | {r.get('first_tenth_ms', 0):.2f} → {r.get('last_tenth_ms', 0):.2f}"
                          f" | {r['frontier_ms_per_page']:.2f} | {r['site_ms_per_page']:.2f}"
                          f" ({r['site_ceiling_rps']:g}) | {', '.join(r['findings']) or 'none'} |")
         lines += ["", "![scale](bench-scale.png)", ""]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import statistics
 
 from fixture_site.catalog import build_catalog
 from fixture_site.server import SiteServer
@@ -10,7 +11,9 @@ from harness.bench.frontier_cost import frontier_seconds_per_page
 from harness.bench.site_rate import measure
 from harness.campaign_runner import CampaignPlan, run_campaign
 from harness.designs import Design
+from harness.history import History
 from harness.progress import Progress
+from harness.report import history_path
 from harness.runner import RunSettings
 from harness.schedule import AtRequest, KillSchedule
 
@@ -23,6 +26,15 @@ def kills_at_quarters(full_crawl_requests: int, kills: int) -> KillSchedule:
     """`kills` SIGKILLs, each after a 1/(kills + 1) share of the crawl: the same shape at every size."""
     step = max(1, full_crawl_requests // (kills + 1))
     return KillSchedule(seed=None, points=tuple(AtRequest(step) for _ in range(kills)))
+
+
+def pace_at_the_ends(history_file: str) -> tuple[float, float]:
+    """The median gap between requests over the crawl's first and last tenth, in ms: whether a page
+    costs more once the frontier and the store are full (medians step over kills and lease waits)."""
+    gaps = [b - a for a, b in zip(*(lambda ts: (ts, ts[1:]))(
+        sorted(e["t"] for e in History.read_jsonl(history_file).of_type("request"))))]
+    tenth = max(1, len(gaps) // 10)
+    return round(1000 * statistics.median(gaps[:tenth]), 3), round(1000 * statistics.median(gaps[-tenth:]), 3)
 
 
 def run_scale(design: Design, sizes: list[int], kills: int, lease_s: float, out_dir: str, work_dir: str | None,
@@ -44,6 +56,7 @@ def run_scale(design: Design, sizes: list[int], kills: int, lease_s: float, out_
                             settings=RunSettings(lease_s=lease_s, time_limit_s=3600.0), out_dir=directory,
                             name="scale", pace_rps=0.0, plot=False, work_dir=work_dir)
         [verdict] = run_campaign(plan, progress).verdicts
+        first_ms, last_ms = pace_at_the_ends(history_path(directory, "scale", design.name, 1))
         crawling_s = verdict.wall_s - verdict.lease_wait_s
         rows.append({"design": design.name, "products": len(catalog.products),
                      "full_crawl_requests": catalog.full_crawl_requests, "kills": verdict.kills,
@@ -52,6 +65,7 @@ def run_scale(design: Design, sizes: list[int], kills: int, lease_s: float, out_
                      "wall_s": verdict.wall_s, "lease_wait_s": verdict.lease_wait_s,
                      "ms_per_page": round(1000 * crawling_s / verdict.requests, 3),
                      "frontier_ms_per_page": round(1000 * frontier_s, 3),
+                     "first_tenth_ms": first_ms, "last_tenth_ms": last_ms,
                      "site_ceiling_rps": site_rps, "site_ms_per_page": round(1000 / site_rps, 3),
                      "findings": verdict.findings})
         progress.done(f"[scale {len(catalog.products):,} products] {rows[-1]['ms_per_page']} ms a page"

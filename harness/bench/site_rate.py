@@ -14,9 +14,12 @@ import time
 
 from harness.designs import PROJECT_ROOT
 
+WINDOWS = 5
+
 
 def measure(base_url: str, paths: list[str], seconds: float = 2.0) -> float:
-    """Requests per second a sequential client got in `seconds`, cycling through `paths`."""
+    """The most requests per second a sequential client got in any fifth of `seconds`, cycling through
+    `paths`: a ceiling, so the best window counts (on two cores a window can lose the CPU to anything)."""
     done = subprocess.run([sys.executable, "-m", "harness.bench.site_rate", base_url, ",".join(paths), str(seconds)],
                           capture_output=True, text=True, timeout=seconds + 60, cwd=PROJECT_ROOT)
     if done.returncode != 0:
@@ -29,11 +32,14 @@ def _client(base_url: str, paths: list[str], seconds: float) -> None:
 
     session = requests.Session()
     session.get(base_url + paths[0]).raise_for_status()  # connect once before the clock starts
-    count, began = 0, time.perf_counter()
-    while time.perf_counter() - began < seconds:
-        session.get(base_url + paths[count % len(paths)]).raise_for_status()
-        count += 1
-    print(json.dumps({"requests_per_s": round(count / (time.perf_counter() - began), 1)}))
+    best, count = 0.0, 0
+    for _ in range(WINDOWS):
+        done, began = 0, time.perf_counter()
+        while time.perf_counter() - began < seconds / WINDOWS:
+            session.get(base_url + paths[count % len(paths)]).raise_for_status()
+            count, done = count + 1, done + 1
+        best = max(best, done / (time.perf_counter() - began))
+    print(json.dumps({"requests_per_s": round(best, 1)}))
 
 
 if __name__ == "__main__":
