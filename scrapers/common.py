@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -125,6 +126,18 @@ def parse_product(html: str) -> dict[str, str]:
     if missing:
         raise ValueError(f"product page without a {' or a '.join(missing)}")
     return {field: match.group(1) for field, match in found.items()}
+
+
+@contextlib.contextmanager
+def immediate_transaction(db):
+    """A SQLite write transaction (the connection is in autocommit mode): all of it or none of it."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
 
 
 def emit(event: str, **fields) -> None:

@@ -24,7 +24,7 @@ import time
 import requests
 
 from scrapers import idempotent
-from scrapers.common import TransientPageError, emit, parse_args, parse_product
+from scrapers.common import TransientPageError, emit, immediate_transaction, parse_args, parse_product
 
 IMAGE = re.compile(r'class="photo" src="([^"]+)"')
 SCHEMA = """
@@ -84,8 +84,7 @@ def recount(db: sqlite3.Connection) -> None:
 def complete(db: sqlite3.Connection, crawl: int, path: str, discovered: list[str] = (),
              record: dict | None = None) -> None:
     """The record, its announcement in the outbox, the recount and the done mark: one transaction."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    with immediate_transaction(db):
         idempotent.discover(db, crawl, list(discovered))
         if record is not None:
             row = idempotent.record_row(path, record)
@@ -97,10 +96,6 @@ def complete(db: sqlite3.Connection, crawl: int, path: str, discovered: list[str
                            (key, json.dumps({**record, "record_id": row[0], "version": row[2]})))
             recount(db)
         idempotent.mark_done(db, crawl, path)
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
     deliver(db)
 
 
@@ -150,26 +145,16 @@ def scrape(db: sqlite3.Connection, crawl: int, base: str, session: requests.Sess
 
 
 def forget(db: sqlite3.Connection, crawl: int, path: str) -> None:
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    with immediate_transaction(db):
         db.execute("DELETE FROM records WHERE path = ?", (path,))
         recount(db)
         idempotent.mark_done(db, crawl, path)
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
 
 
 def sweep(db: sqlite3.Connection, crawl: int) -> int:
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    with immediate_transaction(db):
         removed = ORIGINAL_SWEEP(db, crawl)
         recount(db)
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
     return removed
 
 
