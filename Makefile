@@ -30,7 +30,7 @@ incident: $(STAMP)
 		--schedule r60,d0.3:0.05,r150 --time-limit 20 --name incident --out results || status=$$?; \
 		test $$status -eq 1
 
-# Measurements, not tests (about 20 minutes): Scrapy's JOBDIR and Crawlee beside our designs under the
+# Measurements, not tests (about half an hour): Scrapy's JOBDIR and Crawlee beside our designs under the
 # same kills, the idempotent design at 500, 5,000 and 50,000 products against the site's ceiling, and
 # the harness's own share of make killtest. results/bench.{json,md}, results/bench-*.png
 bench: $(STAMP)

@@ -15,7 +15,7 @@ from harness.categories import (EXAMPLES, KillFinding, RecordSets, claim_stalls,
                                  fetched_again_after_commit,
                                  fetched_twice_by_one_start, sort_kills, sort_records)
 from harness.designs import Design
-from harness.drift import all_paths_by_sku, final_catalog, minimum_requests, site_change_times
+from harness.drift import all_paths_by_sku, catalog_versions, minimum_requests, site_change_times
 from harness.faults import early_after_throttle, fault_counts, faulted_paths
 from harness.health import requests_per_record
 from harness.history import History
@@ -91,7 +91,8 @@ def check_run(design: Design, run: int, history: History, catalog: Catalog) -> R
     started = history.first("run_started")
     finished = history.first("run_finished")
     requests = history.of_type("request")
-    first_catalog, catalog = catalog, final_catalog(catalog, history)  # the store must match the site at the end
+    versions = catalog_versions(catalog, history)
+    first_catalog, catalog = versions[0], versions[-1]  # the store must match the site at the end
     records = sort_records(history, catalog.truth(), site_change_times(history))
     kills = sort_kills(history)
     landed = [k for k in kills if k.status == "landed"]
@@ -125,7 +126,7 @@ def check_run(design: Design, run: int, history: History, catalog: Catalog) -> R
         lease_waits=len(waits), lease_wait_s=round(sum(e.get("seconds", 0.0) for e in waits), 3),
         crawls=crawls, workers=started.get("workers", 1), unreadable_rows=len(records.unreadable),
         rewritten_unchanged=len(records.rewritten_unchanged),
-        refetched_after_commit=len(fetched_again_after_commit(history, all_paths_by_sku(first_catalog, history))),
+        refetched_after_commit=len(fetched_again_after_commit(history, all_paths_by_sku(versions))),
         fetched_twice_by_one_start=len(fetched_twice_by_one_start(history)),
         leases_left_at_exit=sorted({p for e in exits if e["returncode"] == 0 for p in e.get("held_leases", [])}),
         longest_claim_stall_s=max((seconds for _, seconds in claim_stalls(history).values()), default=0.0),

@@ -1,7 +1,7 @@
 """What the site's content drift means for a run's checks, read from the history.
 
 A run whose site drifted has `catalog_changed` events; the catalog the store must match at the end
-is the last version, rebuilt from the first one with the same seed. A record the site changed must
+is the last version, rebuilt from the first one with the same seed (catalog_versions). A record the site changed must
 carry a last change no earlier than the site's; one it never changed must not have moved.
 """
 
@@ -11,15 +11,15 @@ from fixture_site.catalog import Catalog, drifted, parse_drift
 from harness.history import History
 
 
-def final_catalog(catalog: Catalog, history: History) -> Catalog:
-    """The catalog the site served at the end of the run (the first one when it never drifted)."""
+def catalog_versions(catalog: Catalog, history: History) -> list[Catalog]:
+    """Every catalog the site served in the run, first to last (just `catalog` when it never drifted)."""
+    versions = [catalog]
     started = history.first("run_started")
-    if not started or not started.get("drift"):
-        return catalog
-    drift = parse_drift(started["drift"], started.get("drift_seed") or 0)
-    for change in sorted(history.of_type("catalog_changed"), key=lambda e: e["version"]):
-        catalog = drifted(catalog, drift, change["version"])
-    return catalog
+    if started and started.get("drift"):
+        drift = parse_drift(started["drift"], started.get("drift_seed") or 0)
+        for change in sorted(history.of_type("catalog_changed"), key=lambda e: e["version"]):
+            versions.append(drifted(versions[-1], drift, change["version"]))
+    return versions
 
 
 def site_change_times(history: History) -> dict[str, float]:
@@ -31,16 +31,9 @@ def site_change_times(history: History) -> dict[str, float]:
     return times
 
 
-def all_paths_by_sku(catalog: Catalog, history: History) -> dict[str, str]:
+def all_paths_by_sku(versions: list[Catalog]) -> dict[str, str]:
     """Every product's path in any version the run served, by SKU."""
-    paths = dict(catalog.paths_by_sku())
-    started = history.first("run_started")
-    if started and started.get("drift"):
-        drift = parse_drift(started["drift"], started.get("drift_seed") or 0)
-        for change in sorted(history.of_type("catalog_changed"), key=lambda e: e["version"]):
-            catalog = drifted(catalog, drift, change["version"])
-            paths.update(catalog.paths_by_sku())
-    return paths
+    return {sku: path for catalog in versions for sku, path in catalog.paths_by_sku().items()}
 
 
 def minimum_requests(first: Catalog, history: History, crawls: int) -> int:

@@ -167,6 +167,7 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
                             stderr_tail=_tail(failed.stderr_path))
                 break  # an error no restart should paper over
             crawl_done = crawl  # the crawl ended by itself; the next planned crawl, if any, starts afresh
+            drift.cancel_timer()  # a change "during the killed crawl" must not land after it
     finally:
         site.set_request_hook(None)
         drift.restore()
@@ -217,9 +218,12 @@ class _SiteDrift:
                              **changes_between(before, after), products=len(after.products),
                              full_crawl_requests=after.full_crawl_requests)
 
-    def restore(self) -> None:
+    def cancel_timer(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
+
+    def restore(self) -> None:
+        self.cancel_timer()
         with self._lock:
             self.site.set_catalog(self.original)
 
