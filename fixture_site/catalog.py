@@ -164,8 +164,10 @@ def build_catalog(listing_pages: int = DEFAULT_LISTING_PAGES,
         raise ValueError("a catalog needs at least one listing page and one product per page")
     rng = random.Random(f"killtest-catalog:{seed}")
     count = listing_pages * products_per_page
-    # Sampled without replacement so two products never share a SKU, whatever the seed.
-    sku_numbers = rng.sample(range(10_000, 100_000), count)
+    # Sampled without replacement so two products never share a SKU, whatever the seed. Five digits hold
+    # 90,000 products; a bigger catalog draws from a wider range (the smaller ones keep their SKUs).
+    high = 100_000 if count <= 90_000 else 10_000 + 2 * count
+    sku_numbers = rng.sample(range(10_000, high), count)
     products = tuple(
         Product(index=i, sku=f"SKU-{number}", price=f"{rng.randint(100, 99_999) / 100:.2f}")
         for i, number in enumerate(sku_numbers))

@@ -23,3 +23,9 @@ def test_every_product_has_a_unique_sku_and_sits_on_exactly_one_listing_page(pag
     listed = [p for page in range(catalog.listing_pages) for p in catalog.listing(page)[0]]
     assert listed == list(catalog.products)
     assert catalog.listing(catalog.listing_pages - 1)[1] is None
+
+
+def test_a_catalog_bigger_than_five_digit_skus_still_has_one_sku_a_product():
+    catalog = build_catalog(listing_pages=5_000, products_per_page=20)
+    assert len({p.sku for p in catalog.products}) == 100_000
+    assert build_catalog(2, 3).truth() == build_catalog(2, 3).truth()  # small catalogs unchanged by the range
