@@ -17,7 +17,7 @@ from harness.report import history_path
 from harness.runner import RunSettings
 from harness.schedule import AtRequest, KillSchedule
 
-DEFAULT_SIZES = (500, 5_000, 50_000)
+DEFAULT_SIZES = (500, 5_000, 50_000, 100_000)
 PER_PAGE = 20
 SITE_RATE_S = 3.0  # how long the sequential client measures the site's ceiling
 
