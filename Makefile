@@ -30,8 +30,8 @@ incident: $(STAMP)
 		--schedule r60,d0.3:0.05,r150 --time-limit 20 --name incident --out results || status=$$?; \
 		test $$status -eq 1
 
-# Measurements, not tests (about half an hour): Scrapy's JOBDIR and Crawlee beside our designs under the
-# same kills, the idempotent design at 500, 5,000 and 50,000 products against the site's ceiling, and
+# Measurements, not tests (about 35 minutes): Scrapy's JOBDIR and Crawlee beside our designs under the
+# same kills, the idempotent design at 500 to 100,000 products against the site's ceiling, and
 # the harness's own share of make killtest. results/bench.{json,md}, results/bench-*.png
 bench: $(STAMP)
 	$(BIN)/killtest bench --out results

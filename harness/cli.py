@@ -119,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"lease length in seconds for designs that take one (default {LEASE_S:g})")
     _campaign_options(scale, runs_default=1)
 
-    bench = commands.add_parser("bench", help="measure peers under the same kills, catalogs up to 50,000 products"
+    bench = commands.add_parser("bench", help="measure peers under the same kills, catalogs up to 100,000 products"
                                               " and the harness's own cost: results/bench.{json,md,png}")
     bench.add_argument("--only", default="peers,faults,scale,overhead",
                        help="which parts to run, comma-joined (default peers,faults,scale,overhead); the others"

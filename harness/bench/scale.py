@@ -1,4 +1,4 @@
-"""The idempotent design as the catalog grows: 500 to 50,000 products, killed and resumed at each size."""
+"""The idempotent design as the catalog grows: 500 to 100,000 products, killed and resumed at each size."""
 
 from __future__ import annotations
 
