@@ -117,6 +117,10 @@ def _inject(dice: ToxicDice, log: RequestLog):
     if delay_s:
         time.sleep(delay_s)
     g.fault = fault
+    if fault in ("error", "throttle"):
+        # Read the body the view will not: left in the socket, a POST's body would be parsed as the
+        # next request on the kept-alive connection.
+        request.get_data()
     if fault == "error":
         return Response("the shop is having a moment\n", ERROR_STATUS, mimetype="text/plain")
     if fault == "throttle":

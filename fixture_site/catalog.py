@@ -12,6 +12,7 @@ DEFAULT_PRODUCTS_PER_PAGE = 20
 # What a product page shows besides its SKU: the fields a design's spec can map its columns to.
 TRUTH_FIELDS = ("price", "name")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+PNG_END = b"\x00\x00\x00\x00IEND\xaeB`\x82"  # the empty IEND chunk every PNG file ends with
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,9 @@ class Product:
         return f"/image/{self.index}.png"
 
     def image(self) -> bytes:
-        """The product's picture: bytes that change when the product does (a new price, a new photo)."""
-        return PNG_SIGNATURE + hashlib.sha256(f"{self.sku}:{self.price}".encode()).digest() * 8
+        """The product's picture: bytes that change when the product does (a new price, a new photo),
+        framed as a PNG is, so a client can tell a whole file (it ends in the IEND chunk) from a cut one."""
+        return PNG_SIGNATURE + hashlib.sha256(f"{self.sku}:{self.price}".encode()).digest() * 8 + PNG_END
 
     @property
     def image_hash(self) -> str:

@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--name", default="killtest", help="base name of the result files (default killtest)")
     run.add_argument("--schedule", default=None,
                      help="exact kill points instead of timed kills, comma-joined: t<seconds>, r<request>,"
-                          " l:<file>:<line>:<hit> (for example r5,l:scrapers/idempotent.py:116:2); see harness/schedule.py")
+                          " l:<file>:<line>:<hit> (for example r5,l:scrapers/idempotent.py:117:2); see harness/schedule.py")
 
     replay = commands.add_parser("replay", help="run one design once on one schedule, as a failure printed it")
     replay.add_argument("--design", action="append", required=True, help="the design to run")
@@ -491,14 +491,20 @@ def _command_zoo(args, progress: Progress) -> int:
     return EXIT_CHECK_FAILED if wrong else 0
 
 
+def _counts(text: str, option: str, what: str, example: str) -> list[int]:
+    """A comma-joined list of whole numbers of 1 or more, or a one-line error naming the option."""
+    try:
+        counts = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise KilltestError(f"{option} takes comma-joined {what} of 1 or more, for example {example}, not {text!r}")
+    return counts
+
+
 def _command_scale(args, progress: Progress) -> int:
     designs = _designs(args.design)
-    try:
-        counts = [int(x) for x in args.workers_list.split(",") if x.strip()]
-    except ValueError:
-        raise KilltestError(f"--workers-list takes comma-joined worker counts, not {args.workers_list!r}") from None
-    if not counts or min(counts) < 1:
-        raise KilltestError("--workers-list needs one or more worker counts of 1 or more")
+    counts = _counts(args.workers_list, "--workers-list", "worker counts", "1,2,4")
     _prepare_dirs(args)
     campaigns = []
     for workers in counts:
@@ -537,12 +543,7 @@ def _command_bench(args, progress: Progress) -> int:
     unknown = [p for p in parts if p not in BENCH_PARTS]
     if unknown or not parts:
         raise KilltestError(f"--only takes {', '.join(BENCH_PARTS)}, comma-joined, not {args.only!r}")
-    try:
-        sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
-    except ValueError:
-        raise KilltestError(f"--sizes takes comma-joined product counts, for example 500,5000, not {args.sizes!r}") from None
-    if not sizes or min(sizes) < 1:
-        raise KilltestError("--sizes needs one or more catalog sizes of 1 product or more")
+    sizes = _counts(args.sizes, "--sizes", "product counts", "500,5000")
     peers = _designs(args.peer_design or list(PEER_DESIGNS))
     scaled = design_named(args.scale_design)
     os.makedirs(os.path.join(args.out, "bench"), exist_ok=True)

@@ -99,9 +99,7 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
             else:
                 site.set_request_hook(trigger.count_and_kill_if_due)
             if current is None:  # a point that hit one worker leaves the start running
-                if crawl > drift.crawl_served and settings.drift is not None:
-                    drift.change_now()  # the site changed between the crawls
-                    drift.crawl_served = crawl
+                drift.before_crawl(crawl)
                 index = len(starts)
                 current = spawn(design, replace(launch, crawl=crawl), index, settings.workers,
                                 point if isinstance(point, AtLine) else None, launcher)
@@ -202,6 +200,12 @@ class _SiteDrift:
         self.crawl_served = 1  # the crawl the site's current catalog was made for
         self._timer: threading.Timer | None = None
         self._lock = threading.Lock()
+
+    def before_crawl(self, crawl: int) -> None:
+        """A re-crawl meets a site that changed since the crawl before it."""
+        if self.drift is not None and crawl > self.crawl_served:
+            self.change_now()
+            self.crawl_served = crawl
 
     def schedule(self, after_s: float) -> None:
         self._timer = threading.Timer(after_s, self.change_now)

@@ -9,12 +9,12 @@ A point is one of:
   The site cannot see inside the scraper; for an exact point after the answer, use a line;
 - `s0.5`: 0.5 s after the start, the store's own server (PostgreSQL or Redis, the harness's private
   one) is SIGKILLed and started again on the same data, and the start's workers are killed with it;
-- `l:scrapers/idempotent.py:116:2`: at the 2nd execution of line 116 of that file, inside the
+- `l:scrapers/idempotent.py:117:2`: at the 2nd execution of line 117 of that file, inside the
   scraper's own process, by a tracer the harness starts there (exact; Python designs only).
 A timed point or a redeploy may end with `@K` to hit worker K alone (of `--workers N`): the others go
 on, and worker K is started again at once, as a platform restarts one pod. `d0.3:0.05@1,d0.2:0.05@2`
 is a rolling redeploy of two workers. Its delay counts from the previous point's kill.
-Points are written joined by commas, `r5,l:scrapers/idempotent.py:116:2,t0.3`, which is also what
+Points are written joined by commas, `r5,l:scrapers/idempotent.py:117:2,t0.3`, which is also what
 `killtest run --schedule` takes, so any schedule can be replayed from one command.
 """
 
@@ -171,7 +171,7 @@ def parse_point(text: str) -> KillPoint:
         pass
     raise KilltestError(f"bad kill point {text!r}: write t<seconds>, r<request number>[+], d<seconds>:<grace>,"
                         " s<seconds> or l:<file>:<line>:<hit>, for example t0.4, r5, r5+, d0.5:0.1, s0.5 or"
-                        " l:scrapers/idempotent.py:116:1; t and d points may end with @<worker>")
+                        " l:scrapers/idempotent.py:117:1; t and d points may end with @<worker>")
 
 
 def parse_schedule(text: str) -> KillSchedule:

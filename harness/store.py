@@ -45,7 +45,7 @@ def stored_counter(design: Design, location: str) -> float | None:
     if design.store.counter is None:
         return None
     _, rows = _query(design.store, location, design.store.counter, "counter")
-    return _seconds(rows[0][0]) if rows and rows[0] else None
+    return float(rows[0][0]) if rows and rows[0] and rows[0][0] is not None else None
 
 
 def stored_files(directory: str | None) -> list[tuple[str, str]]:

@@ -59,8 +59,8 @@ def fetch(session, url: str) -> str:
     return response.text
 
 
-# Retries of one page before the design gives up on it (a raise: the start exits, its lease brings the
-# page back to a later start). The waits double from RETRY_BASE_S, or follow the site's Retry-After.
+# Retries of one page before the design gives up on it for now (it leaves the page claimed: its lease
+# brings it back to a later claim). The waits double from RETRY_BASE_S, or follow the site's Retry-After.
 MAX_ATTEMPTS = 5
 RETRY_BASE_S = 0.1
 MAX_RETRY_WAIT_S = 2.0
@@ -82,33 +82,42 @@ def fetch_page(session, url: str, path: str = "") -> str:
     Safe only because every write downstream is idempotent (seeds/000: make retries safe first, then
     make them frequent). A 4xx other than 429 is the page's answer, not a fault: it raises at once.
     """
-    for attempt in range(1, MAX_ATTEMPTS + 1):
+    # A page cut short can still be valid HTTP (a proxy's Content-Length agrees with what it sent).
+    return with_retries(lambda: exchange(session, "GET", url, whole=lambda r: "</html>" in r.text[-64:]),
+                        path or url).text
+
+
+def with_retries(attempt, what: str):
+    """attempt()'s result; a TransientPageError is retried after a doubling wait or the site's
+    Retry-After, each retry a `retry` event, and raised once MAX_ATTEMPTS are spent."""
+    for number in range(1, MAX_ATTEMPTS + 1):
         try:
-            return _fetch_whole(session, url)
+            return attempt()
         except TransientPageError as error:
-            if attempt == MAX_ATTEMPTS:
+            if number == MAX_ATTEMPTS:
                 raise
-            wait_s = error.wait_s if error.wait_s is not None else RETRY_BASE_S * 2 ** (attempt - 1)
+            wait_s = error.wait_s if error.wait_s is not None else RETRY_BASE_S * 2 ** (number - 1)
             wait_s = min(wait_s, MAX_RETRY_WAIT_S)
-            emit("retry", path=path or url, reason=error.reason, attempt=attempt, wait_s=wait_s)
+            emit("retry", path=what, reason=error.reason, attempt=number, wait_s=wait_s)
             time.sleep(wait_s)
     raise AssertionError("unreachable")
 
 
-def _fetch_whole(session, url: str) -> str:
+def exchange(session, method: str, url: str, whole=lambda response: True, **kwargs):
+    """One request and its response, or a TransientPageError for a dropped connection, a 429 or 5xx
+    (with its Retry-After) and a body `whole` does not accept; any other HTTP error raises as it is."""
     import requests
 
     try:
-        response = session.get(url, timeout=FETCH_TIMEOUT_S)
+        response = session.request(method, url, timeout=FETCH_TIMEOUT_S, **kwargs)
     except (requests.ConnectionError, requests.Timeout) as error:
         raise TransientPageError(f"{type(error).__name__}") from error
     if response.status_code == 429 or response.status_code >= 500:
         raise TransientPageError(f"HTTP {response.status_code}", _retry_after(response.headers.get("Retry-After")))
     response.raise_for_status()
-    # A page cut short can still be valid HTTP (a proxy's Content-Length agrees with what it sent).
-    if "</html>" not in response.text[-64:]:
+    if not whole(response):
         raise TransientPageError("truncated body")
-    return response.text
+    return response
 
 
 def _retry_after(value: str | None) -> float | None:

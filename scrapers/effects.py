@@ -19,19 +19,19 @@ import json
 import os
 import re
 import sqlite3
-import time
 
 import requests
 
 from scrapers import idempotent
-from scrapers.common import TransientPageError, emit, immediate_transaction, parse_args, parse_product
+from scrapers.common import (TransientPageError, emit, exchange, immediate_transaction, parse_args, parse_product,
+                             with_retries)
 
 IMAGE = re.compile(r'class="photo" src="([^"]+)"')
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS outbox (key TEXT PRIMARY KEY, payload TEXT NOT NULL, sent INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS stats (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
-DELIVERY_ATTEMPTS = 5
+PNG_END = b"\x00\x00\x00\x00IEND\xaeB`\x82"  # a PNG file ends with this chunk; a cut one does not
 
 
 class Effects:
@@ -102,46 +102,26 @@ def complete(db: sqlite3.Connection, crawl: int, path: str, discovered: list[str
 def deliver(db: sqlite3.Connection) -> None:
     """Send every queued announcement not yet acknowledged, each with its idempotency key."""
     for key, payload in db.execute("SELECT key, payload FROM outbox WHERE sent = 0 ORDER BY rowid").fetchall():
-        for attempt in range(1, DELIVERY_ATTEMPTS + 1):
-            try:
-                response = EFFECTS.session.post(EFFECTS.base + "/webhook", data=payload, timeout=10,
-                                                headers={"Idempotency-Key": key, "Content-Type": "application/json"})
-                if response.ok:
-                    break
-            except (requests.ConnectionError, requests.Timeout):
-                pass
-            time.sleep(0.1 * 2 ** (attempt - 1))
-        else:
+        try:
+            with_retries(lambda: exchange(EFFECTS.session, "POST", EFFECTS.base + "/webhook", data=payload,
+                                          headers={"Idempotency-Key": key, "Content-Type": "application/json"}),
+                         "/webhook")
+        except (TransientPageError, requests.HTTPError):
             return  # the receiver is down: the outbox keeps them for the next delivery
         db.execute("UPDATE outbox SET sent = 1 WHERE key = ?", (key,))
 
 
-def fetch_image(url: str) -> bytes:
-    for attempt in range(1, DELIVERY_ATTEMPTS + 1):
-        try:
-            response = EFFECTS.session.get(url, timeout=10)
-            if response.ok and response.content.startswith(b"\x89PNG"):
-                return response.content
-        except (requests.ConnectionError, requests.Timeout):
-            pass
-        time.sleep(0.1 * 2 ** (attempt - 1))
-    raise TransientPageError(f"image {url} did not arrive")
-
-
-def scrape(db: sqlite3.Connection, crawl: int, base: str, session: requests.Session, path: str) -> None:
-    if not path.startswith("/product/"):
-        return ORIGINAL_SCRAPE(db, crawl, base, session, path)
-    try:
-        html = idempotent.fetch_page(session, base + path, path)
-    except requests.HTTPError as error:
-        if error.response is None or error.response.status_code != 404:
-            raise
-        return forget(db, crawl, path)
+def product_with_image(html: str) -> dict:
+    """The product page's record, with its image downloaded (retried as a page is, a cut file too) and
+    named by content."""
     record = parse_product(html)
     source = IMAGE.search(html)
     if source is not None:
-        record["image"] = save_image(EFFECTS.images, fetch_image(base + source.group(1)))
-    complete(db, crawl, path, record=record)
+        image = with_retries(lambda: exchange(EFFECTS.session, "GET", EFFECTS.base + source.group(1),
+                                              whole=lambda r: r.content.endswith(PNG_END)),
+                             source.group(1)).content
+        record["image"] = save_image(EFFECTS.images, image)
+    return record
 
 
 def forget(db: sqlite3.Connection, crawl: int, path: str) -> None:
@@ -158,7 +138,7 @@ def sweep(db: sqlite3.Connection, crawl: int) -> int:
     return removed
 
 
-ORIGINAL_SCRAPE, ORIGINAL_SWEEP = idempotent.scrape, idempotent.sweep
+ORIGINAL_SWEEP = idempotent.sweep
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -171,7 +151,9 @@ def main(argv: list[str] | None = None) -> None:
     EFFECTS = Effects(args.base, images, session)
     db = idempotent.open_store(args.db)
     db.executescript(SCHEMA)
-    idempotent.scrape, idempotent.complete, idempotent.forget, idempotent.sweep = scrape, complete, forget, sweep
+    # The design's own loop and page handling, with these in place of its parser and its transactions.
+    idempotent.parse_product, idempotent.complete = product_with_image, complete
+    idempotent.forget, idempotent.sweep = forget, sweep
     emit("ready")
     deliver(db)  # what a killed start queued but did not send
     idempotent.crawl_site(db, args.crawl, args.base, session, args.lease)

@@ -20,7 +20,8 @@ import time
 
 import requests
 
-from scrapers.common import FIRST_PAGE, LISTING_LINK, PRODUCT_LINK, emit, fetch_page, parse_args, parse_product
+from scrapers.common import (FIRST_PAGE, LISTING_LINK, PRODUCT_LINK, TransientPageError, emit, fetch_page, parse_args,
+                             parse_product)
 
 SOURCE = "killtest-fixture-shop"
 
@@ -161,18 +162,26 @@ def wait_for_leases(db: sqlite3.Connection, crawl: int) -> bool:
 
 
 def scrape(db: sqlite3.Connection, crawl: int, base: str, session: requests.Session, path: str) -> None:
-    """Fetch one claimed page and commit what it gave."""
+    """Fetch one claimed page and commit what it gave.
+
+    A page that kept failing is left claimed: its lease runs out and a later claim, by this start or
+    another, tries it again. Exiting instead would stop every other page with it.
+    """
     try:
         html = fetch_page(session, base + path, path)
+        record = None if path.startswith("/list/") else parse_product(html)
     except requests.HTTPError as error:
         if error.response is None or error.response.status_code != 404 or not path.startswith("/product/"):
             raise
         forget(db, crawl, path)  # the product left the site between its listing and its fetch
         return
-    if path.startswith("/list/"):
+    except TransientPageError as error:
+        emit("page_deferred", path=path, reason=error.reason)
+        return
+    if record is None:
         complete(db, crawl, path, discovered=PRODUCT_LINK.findall(html) + LISTING_LINK.findall(html))
     else:
-        complete(db, crawl, path, record=parse_product(html))
+        complete(db, crawl, path, record=record)
 
 
 def crawl_site(db: sqlite3.Connection, crawl: int, base: str, session: requests.Session, lease_s: float) -> None:

@@ -39,6 +39,7 @@ def run_killtest(*args, timeout=120):
     (["explore", "--design", "idempotent", "--only", "soon"], "bad kill point 'soon'"),
     (["bench", "--only", "everything"], "--only takes peers, faults, scale, overhead"),
     (["bench", "--only", "scale", "--sizes", "big"], "--sizes takes comma-joined product counts"),
+    (["scale", "--design", "idempotent", "--workers-list", "2,0"], "--workers-list takes comma-joined worker counts"),
     (["bench", "--peer-design", "nope"], "unknown design 'nope'"),
 ])
 def test_bad_input_is_one_line_and_exit_status_2(args, says, tmp_path):
@@ -120,7 +121,7 @@ def test_explore_exits_1_and_prints_a_replay_when_a_design_that_claims_idempoten
 
 
 def test_explore_passes_the_idempotent_design(tmp_path):
-    done = run_killtest("explore", "--design", "idempotent", "--only", "r3,r5,l:scrapers/idempotent.py:116:2",
+    done = run_killtest("explore", "--design", "idempotent", "--only", "r3,r5,l:scrapers/idempotent.py:117:2",
                         "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "3 crash points, 0 broken" in done.stderr

@@ -87,7 +87,7 @@ def test_idempotent_design_keeps_its_promises_at_any_crash_points_on_any_catalog
 
 
 def test_an_exact_schedule_gives_the_same_outcome_on_every_repeat(small_site, launchers):
-    schedule = parse_schedule("r5,l:scrapers/idempotent.py:116:2,r1")
+    schedule = parse_schedule("r5,l:scrapers/idempotent.py:117:2,r1")
     outcomes = [fingerprint(*kill_test(design_named("idempotent"), schedule, small_site, launchers))
                 for _ in range(3)]
     assert outcomes[0] == outcomes[1] == outcomes[2]
@@ -104,7 +104,7 @@ def fingerprint(history, verdict):
 def test_a_pre_forked_start_behaves_like_a_new_interpreter(small_site, launchers):
     # Outcomes are exact when no lease runs out while a start boots: here 1.5 s against a 0.2-0.4 s boot.
     long_lease = RunSettings(lease_s=1.5, time_limit_s=60)
-    schedule = parse_schedule("r5,l:scrapers/idempotent.py:116:2")
+    schedule = parse_schedule("r5,l:scrapers/idempotent.py:117:2")
     outcomes = []
     for pool in (None, launchers):
         with tempfile.TemporaryDirectory(prefix="killtest-fuzz-") as work_dir:

@@ -34,6 +34,24 @@ def test_idempotent_side_effects_survive_kills_as_one_file_one_announcement_and_
     assert effects["counter"] == 18
 
 
+def test_a_cut_or_refused_image_and_a_failed_webhook_are_retried_not_stored_broken(tmp_path):
+    from fixture_site.toxics import parse_toxics
+
+    design = design_named("idempotent-effects")
+    with SiteServer(build_catalog(3, 6, seed=9)) as site:
+        # A cut PNG still starts like one: only its missing IEND chunk tells it apart.
+        site.set_toxics(parse_toxics("truncate=0.15,error=0.05,reset=0.05"), 3)
+        history = run_kill_test(design, parse_schedule("r11"), site, str(tmp_path),
+                                RunSettings(lease_s=0.5, time_limit_s=60))
+        verdict = check_run(design, 1, history, site.catalog)
+    faulted = {e["path"].split("/")[1] for e in history.of_type("side_request") if e.get("fault")}
+    assert faulted == {"image", "webhook"}, faulted  # the seed hits both kinds of side request
+    # And /product/13 fails five times in a row: the start leaves it claimed and goes on; its lease brings it back.
+    assert [e["path"] for e in history.of_type("scraper_event") if e["name"] == "page_deferred"] == ["/product/13"]
+    assert verdict.valid, verdict.problems
+    assert verdict.side_effects["files"] == 18 and verdict.side_effects["duplicate_notifications"] == 0
+
+
 def test_naive_side_effects_duplicate_files_and_webhooks_and_inflate_the_counter(tmp_path):
     verdict = run("naive-effects", "r20", tmp_path)  # six products stored before the kill, then again
     assert {"duplicate_files", "duplicate_webhooks", "wrong_counter"} <= set(verdict.findings), verdict.problems
