@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, settings
 
 from fixture_site.catalog import build_catalog
 from fixture_site.server import SiteServer
-from harness.designs import Design, StoreSpec
+from harness.design.model import Design, StoreSpec
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from harness.baseline import Thresholds, compare, load_baseline, regressions
+from harness.check.baseline import Thresholds, compare, load_baseline, regressions
 from harness.errors import KilltestError
 
 

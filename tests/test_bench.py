@@ -8,12 +8,12 @@ import sys
 
 from harness.bench.frontier_cost import frontier_seconds_per_page
 from harness.bench.overhead_run import MAKE_KILLTEST_ARGS
-from harness.bench.scale import kills_at_quarters
-from harness.designs import PROJECT_ROOT
+from harness.bench.catalog_scale import kills_at_quarters
+from harness.design.model import PROJECT_ROOT
 from harness.history import History
-from harness.overhead import PhaseClock, overhead_breakdown
-from harness.schedule import AtRequest
-from harness.timeline import lease_waits
+from harness.running.phase_clock import PhaseClock, overhead_breakdown
+from harness.faults.schedule import AtRequest
+from harness.report.timeline import lease_waits
 
 
 def test_the_overhead_run_is_the_command_make_killtest_runs():

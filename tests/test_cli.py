@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from harness.designs import PROJECT_ROOT
+from harness.design.model import PROJECT_ROOT
 
 REQUIRED_FIELDS = {"design", "run", "seed", "kills", "rows", "distinct_records", "correct_records",
                    "missing_records", "requests", "repeated_requests", "duplicate_ratio", "wall_s", "valid"}

@@ -8,12 +8,12 @@ from hypothesis import find, given, note, settings, strategies as st
 
 from fixture_site.catalog import build_catalog
 from fixture_site.server import SiteServer
-from harness.checker import check_run
-from harness.registry import design_named
-from harness.explore import commit_path_lines, explore
-from harness.prefork import Zygote
-from harness.runner import RunSettings, run_kill_test
-from harness.schedule import AfterDelay, AtLine, AtRequest, KillSchedule, parse_schedule
+from harness.check.checker import check_run
+from harness.design.registry import design_named
+from harness.running.exploration import commit_path_lines, explore
+from harness.running.prefork import Zygote
+from harness.running.runner import RunSettings, run_kill_test
+from harness.faults.schedule import AfterDelay, AtLine, AtRequest, KillSchedule, parse_schedule
 
 # The catalog `killtest replay --listing-pages 2 --per-page 3` builds, so a printed replay is exact.
 CATALOG = build_catalog(listing_pages=2, products_per_page=3)  # 8 requests for a full crawl

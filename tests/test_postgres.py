@@ -5,15 +5,15 @@ import os
 import psutil
 import pytest
 
-from harness.checker import check_run
+from harness.check.checker import check_run
 from harness.errors import KilltestError
-from harness.registry import design_named
-from harness.runner import RunSettings, run_kill_test
-from harness.schedule import parse_schedule
+from harness.design.registry import design_named
+from harness.running.runner import RunSettings, run_kill_test
+from harness.faults.schedule import parse_schedule
 from harness.servers.common import REQUIRE_SERVERS_VARIABLE, ServerUnavailable, servers_required
-from harness.servers.postgres import PrivatePostgres
-from harness.spec import load_spec
-from harness.store import stored_records
+from harness.servers.private_postgres import PrivatePostgres
+from harness.design.specfile import load_spec
+from harness.design.stores import stored_records
 
 
 @pytest.fixture(scope="module")

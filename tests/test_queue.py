@@ -6,12 +6,12 @@ import psutil
 import pytest
 
 from fixture_site.server import SiteServer
-from harness.checker import check_run
-from harness.registry import design_named
-from harness.runner import RunSettings, run_kill_test
-from harness.schedule import parse_schedule
+from harness.check.checker import check_run
+from harness.design.registry import design_named
+from harness.running.runner import RunSettings, run_kill_test
+from harness.faults.schedule import parse_schedule
 from harness.servers.common import REQUIRE_SERVERS_VARIABLE, ServerUnavailable, servers_required
-from harness.servers.redis import PrivateRedis
+from harness.servers.private_redis import PrivateRedis
 
 
 def start_redis():

@@ -7,11 +7,11 @@ import psutil
 import pytest
 
 from fixture_site.server import SiteServer
-from harness.checker import check_run
-from harness.registry import design_named
+from harness.check.checker import check_run
+from harness.design.registry import design_named
 from harness.errors import ScraperStartError
-from harness.runner import RunSettings, run_kill_test
-from harness.schedule import parse_schedule, timed_schedule
+from harness.running.runner import RunSettings, run_kill_test
+from harness.faults.schedule import parse_schedule, timed_schedule
 from tests.conftest import fixture_design
 
 # Kills early in each start, so that on any machine the 525-page crawl is still running when they land.

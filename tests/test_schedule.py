@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from harness.errors import KilltestError
-from harness.schedule import (AfterDelay, AtLine, AtRequest, Redeploy, parse_schedule, redeploy_schedule,
+from harness.faults.schedule import (AfterDelay, AtLine, AtRequest, Redeploy, parse_schedule, redeploy_schedule,
                               request_schedule, run_seeds, timed_schedule)
 
 

@@ -6,9 +6,9 @@ import subprocess
 import sys
 import time
 
-from harness.designs import PROJECT_ROOT, Launch
-from harness.registry import design_named
-from harness.store import stored_records
+from harness.design.model import PROJECT_ROOT, Launch
+from harness.design.registry import design_named
+from harness.design.stores import stored_records
 
 
 def pairs(records):

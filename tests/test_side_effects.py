@@ -6,14 +6,14 @@ import pytest
 
 from fixture_site.catalog import build_catalog
 from fixture_site.server import SiteServer
-from harness.checker import check_run
+from harness.check.checker import check_run
 from harness.errors import KilltestError
 from harness.history import History
-from harness.registry import design_named
-from harness.runner import RunSettings, run_kill_test
-from harness.schedule import parse_schedule
-from harness.side_effects import check_side_effects, side_effect_problems
-from harness.spec import load_spec
+from harness.design.registry import design_named
+from harness.running.runner import RunSettings, run_kill_test
+from harness.faults.schedule import parse_schedule
+from harness.check.side_effects import check_side_effects, side_effect_problems
+from harness.design.specfile import load_spec
 
 
 def run(name, schedule, tmp_path):

@@ -4,10 +4,10 @@ import textwrap
 
 import pytest
 
-from harness.designs import Launch
+from harness.design.model import Launch
 from harness.errors import KilltestError
-from harness.registry import BUILT_IN_DESIGNS, design_named
-from harness.spec import load_spec
+from harness.design.registry import BUILT_IN_DESIGNS, design_named
+from harness.design.specfile import load_spec
 
 STORE = """
 [store]

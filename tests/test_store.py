@@ -6,8 +6,8 @@ import sqlite3
 import pytest
 
 from harness.errors import KilltestError
-from harness.spec import load_spec
-from harness.store import held_leases, stored_records
+from harness.design.specfile import load_spec
+from harness.design.stores import held_leases, stored_records
 
 
 def spec(tmp_path, store):

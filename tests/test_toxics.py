@@ -6,13 +6,13 @@ import requests
 from fixture_site.catalog import build_catalog
 from fixture_site.server import SiteServer
 from fixture_site.toxics import ToxicDice, ToxicSpecError, parse_toxics
-from harness.checker import check_run
-from harness.faults import early_after_throttle
-from harness.categories import fetched_twice_by_one_start
+from harness.check.checker import check_run
+from harness.check.network_faults import early_after_throttle
+from harness.check.categories import fetched_twice_by_one_start
 from harness.history import History
-from harness.registry import design_named
-from harness.runner import RunSettings, run_kill_test
-from harness.schedule import parse_schedule
+from harness.design.registry import design_named
+from harness.running.runner import RunSettings, run_kill_test
+from harness.faults.schedule import parse_schedule
 
 ALL_FAULTS = "error=0.05,throttle=0.04,reset=0.04,truncate=0.04,timeout=0.02,hold=0.3,latency=0.001,jitter=0.001"
 

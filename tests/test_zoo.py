@@ -2,8 +2,9 @@
 
 import pytest
 
-from harness.checker import FINDINGS
-from harness.zoo import run_zoo, zoo_entries
+from harness.check.checker import FINDINGS
+from harness.faults.zoo_scenarios import zoo_entries
+from harness.running.zoo_runs import run_zoo
 
 ENTRIES = zoo_entries()
 

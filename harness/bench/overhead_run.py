@@ -8,8 +8,8 @@ import subprocess
 import sys
 import time
 
-from harness.designs import PROJECT_ROOT
-from harness.overhead import overhead_breakdown
+from harness.design.model import PROJECT_ROOT
+from harness.running.phase_clock import overhead_breakdown
 
 # The experiment `make killtest` runs (keep in step with the Makefile's EXPERIMENT and killtest target).
 MAKE_KILLTEST_ARGS = ["run", "--design", "naive", "--design", "idempotent", "--runs", "5", "--kills", "10",

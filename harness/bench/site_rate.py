@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from harness.designs import PROJECT_ROOT
+from harness.design.model import PROJECT_ROOT
 
 WINDOWS = 5
 

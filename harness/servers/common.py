@@ -133,7 +133,7 @@ class PrivateServer:
         """SIGKILL the server and every process it started, and reap those handed to this process.
 
         PostgreSQL's backends put themselves in sessions of their own, so killing the server's group
-        misses them; and a harness that is a child subreaper (harness.prefork) inherits them when the
+        misses them; and a harness that is a child subreaper (harness.running.prefork) inherits them when the
         server dies, so unreaped they would stay as zombies.
         """
         try:

@@ -7,7 +7,7 @@ helper that forks the start and exits at once, so the start is orphaned and hand
 which has made itself a child subreaper (prctl PR_SET_CHILD_SUBREAPER). The harness then reaps the
 start itself and reads the exit status the kernel reports, -9 for SIGKILL, as with subprocess.
 
-    python -m harness.prefork MODULE      (driven by Zygote below; one JSON request a line on stdin)
+    python -m harness.running.prefork MODULE      (driven by Zygote below; one JSON request a line on stdin)
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import subprocess
 import sys
 import traceback
 
-from harness.designs import Design
+from harness.design.model import Design
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -55,7 +55,7 @@ class Zygote:
         if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
         self.design = design
-        self._process = subprocess.Popen([sys.executable, "-m", "harness.prefork", design.module],
+        self._process = subprocess.Popen([sys.executable, "-m", "harness.running.prefork", design.module],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                          env=design.environment(), start_new_session=True)
         if self._process.stdout.readline().strip() != "ready":
@@ -94,7 +94,7 @@ def _run_start(module: str, request: dict) -> None:
     os.dup2(devnull, 0)
     os.close(devnull)
     if request["kill_at"]:
-        from harness.tracepoint import install
+        from harness.faults.tracer import install
 
         install(*request["kill_at"])
     sys.argv = [module, *request["arguments"]]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from harness.baseline import FigureDiff, regressions
-from harness.checker import RunVerdict
+from harness.check.baseline import FigureDiff, regressions
+from harness.check.checker import RunVerdict
 from harness.published import PUBLISHED_NAIVE_ROWS_PER_PRODUCT, PUBLISHED_WALL_S
 
 # Which columns of the article's table belong to which shipped design.
@@ -27,7 +27,7 @@ class Campaign:
     complete: bool = False
     interrupted: bool = False
     health_warnings: list[str] = field(default_factory=list)  # runs above the health threshold (not failures)
-    timing: dict = field(default_factory=dict)  # seconds per phase (harness/overhead.py)
+    timing: dict = field(default_factory=dict)  # seconds per phase (harness/running/phase_clock.py)
 
     @property
     def regressions(self) -> list[str]:

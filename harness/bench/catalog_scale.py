@@ -9,13 +9,13 @@ from fixture_site.catalog import build_catalog
 from fixture_site.server import SiteServer
 from harness.bench.frontier_cost import frontier_seconds_per_page
 from harness.bench.site_rate import measure
-from harness.campaign_runner import CampaignPlan, run_campaign
-from harness.designs import Design
+from harness.running.orchestrator import CampaignPlan, run_campaign
+from harness.design.model import Design
 from harness.history import History
-from harness.progress import Progress
-from harness.report import history_path
-from harness.runner import RunSettings
-from harness.schedule import AtRequest, KillSchedule
+from harness.running.progress import Progress
+from harness.report.writer import history_path
+from harness.running.runner import RunSettings
+from harness.faults.schedule import AtRequest, KillSchedule
 
 DEFAULT_SIZES = (500, 5_000, 50_000, 100_000)
 PER_PAGE = 20

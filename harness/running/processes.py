@@ -14,17 +14,17 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from harness.designs import PROJECT_ROOT, Design, Launch
+from harness.design.model import PROJECT_ROOT, Design, Launch
 from harness.errors import ScraperStartError
-from harness.schedule import AtLine
-from harness.tracepoint import ENVIRONMENT_VARIABLE
+from harness.faults.schedule import AtLine
+from harness.faults.tracer import ENVIRONMENT_VARIABLE
 
 POLL_S = 0.005
 
 
 @dataclass
 class Worker:
-    process: subprocess.Popen  # or a harness.prefork.ForkedProcess
+    process: subprocess.Popen  # or a harness.running.prefork.ForkedProcess
     stdout_path: str
     stderr_path: str
 
@@ -194,7 +194,7 @@ def reap_group(group: int, patience_s: float = 2.0) -> None:
 def _reap_orphans_in(group: int) -> None:
     """Reap the dead members of `group` that were handed to this process.
 
-    A harness that pre-forks is a child subreaper (harness.prefork), so what a killed start left
+    A harness that pre-forks is a child subreaper (harness.running.prefork), so what a killed start left
     behind becomes our child when it dies; as a zombie it would keep the group alive.
     """
     for child in psutil.Process().children():

@@ -11,18 +11,18 @@ from dataclasses import dataclass
 from fixture_site.catalog import Catalog
 from fixture_site.server import SiteServer
 from fixture_site.toxics import Toxics
-from harness.baseline import Thresholds, compare
-from harness.campaign import Campaign
-from harness.checker import check_run, compare_designs, per_run_wins
-from harness.designs import Design
-from harness.health import DEFAULT_HEALTH_THRESHOLD, health_warning
-from harness.overhead import PhaseClock
-from harness.prefork import Zygote
-from harness.progress import Progress
-from harness.report import history_path, write_json, write_results
-from harness.runner import RunSettings, run_kill_test
-from harness.schedule import KillSchedule
-from harness.servers.stores import StoreServers
+from harness.check.baseline import Thresholds, compare
+from harness.report.campaign import Campaign
+from harness.check.checker import check_run, compare_designs, per_run_wins
+from harness.design.model import Design
+from harness.check.health import DEFAULT_HEALTH_THRESHOLD, health_warning
+from harness.running.phase_clock import PhaseClock
+from harness.running.prefork import Zygote
+from harness.running.progress import Progress
+from harness.report.writer import history_path, write_json, write_results
+from harness.running.runner import RunSettings, run_kill_test
+from harness.faults.schedule import KillSchedule
+from harness.servers.for_stores import StoreServers
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class CampaignPlan:
     check_faster: bool = False  # fail unless idempotent designs beat the naive control in total wall time
     seed: int | None = None  # the base seed of timed schedules, for the record
     kill_delay_s: tuple[float, float] | None = None
-    baseline_runs: tuple[dict, ...] = ()  # the runs of a saved campaign to compare with (harness/baseline.py)
+    baseline_runs: tuple[dict, ...] = ()  # the runs of a saved campaign to compare with (harness/check/baseline.py)
     thresholds: Thresholds = Thresholds()
     toxics: Toxics | None = None  # network faults the site injects (fixture_site.toxics)
     toxic_seed: int = 1  # run r rolls its faults with toxic_seed + r - 1, the same for every design

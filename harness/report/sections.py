@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness.published import KILLS_PER_RUN, PRODUCTS, PUBLISHED_RUNS, published_run
-from harness.baseline import diff_table
-from harness.campaign import PUBLISHED_COLUMNS, Campaign, summarise
+from harness.check.baseline import diff_table
+from harness.report.campaign import PUBLISHED_COLUMNS, Campaign, summarise
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Judge one run from its history and the site's ground truth; plain data out.
 
 The history holds everything: starts, kills, requests, and the records the store held at the end.
-Every figure below is derived from the categories in harness.categories, not counted a second way.
+Every figure below is derived from the categories in harness.check.categories, not counted a second way.
 """
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from fixture_site.catalog import Catalog
-from harness.categories import (EXAMPLES, KillFinding, RecordSets, claim_stalls, crawls_by_start,
+from harness.check.categories import (EXAMPLES, KillFinding, RecordSets, claim_stalls, crawls_by_start,
                                  fetched_again_after_commit,
                                  fetched_twice_by_one_start, sort_kills, sort_records)
-from harness.designs import Design
-from harness.drift import all_paths_by_sku, catalog_versions, minimum_requests, site_change_times
-from harness.faults import early_after_throttle, fault_counts, faulted_paths
-from harness.health import requests_per_record
+from harness.design.model import Design
+from harness.check.drift import all_paths_by_sku, catalog_versions, minimum_requests, site_change_times
+from harness.check.network_faults import early_after_throttle, fault_counts, faulted_paths
+from harness.check.health import requests_per_record
 from harness.history import History
-from harness.side_effects import check_side_effects, side_effect_problems
+from harness.check.side_effects import check_side_effects, side_effect_problems
 
 
 @dataclass
@@ -65,16 +65,16 @@ class RunVerdict:
     leases_left_at_exit: list[str] = field(default_factory=list)  # claims a start left when it said it was done
     # The longest a page claimed by a killed start waited for another start to fetch it (seconds).
     longest_claim_stall_s: float = 0.0
-    requests_per_record: float = 0.0  # the article's health metric (harness/health.py)
-    faults: dict = field(default_factory=dict)  # requests that met each network fault (harness/faults.py)
+    requests_per_record: float = 0.0  # the article's health metric (harness/check/health.py)
+    faults: dict = field(default_factory=dict)  # requests that met each network fault (harness/check/network_faults.py)
     faulted_requests: int = 0
     retries: int = 0  # retries the design reported (its `retry` events)
     lost_after_fault: int = 0  # lost records whose product page had met a fault: the design gave up on them
     early_after_throttle: int = 0  # requests sooner than a 429's Retry-After allowed
-    site_changes: int = 0  # times the site's content drifted during the run (harness/drift.py)
+    site_changes: int = 0  # times the site's content drifted during the run (harness/check/drift.py)
     missed_changes: int = 0  # records the site changed whose stored last change is older than the site's
     stale_records: int = 0  # of the wrong records, those the site had changed: the store kept an old value
-    side_effects: dict = field(default_factory=dict)  # files, webhooks and counter (harness/side_effects.py)
+    side_effects: dict = field(default_factory=dict)  # files, webhooks and counter (harness/check/side_effects.py)
     scraper_s: float = 0.0  # of wall_s, the time a scraper start was running; the rest was the harness's
     categories: dict = field(default_factory=dict)
     kill_findings: list[dict] = field(default_factory=list)

@@ -8,7 +8,7 @@ compared per design over all its runs, in forms that do not depend on how many r
 | lost records | higher | every design |
 | wrong or unexpected records | higher | every design |
 | runs that broke a promise | a larger share | every design |
-| findings (harness.checker.FINDINGS) | a code the baseline never reported | every design |
+| findings (harness.check.checker.FINDINGS) | a code the baseline never reported | every design |
 | rows per product, worst run | higher | designs that claim idempotence |
 | repeated requests per landed kill | higher by more than `max_extra_repeats` | designs that claim idempotence |
 | mean wall time per run | higher by more than `max_slowdown_pct` percent | every design |

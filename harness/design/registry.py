@@ -5,9 +5,9 @@ from __future__ import annotations
 import glob
 import os
 
-from harness.designs import PROJECT_ROOT, Design
+from harness.design.model import PROJECT_ROOT, Design
 from harness.errors import KilltestError
-from harness.spec import load_spec
+from harness.design.specfile import load_spec
 
 # The built-in designs are specs like any user's: scrapers/*.toml, the bug zoo in scrapers/zoo/ and
 # other frameworks' crawlers in scrapers/peers/ (which need the `peers` extra to run).

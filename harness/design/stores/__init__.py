@@ -12,7 +12,7 @@ import os
 import sqlite3
 from dataclasses import dataclass, field
 
-from harness.designs import Design, StoreSpec
+from harness.design.model import Design, StoreSpec
 from harness.errors import KilltestError
 
 

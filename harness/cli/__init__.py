@@ -14,27 +14,29 @@ import sys
 from fixture_site.catalog import DEFAULT_LISTING_PAGES, DEFAULT_PRODUCTS_PER_PAGE, Drift, build_catalog, parse_drift
 from fixture_site.server import SiteServer
 from fixture_site.toxics import Toxics, ToxicSpecError, parse_toxics
-from harness.campaign import Campaign, summarise
+from harness.report.campaign import Campaign, summarise
 from harness.bench.peers import PEER_DESIGNS
-from harness.bench.scale import DEFAULT_SIZES
-from harness.baseline import (DEFAULT_MAX_EXTRA_REPEATS, DEFAULT_MAX_SLOWDOWN_PCT, Thresholds, diff_table,
+from harness.bench.catalog_scale import DEFAULT_SIZES
+from harness.check.baseline import (DEFAULT_MAX_EXTRA_REPEATS, DEFAULT_MAX_SLOWDOWN_PCT, Thresholds, diff_table,
                               load_baseline)
-from harness.campaign_runner import CampaignPlan, run_campaign
-from harness.registry import design_named
+from harness.running.orchestrator import CampaignPlan, run_campaign
+from harness.design.registry import design_named
 from harness.errors import KilltestError
-from harness.health import DEFAULT_HEALTH_THRESHOLD
-from harness.explore import explore
+from harness.check.health import DEFAULT_HEALTH_THRESHOLD
+from harness.running.exploration import explore
 from harness.files import write_atomically
-from harness.prefork import Zygote
-from harness.progress import Progress
+from harness.running.prefork import Zygote
+from harness.running.progress import Progress
 from harness.published import (ARTICLE_PACE_RPS, KILL_DELAY_S, KILLS_PER_RUN, LEASE_S, PUBLISHED_NAIVE_ROWS_PER_PRODUCT,
                                RUNS_PER_DESIGN)
-from harness.render import exploration_markdown
-from harness.scaling import plot_scaling, scaling_markdown, scaling_rows
-from harness.runner import DEFAULT_TIME_LIMIT_S, RunSettings
-from harness.schedule import ServerRestart, parse_schedule, run_seeds, timed_schedule
-from harness.servers.stores import StoreServers
-from harness.zoo import run_zoo, selected, zoo_entries, zoo_markdown
+from harness.report.render import exploration_markdown
+from harness.report.scaling_table import plot_scaling, scaling_markdown, scaling_rows
+from harness.running.runner import DEFAULT_TIME_LIMIT_S, RunSettings
+from harness.faults.schedule import ServerRestart, parse_schedule, run_seeds, timed_schedule
+from harness.servers.for_stores import StoreServers
+from harness.faults.zoo_scenarios import selected, zoo_entries
+from harness.report.zoo_table import zoo_markdown
+from harness.running.zoo_runs import run_zoo
 
 # Exact-point runs use a small catalog whose pages take milliseconds: a 0.2 s lease is still 50 times the
 # slowest page, and it keeps the wait for a killed start's lease from dominating the run.
@@ -94,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--name", default="killtest", help="base name of the result files (default killtest)")
     run.add_argument("--schedule", default=None,
                      help="exact kill points instead of timed kills, comma-joined: t<seconds>, r<request>,"
-                          " l:<file>:<line>:<hit> (for example r5,l:scrapers/idempotent.py:117:2); see harness/schedule.py")
+                          " l:<file>:<line>:<hit> (for example r5,l:scrapers/idempotent.py:117:2); see harness/faults/schedule.py")
 
     replay = commands.add_parser("replay", help="run one design once on one schedule, as a failure printed it")
     replay.add_argument("--design", action="append", required=True, help="the design to run")
@@ -245,7 +247,7 @@ def _slow_pages(texts: list[str]) -> tuple[tuple[str, float], ...]:
 
 def _baseline_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--baseline", default=None, metavar="JSON",
-                         help="a saved killtest.json: fail when a design regresses against it (see harness/baseline.py)")
+                         help="a saved killtest.json: fail when a design regresses against it (see harness/check/baseline.py)")
     command.add_argument("--max-slowdown", type=_not_negative(float), default=DEFAULT_MAX_SLOWDOWN_PCT, metavar="PCT",
                          help="with --baseline: how much slower, in percent of mean wall time per run, still passes"
                               f" (default {DEFAULT_MAX_SLOWDOWN_PCT:g})")
@@ -533,11 +535,11 @@ BENCH_PARTS = ("peers", "faults", "scale", "overhead")
 
 
 def _command_bench(args, progress: Progress) -> int:
-    from harness.bench.faults import EFFECT_DESIGNS, FAULT_DESIGNS, run_faults
+    from harness.bench.fault_table import EFFECT_DESIGNS, FAULT_DESIGNS, run_faults
     from harness.bench.overhead_run import measure_overhead
     from harness.bench.peers import peer_scenarios, run_peers
-    from harness.bench.report import plot_peers, plot_scale
-    from harness.bench.scale import run_scale
+    from harness.bench.bench_tables import plot_peers, plot_scale
+    from harness.bench.catalog_scale import run_scale
 
     parts = [p.strip() for p in args.only.split(",") if p.strip()]
     unknown = [p for p in parts if p not in BENCH_PARTS]
@@ -588,7 +590,7 @@ def _earlier_bench(path: str) -> dict:
 
 
 def _write_bench(results: dict, args, path: str) -> None:
-    from harness.bench.report import bench_markdown
+    from harness.bench.bench_tables import bench_markdown
 
     write_atomically(path, json.dumps(results, indent=2) + "\n")
     write_atomically(os.path.join(args.out, "bench.md"), bench_markdown(results))

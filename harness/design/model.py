@@ -1,6 +1,6 @@
 """A scraper design as killtest sees it: how to start it, and where and how it keeps its records.
 
-Designs are described by TOML specs (harness/spec.py); the built-in ones are specs too
+Designs are described by TOML specs (harness/design/specfile.py); the built-in ones are specs too
 (scrapers/*.toml). A spec's strings may hold placeholders that each start fills in:
 
 | placeholder | what it becomes |
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from harness.errors import KilltestError
 
-PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLACEHOLDERS = ("base_url", "work_dir", "store", "lease_s", "crawl", "dsn", "python", "spec_dir")
 STORE_KINDS = ("sqlite", "jsonl", "json_files", "postgres", "redis")
 
@@ -81,7 +81,7 @@ class Design:
     env: tuple[tuple[str, str], ...] = ()
     # Functions of the design's module where a crash matters most; `killtest explore` kills at each line.
     commit_path: tuple[str, ...] = ()
-    # Side effects beyond the store: downloaded files, webhooks, a counter (harness/side_effects.py).
+    # Side effects beyond the store: downloaded files, webhooks, a counter (harness/check/side_effects.py).
     side_effects: bool = False
     spec_file: str = ""
 
@@ -126,14 +126,14 @@ class Design:
         return [part.format_map(values) for part in self.args]
 
     def command(self, launch: Launch, traced: bool = False) -> list[str]:
-        """The start's argv; `traced` runs a Python design under harness.tracepoint, which kills it at a line."""
+        """The start's argv; `traced` runs a Python design under harness.faults.tracer, which kills it at a line."""
         if self.module is None:
             if traced:
                 raise KilltestError(f"design {self.name!r} is not a Python module, so its lines cannot be traced;"
                                     " use request (r5) or timed (t0.4) kill points")
             values = self.values(launch)
             return [part.format_map(values) for part in self.command_template]
-        runner = ["-m", "harness.tracepoint", self.module] if traced else ["-m", self.module]
+        runner = ["-m", "harness.faults.tracer", self.module] if traced else ["-m", self.module]
         return [sys.executable, *runner, *self.arguments(launch)]
 
     def environment(self, launch: Launch | None = None, **extra: str) -> dict[str, str]:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from harness.designs import Design
-from harness.servers.postgres import PrivatePostgres
-from harness.servers.redis import PrivateRedis
+from harness.design.model import Design
+from harness.servers.private_postgres import PrivatePostgres
+from harness.servers.private_redis import PrivateRedis
 
 
 class StoreServers:

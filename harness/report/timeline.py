@@ -7,7 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from harness.categories import claim_stalls  # noqa: E402
+from harness.check.categories import claim_stalls  # noqa: E402
 from harness.files import replacing  # noqa: E402
 from harness.history import History  # noqa: E402
 

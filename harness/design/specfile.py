@@ -13,7 +13,7 @@
     fields = ["price"]
 
 Every mistake is one line that names the file and the line to fix. The placeholders are listed in
-harness/designs.py; the README has a complete example.
+harness/design/model.py; the README has a complete example.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import re
 import string
 import sys
 
-from harness.designs import PLACEHOLDERS, STORE_KINDS, Design, StoreSpec
+from harness.design.model import PLACEHOLDERS, STORE_KINDS, Design, StoreSpec
 from harness.errors import KilltestError
 from fixture_site.catalog import TRUTH_FIELDS
 
@@ -35,7 +35,7 @@ else:  # pragma: no cover - Python 3.10 takes the same parser from PyPI
 DESIGN_KEYS = {"name", "claims_idempotence", "control", "module", "args", "command", "env", "commit_path",
                "side_effects"}
 STORE_KEYS = {"kind", "path", "records", "key", "fields", "written_at", "changed_at", "leases", "files", "counter"}
-SECTIONS = {"design", "store", "zoo"}  # [zoo]: the scenario that exposes a zoo design's bug (harness/zoo.py)
+SECTIONS = {"design", "store", "zoo"}  # [zoo]: the scenario that exposes a zoo design's bug (harness/faults/zoo_scenarios.py)
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.campaign import Campaign
+from harness.report.campaign import Campaign
 from harness.files import replacing
 
 

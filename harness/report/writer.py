@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import os
 
-from harness.campaign import Campaign, to_json
+from harness.report.campaign import Campaign, to_json
 from harness.files import write_atomically
-from harness.render import markdown, summary_page
+from harness.report.render import markdown, summary_page
 
 
 def history_path(out_dir: str, name: str, design: str, run: int) -> str:
@@ -44,8 +44,8 @@ def write_results(campaign: Campaign, out_dir: str, name: str, plot: bool = True
     if plot_file:
         # matplotlib is slow to import: only when plots are wanted
         from harness.history import History
-        from harness.plot import plot_campaign
-        from harness.timeline import plot_timeline
+        from harness.report.campaign_plot import plot_campaign
+        from harness.report.timeline import plot_timeline
 
         plot_campaign(campaign, f"{base}.png")
         os.makedirs(os.path.join(out_dir, "timelines"), exist_ok=True)

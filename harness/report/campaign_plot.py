@@ -8,7 +8,7 @@ matplotlib.use("Agg")  # files only; no display is needed or wanted
 import matplotlib.pyplot as plt  # noqa: E402
 
 from harness.published import published_run  # noqa: E402
-from harness.campaign import PUBLISHED_COLUMNS, Campaign  # noqa: E402
+from harness.report.campaign import PUBLISHED_COLUMNS, Campaign  # noqa: E402
 from harness.files import replacing  # noqa: E402
 
 

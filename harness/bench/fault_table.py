@@ -11,11 +11,11 @@ from dataclasses import dataclass, replace
 
 from fixture_site.catalog import Catalog, Drift
 from fixture_site.toxics import parse_toxics
-from harness.campaign_runner import CampaignPlan, run_campaign
-from harness.designs import Design
-from harness.progress import Progress
-from harness.runner import RunSettings
-from harness.schedule import request_schedule
+from harness.running.orchestrator import CampaignPlan, run_campaign
+from harness.design.model import Design
+from harness.running.progress import Progress
+from harness.running.runner import RunSettings
+from harness.faults.schedule import request_schedule
 
 FAULT_DESIGNS = ("naive", "idempotent", "queue-bullmq", "scrapy-jobdir", "crawlee-fs")
 EFFECT_DESIGNS = ("naive-effects", "idempotent-effects")

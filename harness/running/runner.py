@@ -1,6 +1,6 @@
 """Start a scraper, SIGKILL it on schedule, restart it, let the last start finish; write the history.
 
-Each start is one or more worker processes (harness.processes), each in a process group of its own,
+Each start is one or more worker processes (harness.running.processes), each in a process group of its own,
 so a kill reaches every process the scraper made. Whatever happens, timeouts and Ctrl+C included,
 no process outlives the run.
 """
@@ -17,12 +17,12 @@ from typing import Callable
 
 from fixture_site.catalog import Drift, changes_between, drifted
 from fixture_site.server import SiteServer
-from harness.designs import Design, Launch
+from harness.design.model import Design, Launch
 from harness.errors import KilltestError, ScraperStartError
 from harness.history import History
-from harness.processes import Start, spawn
-from harness.schedule import AfterDelay, AtLine, AtRequest, KillSchedule, Redeploy, ServerRestart
-from harness.store import held_leases, stored_counter, stored_files, stored_records
+from harness.running.processes import Start, spawn
+from harness.faults.schedule import AfterDelay, AtLine, AtRequest, KillSchedule, Redeploy, ServerRestart
+from harness.design.stores import held_leases, stored_counter, stored_files, stored_records
 
 DEFAULT_TIME_LIMIT_S = 120.0
 SIDE_EFFECT_PATHS = ("/image/", "/webhook")
@@ -51,7 +51,7 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
                   dsn: str = "", restart_store: Callable[[], float] | None = None) -> History:
     """Kill-test `design` once against `site`; its store goes in `work_dir` (or the database `dsn`).
 
-    Returns the run's history. `launcher`, a harness.prefork.Zygote for this design, forks each start
+    Returns the run's history. `launcher`, a harness.running.prefork.Zygote for this design, forks each start
     instead of executing a new interpreter: the same process behaviour without the start-up cost.
     `restart_store` crashes and restarts the store's server (for `s` kill points).
     """
@@ -176,7 +176,7 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
     _add_scraper_events(history, starts, began)
     _add_store_records(history, design, location, wall_clock_at_start, ended - began)
     _add_side_effects(history, design, launch, location, site, began, ended - began)
-    # The time the scrapers ran; the rest of the run's wall time is the harness's own (harness/overhead.py).
+    # The time the scrapers ran; the rest of the run's wall time is the harness's own (harness/running/phase_clock.py).
     scraper_s = sum(min(start.alive_s, ended - start.started) for start in starts)
     history.add("run_finished", ended - began, outcome=outcome, wall_s=round(ended - began, 4),
                 scraper_s=round(scraper_s, 4))

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from fixture_site.server import SiteServer
-from harness.checker import check_run
-from harness.designs import PROJECT_ROOT, Design
-from harness.runner import RunSettings, run_kill_test
-from harness.schedule import AtLine, AtRequest, KillPoint, KillSchedule
+from harness.check.checker import check_run
+from harness.design.model import PROJECT_ROOT, Design
+from harness.running.runner import RunSettings, run_kill_test
+from harness.faults.schedule import AtLine, AtRequest, KillPoint, KillSchedule
 
 EXPLORE_HITS = (1, 2)  # the first and second execution of each line: a listing page, then a product
 
@@ -86,7 +86,7 @@ def explore(design: Design, site: SiteServer, settings: RunSettings, work_dir: s
             fresh_dsn: Callable[[], str] = lambda: "") -> Exploration:
     """Kill `design` at each point in turn (all crash points by default) and check every outcome.
 
-    `launcher` (a harness.prefork.Zygote) forks each start instead of starting a new interpreter;
+    `launcher` (a harness.running.prefork.Zygote) forks each start instead of starting a new interpreter;
     `fresh_dsn` gives each point an empty database, for a design with a PostgreSQL store.
     """
     strict = dataclasses.replace(design, claims_idempotence=True)

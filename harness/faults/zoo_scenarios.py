@@ -1,0 +1,114 @@
+"""The bug zoo's scenarios, read from the [zoo] tables of the zoo designs' specs.
+
+Each zoo design's spec (scrapers/zoo/*.toml) carries a [zoo] table: the mistake, the finding the
+checker must report, and the scenario that exposes it (a kill schedule, and where needed a lease,
+a slow page or a re-crawl). harness.running.zoo_runs runs them; harness.report.zoo_table shows them.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from fixture_site.catalog import parse_drift
+from harness.check.checker import FINDINGS
+from harness.design.model import Design
+from harness.design.registry import BUILT_IN_DESIGNS
+from harness.design.specfile import SpecFile
+from harness.errors import KilltestError
+from harness.faults.schedule import parse_schedule
+
+# The correct design every zoo design is run beside, on the same scenario: it must come out clean.
+REFERENCE = "idempotent"
+ZOO_LISTING_PAGES, ZOO_PER_PAGE = 2, 3  # 6 products, 8 requests: a scenario runs in about a second
+SCENARIO_KEYS = {"mistake", "expect", "schedule", "control_schedule", "lease", "recrawls", "slow_pages", "time_limit",
+                 "drift"}
+ZOO_DRIFT_SEED = 1
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What exposes one mistake: the kills, the lease, slow pages and re-crawls."""
+
+    schedule: str
+    control_schedule: str  # the same kills for the correct design; differs only where a point names a zoo line
+    lease_s: float = 1.0
+    recrawls: int = 0
+    slow_pages: tuple[tuple[str, float], ...] = ()
+    time_limit_s: float = 20.0
+    drift: str = ""  # how the site changes before each re-crawl (fixture_site.catalog.parse_drift)
+
+    def describe(self) -> str:
+        """The scenario in a table cell: the kills, then whatever else it needs."""
+        parts = [f"`{self.schedule}`", f"lease {self.lease_s:g} s"]
+        parts += [f"{path} takes {seconds:g} s" for path, seconds in self.slow_pages]
+        if self.recrawls:
+            parts.append(f"then {self.recrawls} re-crawl{'s' if self.recrawls > 1 else ''}")
+        if self.drift:
+            parts.append(f"the site drifting ({self.drift}) before it")
+        return ", ".join(parts)
+
+    def replay_command(self, design: str) -> str:
+        words = ["killtest", "replay", "--design", design, "--schedule", self.schedule, "--listing-pages",
+                 str(ZOO_LISTING_PAGES), "--per-page", str(ZOO_PER_PAGE), "--lease", f"{self.lease_s:g}",
+                 "--time-limit", f"{self.time_limit_s:g}", "--no-prefork"]
+        if self.recrawls:
+            words += ["--recrawls", str(self.recrawls)]
+        if self.drift:
+            words += ["--drift", self.drift, "--drift-seed", str(ZOO_DRIFT_SEED)]
+        for path, seconds in self.slow_pages:
+            words += ["--slow-page", f"{path}={seconds:g}"]
+        return shlex.join(words)
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    design: Design
+    mistake: str
+    expect: str  # a finding code of harness.check.checker.FINDINGS
+    scenario: Scenario
+
+
+def zoo_entries() -> list[ZooEntry]:
+    """Every built-in design whose spec has a [zoo] table, in name order."""
+    entries = []
+    for design in sorted(BUILT_IN_DESIGNS.values(), key=lambda d: d.name):
+        spec = SpecFile(design.spec_file)
+        table = spec.data.get("zoo")
+        if table is not None:
+            entries.append(_entry(design, spec, table))
+    return entries
+
+
+def _entry(design: Design, spec: SpecFile, table: dict) -> ZooEntry:
+    unknown = set(table) - SCENARIO_KEYS
+    if unknown:
+        raise spec.error("zoo", sorted(unknown)[0], f"unknown key zoo.{sorted(unknown)[0]}")
+    if table.get("expect") not in FINDINGS:
+        raise spec.error("zoo", "expect", f"zoo.expect must be one of {', '.join(FINDINGS)}")
+    for key in ("schedule", "control_schedule"):
+        if key in table:
+            parse_schedule(table[key])  # a bad schedule is refused before anything runs
+    slow = tuple((str(path), float(seconds)) for path, seconds in table.get("slow_pages", {}).items())
+    scenario = Scenario(schedule=table["schedule"], control_schedule=table.get("control_schedule", table["schedule"]),
+                        lease_s=float(table.get("lease", 1.0)),
+                        recrawls=int(table.get("recrawls", 0)), slow_pages=slow,
+                        time_limit_s=float(table.get("time_limit", 20.0)), drift=str(table.get("drift", "")))
+    if scenario.drift:
+        try:
+            parse_drift(scenario.drift)
+        except ValueError as error:
+            raise spec.error("zoo", "drift", f"zoo.drift: {error}") from None
+    return ZooEntry(design, table["mistake"], table["expect"], scenario)
+
+
+def selected(entries: list[ZooEntry], only: str | None) -> list[ZooEntry]:
+    if not only:
+        return entries
+    wanted = [name.strip() for name in only.split(",") if name.strip()]
+    known = {e.design.name for e in entries}
+    for name in wanted:
+        if name not in known:
+            raise KilltestError(f"{name!r} is not in the zoo; the zoo holds: {', '.join(sorted(known))}")
+    return [e for e in entries if e.design.name in wanted]
+
