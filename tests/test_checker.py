@@ -6,7 +6,8 @@ import pytest
 
 from fixture_site.catalog import build_catalog
 from harness.check.categories import fetched_twice_by_one_start
-from harness.check.checker import check_run, compare_designs, per_run_wins
+from harness.check.checker import check_run
+from harness.check.compare import compare_designs, per_run_wins
 from harness.design.registry import BUILT_IN_DESIGNS
 from harness.history import History
 
@@ -95,15 +96,28 @@ def test_a_run_that_never_finished_is_a_liveness_failure():
     assert any(p.startswith("liveness") for p in v.problems)
 
 
-def test_a_run_where_no_kill_landed_fails_loudly():
+def test_a_run_where_no_kill_landed_proved_nothing_so_its_verdict_is_unknown_not_valid():
     missed = [{"returncode": 0}, {"returncode": 0}]
     v = check(IDEMPOTENT, history(missed), truth())
-    assert v.kills == 0 and any("no kill landed" in p for p in v.problems)
+    assert v.kills == 0 and v.validity == "unknown" and not v.valid
+    assert v.findings == ["no_kill_landed"] and v.checks["kills_landed"] == "unknown"
+    assert v.problems == ["no kill landed on a start at work (0 before work, 2 missed), so this run proved nothing"]
+
+
+def test_a_broken_promise_beside_a_kill_that_never_landed_is_invalid_not_unknown():
+    missed = [{"returncode": 0}, {"returncode": 0}]
+    v = check(IDEMPOTENT, history(missed), truth()[1:])
+    assert v.validity == "invalid" and v.findings == ["no_kill_landed", "lost"]
+
+
+def test_a_run_with_no_kill_planned_needs_none_to_land():
+    v = check(IDEMPOTENT, history([]), truth())
+    assert v.validity == "valid" and v.valid and v.findings == []
 
 
 def test_kills_before_any_work_are_counted_apart_and_do_not_count_as_landed():
     v = check(NAIVE, history(KILLED_TWICE, requests_before_kill=0), truth())
-    assert v.kills == 0 and not v.valid and v.kills_before_work == 2
+    assert v.kills == 0 and not v.valid and v.kills_before_work == 2 and v.validity == "unknown"
 
 
 def test_kills_not_delivered_because_the_crawl_finished_are_counted():
@@ -112,7 +126,8 @@ def test_kills_not_delivered_because_the_crawl_finished_are_counted():
 
 
 def test_the_naive_control_must_show_duplicates_when_kills_landed_mid_crawl():
-    assert not check(NAIVE, history(KILLED_TWICE), truth()).valid
+    bit_nothing = check(NAIVE, history(KILLED_TWICE), truth())
+    assert bit_nothing.validity == "invalid" and bit_nothing.findings == ["control_without_duplicates"]
     assert check(NAIVE, history(KILLED_TWICE), truth() + truth()[:3]).valid
 
 

@@ -7,13 +7,13 @@ import pytest
 from fixture_site.catalog import build_catalog
 from fixture_site.server import SiteServer
 from harness.check.checker import check_run
-from harness.errors import KilltestError
-from harness.history import History
+from harness.check.side_effects import check_side_effects, side_effect_findings
 from harness.design.registry import design_named
-from harness.running.runner import RunSettings, run_kill_test
-from harness.faults.schedule import parse_schedule
-from harness.check.side_effects import check_side_effects, side_effect_problems
 from harness.design.specfile import load_spec
+from harness.errors import KilltestError
+from harness.faults.schedule import parse_schedule
+from harness.history import History
+from harness.running.runner import RunSettings, run_kill_test
 
 
 def run(name, schedule, tmp_path):
@@ -72,7 +72,7 @@ def test_the_side_effect_checks_read_files_deliveries_and_the_counter_from_the_h
     assert (effects.duplicate_files, effects.partial_files, effects.missing_images) == (1, 1, [second.sku])
     assert (effects.deliveries, effects.distinct_keys, effects.duplicate_notifications) == (3, 2, 1)
     assert effects.unnotified == [second.sku]
-    assert [code for code, _ in side_effect_problems(effects)] == [
+    assert [finding.value for finding, _ in side_effect_findings(effects)] == [
         "missing_files", "duplicate_files", "missing_webhooks", "duplicate_webhooks", "wrong_counter"]
 
 

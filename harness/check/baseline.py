@@ -8,7 +8,7 @@ compared per design over all its runs, in forms that do not depend on how many r
 | lost records | higher | every design |
 | wrong or unexpected records | higher | every design |
 | runs that broke a promise | a larger share | every design |
-| findings (harness.check.checker.FINDINGS) | a code the baseline never reported | every design |
+| findings (harness.check.findings.Finding) | a code the baseline never reported | every design |
 | rows per product, worst run | higher | designs that claim idempotence |
 | repeated requests per landed kill | higher by more than `max_extra_repeats` | designs that claim idempotence |
 | mean wall time per run | higher by more than `max_slowdown_pct` percent | every design |
@@ -16,23 +16,21 @@ compared per design over all its runs, in forms that do not depend on how many r
 A control such as the naive design stores and fetches whatever its start-up and request rate
 allow inside the kill window, so its rows and repeated requests move with the machine's load:
 they are shown, not judged.
+
+Reading the saved file is I/O, so it lives in harness.report.baseline_file; this module only compares.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 
-from harness.errors import KilltestError
-
-DEFAULT_MAX_SLOWDOWN_PCT = 50.0
-DEFAULT_MAX_EXTRA_REPEATS = 0.5
+from harness import defaults
 
 
 @dataclass(frozen=True)
 class Thresholds:
-    max_slowdown_pct: float = DEFAULT_MAX_SLOWDOWN_PCT
-    max_extra_repeats: float = DEFAULT_MAX_EXTRA_REPEATS
+    max_slowdown_pct: float = defaults.MAX_SLOWDOWN_PCT
+    max_extra_repeats: float = defaults.MAX_EXTRA_REPEATS
 
 
 @dataclass(frozen=True)
@@ -47,22 +45,6 @@ class FigureDiff:
 
     def to_json(self) -> dict:
         return asdict(self)
-
-
-def load_baseline(path: str) -> list[dict]:
-    """The runs of a saved campaign; a clear error if the file is missing or is not a killtest result."""
-    try:
-        with open(path, encoding="utf-8") as src:
-            saved = json.load(src)
-    except FileNotFoundError:
-        raise KilltestError(f"--baseline {path!r} does not exist; save one by copying the killtest.json"
-                            " of a run you trust") from None
-    except (OSError, ValueError) as error:
-        raise KilltestError(f"--baseline {path!r} is not a readable JSON file: {error}") from None
-    runs = saved.get("runs") if isinstance(saved, dict) else None
-    if not runs or not all(isinstance(r, dict) and "design" in r and "wall_s" in r for r in runs):
-        raise KilltestError(f"--baseline {path!r} holds no runs; it should be the killtest.json of a finished run")
-    return runs
 
 
 def figures(runs: list[dict]) -> dict[str, float]:

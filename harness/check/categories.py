@@ -14,11 +14,20 @@ import signal
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
+from harness.errors import KilltestError
 from harness.history import History
 
 EXAMPLES = 5  # how many keys or paths of each category a verdict names
 # Two stamps of one write (first written, last changed) may differ by a rounding; a rewrite is later.
 CLOCK_SLACK_S = 0.001
+
+
+def required_event(history: History, type_: str) -> dict:
+    """The first event of a type every finished run's history holds (run_started, run_finished)."""
+    found = history.first(type_)
+    if found is None:
+        raise KilltestError(f"the history has no {type_} event: it is not the history of a finished run")
+    return found
 
 
 @dataclass
@@ -78,7 +87,8 @@ def sort_records(history: History, truth: dict[str, dict[str, str]],
         rewritten_unchanged=sorted({r["key"] for r in stored if r.get("changed_t") is not None and r["stamped"]
                                     and r["changed_t"] > r["t"] + CLOCK_SLACK_S and r["key"] not in site_changed}),
         missed_change=sorted({r["key"] for r in stored if r.get("changed_t") is not None and r["stamped"]
-                              and r["key"] in site_changed and r["changed_t"] < site_changed[r["key"]] - CLOCK_SLACK_S}),
+                              and r["key"] in site_changed
+                              and r["changed_t"] < site_changed[r["key"]] - CLOCK_SLACK_S}),
         stale=sorted(k for k in values if k in truth and k in site_changed and not all_correct(k)),
         correct=sum(1 for k in values if k in truth and all_correct(k)),
         rows=len(history.of_type("store_record")), distinct=len(values))
@@ -107,9 +117,10 @@ def did_work(history: History, start: int) -> bool:
 
 def sort_kills(history: History) -> list[KillFinding]:
     requests = history.of_type("request")
-    reads_leases = history.first("run_started").get("reports_leases", False)
+    reads_leases = required_event(history, "run_started").get("reports_leases", False)
     crawl_of = crawls_by_start(history)
-    findings, held_before = [], set()
+    findings: list[KillFinding] = []
+    held_before: set[str] = set()
     for kill in history.of_type("kill"):
         # A redeploy (SIGTERM first) or a server restart ends the start however it exits (a worker whose
         # database vanished may exit with an error first); a plain SIGKILL must be the cause of death.
@@ -186,7 +197,7 @@ def fetched_twice_by_one_start(history: History) -> list[str]:
             fetches.setdefault((r["start"], r["path"]), []).append((r["t"], r.get("fault")))
     twice = set()
     for (start, path), times in fetches.items():
-        for (first, fault), (second, _) in zip(times, times[1:]):
+        for (first, fault), (second, _) in zip(times, times[1:], strict=False):
             if fault is None and not any(s == start and first <= dead_by and second >= signalled
                        for s, signalled, dead_by in single_kills):
                 twice.add(path)
@@ -199,7 +210,7 @@ def claim_stalls(history: History) -> dict[str, tuple[float, float]]:
     A lease or a job lock that outlives its killed holder keeps the page from everyone else; this is
     how long each one did.
     """
-    end = history.first("run_finished")["t"]
+    end = required_event(history, "run_finished")["t"]
     requests = history.of_type("request")
     stalls: dict[str, tuple[float, float]] = {}
     for kill in history.of_type("kill"):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 # Warn above this many requests per stored record and crawl: 1.05 is a perfect crawl of the article's
 # site, and ten kills each costing the idempotent design a page or two stay below 1.1.
-DEFAULT_HEALTH_THRESHOLD = 1.25
 
 
 def requests_per_record(requests: int, distinct_records: int, crawls: int = 1) -> float:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 
-from fixture_site.toxics import THROTTLE_STATUS, parse_toxics
+from fixture_site.toxics import parse_toxics
+from fixture_site.toxics.throttle import STATUS as THROTTLE_STATUS
+from harness.check.categories import required_event
 from harness.history import History
 
 # Requests that arrive this soon after a 429 were already on their way (another worker, another slot).
@@ -29,10 +31,10 @@ def early_after_throttle(history: History) -> int:
 
     Measured from the 429's arrival, so a client that waits from the answer is never counted.
     """
-    spec = history.first("run_started").get("toxics")
+    spec = required_event(history, "run_started").get("toxics")
     if not spec:
         return 0
-    retry_after_s = parse_toxics(spec).retry_after_s
+    retry_after_s = parse_toxics(spec).setting("retry_after")
     requests = history.of_type("request")
     arrivals = sorted(r["t"] for r in requests)
     # The windows each 429 forbids, overlapping ones joined, then the arrivals inside them by bisection:

@@ -11,9 +11,10 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from fixture_site.catalog import Catalog
+from harness.check.findings import Finding
 from harness.history import History
 
 PARTIAL_SUFFIXES = (".tmp", ".part", ".partial")
@@ -33,13 +34,17 @@ class SideEffects:
     counter: float | None = None
     records: int = 0
 
+    def as_figures(self) -> dict:
+        """The verdict's `side_effects` field."""
+        return asdict(self)
+
 
 def check_side_effects(history: History, catalog: Catalog, distinct_records: int) -> SideEffects:
     files = history.of_type("side_file")
     by_content = Counter(f["sha256"] for f in files)
     deliveries = history.of_type("webhook")
     keys_per_version: dict[tuple, set] = defaultdict(set)
-    unkeyed = Counter()
+    unkeyed: Counter[tuple] = Counter()
     for d in deliveries:
         version = (d["payload"].get("sku"), d["payload"].get("price"))
         if d["key"]:
@@ -60,19 +65,22 @@ def check_side_effects(history: History, catalog: Catalog, distinct_records: int
         counter=counter_event["value"] if counter_event else None, records=distinct_records)
 
 
-def side_effect_problems(s: SideEffects) -> list[tuple[str, str]]:
-    problems = []
+def side_effect_findings(s: SideEffects) -> list[tuple[Finding, str]]:
+    """A (finding, message) per side effect the design got wrong, in the order a verdict lists them."""
+    found = []
     if s.missing_images:
-        problems.append(("missing_files", f"{len(s.missing_images)} products' current images are not on disk"))
+        found.append((Finding.MISSING_FILES, f"{len(s.missing_images)} products' current images are not on disk"))
     if s.duplicate_files or s.partial_files:
-        problems.append(("duplicate_files", f"{s.duplicate_files} files repeat another's bytes and {s.partial_files}"
-                                            " are partial downloads: a repeated download added a copy"))
+        found.append((Finding.DUPLICATE_FILES, f"{s.duplicate_files} files repeat another's bytes and"
+                                               f" {s.partial_files} are partial downloads: a repeated download"
+                                               " added a copy"))
     if s.unnotified:
-        problems.append(("missing_webhooks", f"{len(s.unnotified)} current records were never announced by a webhook"))
+        found.append((Finding.MISSING_WEBHOOKS, f"{len(s.unnotified)} current records were never announced by a"
+                                                " webhook"))
     if s.duplicate_notifications:
-        problems.append(("duplicate_webhooks", f"{s.duplicate_notifications} webhooks repeat a record version under a"
-                                               " new key or none: the receiver cannot drop them"))
+        found.append((Finding.DUPLICATE_WEBHOOKS, f"{s.duplicate_notifications} webhooks repeat a record version"
+                                                  " under a new key or none: the receiver cannot drop them"))
     if s.counter is not None and s.counter != s.records:
-        problems.append(("wrong_counter", f"the design's counter says {s.counter:g}, the store holds {s.records}"
-                                          " records"))
-    return problems
+        found.append((Finding.WRONG_COUNTER, f"the design's counter says {s.counter:g}, the store holds {s.records}"
+                                             " records"))
+    return found

@@ -1,0 +1,208 @@
+"""The named checks of one run, and `compose`, which runs them in order and merges what they say.
+
+Jepsen's checker.clj is the model: each check is a small function of the evidence (the design's
+traits, the run's figures, the history, the final catalog, the sorted records) that answers with a
+validity, the figures it judged and a (Finding, message) per broken promise. `compose` runs them in
+the fixed order of CHECKS, so a verdict's `problems` read the same from run to run, and turns a
+check that raises into unknown, never valid (Jepsen's check-safe).
+
+Adding a promise is one function here, one Finding in findings.py, and one test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from fixture_site.catalog import Catalog
+from harness.check.categories import EXAMPLES, RecordSets, required_event
+from harness.check.findings import Finding
+from harness.check.side_effects import check_side_effects, side_effect_findings
+from harness.check.verdict import CheckResult, DesignTraits, RunVerdict, Validity, judged
+from harness.history import History
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Everything a check may read; `catalog` is the site as it was at the end of the run."""
+
+    design: DesignTraits
+    verdict: RunVerdict  # the figures, already counted; checks read them and never write them
+    history: History
+    catalog: Catalog
+    records: RecordSets
+
+
+Check = Callable[[Evidence], CheckResult]
+
+
+def liveness(e: Evidence) -> CheckResult:
+    """The crawl finished inside the time limit."""
+    v = e.verdict
+    if v.outcome != "timed_out":
+        return judged([])
+    limit = required_event(e.history, "run_started")["time_limit_s"]
+    held = (e.history.first("time_limit") or {}).get("held_leases", [])
+    claims = (f"; the store still held {len(held)} claim(s) ({', '.join(held[:EXAMPLES])}), one of them"
+              f" unfetched for {v.longest_claim_stall_s:g}s after the kill that left it") if held else ""
+    message = f"liveness: the crawl had not finished after the {limit:g}s time limit{claims}"
+    return judged([(Finding.LIVENESS, message)], {"time_limit_s": limit, "held_leases": len(held)})
+
+
+def crash(e: Evidence) -> CheckResult:
+    """No start exited by itself with an error."""
+    if e.verdict.outcome != "crashed":
+        return judged([])
+    crashed = required_event(e.history, "crash")
+    last_line = (crashed["stderr_tail"] or ["(no output)"])[-1]
+    return judged([(Finding.CRASHED, f"start {crashed['start'] + 1} exited by itself with status"
+                                     f" {crashed['returncode']}: {last_line}")],
+                  {"returncode": crashed["returncode"]})
+
+
+def kills_landed(e: Evidence) -> CheckResult:
+    """A run with kills planned must have landed one on a start at work, or it proved nothing: unknown."""
+    v = e.verdict
+    figures = {"kills": v.kills, "kills_before_work": v.kills_before_work, "kills_missed": v.kills_missed}
+    if not v.kills_planned or v.kills:
+        return CheckResult(Validity.VALID, figures)
+    return CheckResult(Validity.UNKNOWN, figures, [(
+        Finding.NO_KILL_LANDED, f"no kill landed on a start at work ({v.kills_before_work} before work,"
+                                f" {v.kills_missed} missed), so this run proved nothing")])
+
+
+def records(e: Evidence) -> CheckResult:
+    """Every product stored, with the site's value, and nothing else; every row readable."""
+    v, r = e.verdict, e.records
+    found = []
+    if v.missing_records:
+        gave_up = f" ({v.lost_after_fault} of them after a network fault: the design gave up)" \
+            if v.lost_after_fault else ""
+        found.append((Finding.LOST, f"lost {v.missing_records} of {len(e.catalog.products)} records{gave_up}"))
+    if v.wrong_records:
+        stale = f" ({v.stale_records} of them stale: the site changed them, the store kept the old value)" \
+            if v.stale_records else ""
+        found.append((Finding.WRONG_VALUE, f"{v.wrong_records} records hold a value the site does not show{stale}"))
+    if r.not_on_site:
+        found.append((Finding.NOT_ON_SITE, f"{len(r.not_on_site)} records are not on the site"))
+    if r.unreadable:
+        found.append((Finding.UNREADABLE, f"{len(r.unreadable)} stored rows could not be read: {r.unreadable[0]}"))
+    return judged(found, {"missing_records": v.missing_records, "wrong_records": v.wrong_records,
+                          "not_on_site": len(r.not_on_site), "unreadable": len(r.unreadable)})
+
+
+def network(e: Evidence) -> CheckResult:
+    """After a 429, the design waited as long as Retry-After asked."""
+    v = e.verdict
+    if not v.early_after_throttle or v.workers != 1:  # the site cannot tell workers apart
+        return judged([])
+    message = f"{v.early_after_throttle} requests came sooner than a 429's Retry-After asked"
+    return judged([(Finding.IGNORED_RETRY_AFTER, message)], {"early_after_throttle": v.early_after_throttle})
+
+
+def duplicates(e: Evidence) -> CheckResult:
+    """A design that claims idempotence stores one row per product; fewer is a lost record, found by `records`."""
+    v, products = e.verdict, len(e.catalog.products)
+    if not e.design.claims_idempotence or v.rows <= products:
+        return judged([])
+    return judged([(Finding.EXTRA_ROWS, f"{v.rows} rows for {products} products (expected exactly one each)")],
+                  {"rows": v.rows, "products": products})
+
+
+def requests(e: Evidence) -> CheckResult:
+    """A design that claims idempotence fetches a full crawl, plus at most a page per worker a kill
+    interrupted and a retry per network fault; never a page again once its record is stored."""
+    v = e.verdict
+    if not e.design.claims_idempotence:
+        return judged([])
+    found = []
+    allowed = v.minimum_requests + v.kills * v.workers + v.faulted_requests
+    if v.requests > allowed:
+        per_kill = f"{v.kills} kills" if v.workers == 1 else f"{v.kills} kills x {v.workers} workers"
+        faults = f" + {v.faulted_requests} faults" if v.faulted_requests else ""
+        found.append((Finding.EXCESS_REQUESTS, f"{v.requests} requests, more than {v.minimum_requests} + {per_kill}"
+                                               f"{faults}"))
+    if v.refetched_after_commit:
+        found.append((Finding.REFETCHED_AFTER_COMMIT, f"{v.refetched_after_commit} pages fetched again after their"
+                                                      " record was stored: progress is not committed with the result"))
+    if v.fetched_twice_by_one_start:
+        found.append((Finding.FETCHED_TWICE_BY_ONE_START, f"{v.fetched_twice_by_one_start} pages fetched twice by"
+                                                          " one start: a lease ran out while its holder still worked"))
+    return judged(found, {"requests": v.requests, "allowed": allowed})
+
+
+def drift(e: Evidence) -> CheckResult:
+    """A design that claims idempotence moves a record's last change when, and only when, the site changed it."""
+    v = e.verdict
+    if not e.design.claims_idempotence:
+        return judged([])
+    found = []
+    if v.rewritten_unchanged:
+        found.append((Finding.REWROTE_UNCHANGED, f"{v.rewritten_unchanged} unchanged records rewritten: their"
+                                                 " last_changed moved though the site never changed them"))
+    if v.missed_changes:
+        found.append((Finding.MISSED_CHANGE, f"{v.missed_changes} records the site changed keep a last_changed from"
+                                             " before the change"))
+    return judged(found, {"site_changes": v.site_changes})
+
+
+def leases(e: Evidence) -> CheckResult:
+    """A start of a design that claims idempotence waits for the claims it holds before it says it is done."""
+    left = e.verdict.leases_left_at_exit
+    if not e.design.claims_idempotence or not left:
+        return judged([])
+    return judged([(Finding.LEFT_LEASES, f"a start finished with {len(left)} claim(s) still held"
+                                         f" ({', '.join(left[:EXAMPLES])}): it exited instead of waiting for them")],
+                  {"leases_left_at_exit": len(left)})
+
+
+def control(e: Evidence) -> CheckResult:
+    """The control must show what kills do to a design without the four decisions: duplicates."""
+    v, design = e.verdict, e.design
+    if design.claims_idempotence or not design.control:
+        return judged([])
+    if v.kills and v.duplicated_records == 0 and v.outcome == "completed":
+        return judged([(Finding.CONTROL_WITHOUT_DUPLICATES,
+                        "the naive control kept no duplicate: the kills did not bite")], {"duplicated_records": 0})
+    return judged([], {"duplicated_records": v.duplicated_records})
+
+
+def side_effects(e: Evidence) -> CheckResult:
+    """Files, webhooks and the counter, for a design that has them; its figures become the verdict's `side_effects`."""
+    if not e.design.side_effects:
+        return judged([])
+    effects = check_side_effects(e.history, e.catalog, e.records.distinct)
+    return judged(side_effect_findings(effects), effects.as_figures())
+
+
+# The order of a verdict's problems; result files, the zoo and explore outputs compare by it.
+CHECKS: tuple[tuple[str, Check], ...] = (
+    ("liveness", liveness), ("crash", crash), ("kills_landed", kills_landed), ("records", records),
+    ("network", network), ("duplicates", duplicates), ("requests", requests), ("drift", drift),
+    ("leases", leases), ("control", control), ("side_effects", side_effects),
+)
+
+
+@dataclass
+class Composed:
+    """The merged answer of every check, and each check's own, by name in the order they ran."""
+
+    validity: Validity = Validity.VALID
+    findings: list[tuple[Finding, str]] = field(default_factory=list)
+    results: dict[str, CheckResult] = field(default_factory=dict)
+
+
+def compose(evidence: Evidence, checks: tuple[tuple[str, Check], ...] | None = None) -> Composed:
+    """Run each check in order (CHECKS unless given); one that raises is unknown with its error as the
+    message, never valid."""
+    composed = Composed()
+    for name, check in CHECKS if checks is None else checks:
+        try:
+            result = check(evidence)
+        except Exception as error:  # any error of a check is the harness's, not the design's: unknown
+            result = CheckResult(Validity.UNKNOWN, {}, [(
+                Finding.CHECK_FAILED, f"check {name} failed: {type(error).__name__}: {error}")])
+        composed.results[name] = result
+        composed.findings += result.findings
+    composed.validity = Validity.merge(r.validity for r in composed.results.values())
+    return composed

@@ -1,0 +1,41 @@
+"""Findings are an Enum whose members carry their code, their promise and their one-line description."""
+
+import pytest
+
+from harness.check.findings import FINDINGS, Finding, Promise
+
+# The codes saved result files, baselines and the bug zoo's `expect` keys hold, in their historical order.
+SAVED_CODES = [
+    "liveness", "crashed", "no_kill_landed", "lost", "wrong_value", "not_on_site", "unreadable", "extra_rows",
+    "excess_requests", "refetched_after_commit", "fetched_twice_by_one_start", "rewrote_unchanged", "left_leases",
+    "ignored_retry_after", "missed_change", "missing_files", "duplicate_files", "missing_webhooks",
+    "duplicate_webhooks", "wrong_counter", "control_without_duplicates",
+]
+
+
+@pytest.mark.parametrize("finding", list(Finding), ids=lambda f: f.value)
+def test_every_finding_has_a_one_line_description_and_a_promise(finding):
+    assert finding.description.strip() and "\n" not in finding.description
+    assert isinstance(finding.promise, Promise)
+
+
+def test_finding_codes_are_unique():
+    codes = [finding.value for finding in Finding]
+    assert len(codes) == len(set(codes))
+
+
+def test_a_finding_is_found_by_its_code_and_its_code_is_its_value():
+    assert Finding("lost") is Finding.LOST and Finding.LOST.value == "lost"
+    assert Finding.LOST.description == "a product on the site was never stored"
+
+
+def test_saved_codes_keep_their_names_and_order_because_baselines_compare_by_them():
+    assert list(FINDINGS)[:len(SAVED_CODES)] == SAVED_CODES
+
+
+def test_the_findings_table_is_derived_from_the_enum():
+    assert FINDINGS == {finding.value: finding.description for finding in Finding}
+
+
+def test_every_promise_has_a_finding():
+    assert {finding.promise for finding in Finding} == set(Promise)
