@@ -11,7 +11,7 @@ from flask import Flask, Response, abort, g, request
 
 from fixture_site.catalog import Catalog
 from fixture_site.request_log import RequestLog
-from fixture_site.toxics import ERROR_STATUS, THROTTLE_STATUS, ToxicDice
+from fixture_site.toxics import ToxicDice, toxic_named
 from fixture_site.webhooks import WebhookLog
 
 
@@ -59,8 +59,8 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
         fault = g.get("fault")
         if request.environ.get(DROP):
             return response  # logged when the toxic was rolled; this answer is never sent
-        if fault == "truncate":  # the first half of the page, with a Content-Length that agrees
-            response.set_data(response.get_data()[: len(response.get_data()) // 2])
+        if fault is not None:  # the toxic rolled for this request may change the page (truncate cuts it)
+            toxic_named(fault).alter(g.toxics, response)
         log.record(request.path, response.status_code, arrived=g.get("arrived"), fault=fault)
         on_sent = app.config.get("ON_RESPONSE_SENT")
         if on_sent is not None:
@@ -68,7 +68,7 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
             response.call_on_close(lambda: on_sent(path))  # the WSGI server closes it after writing the body
         return response
 
-    app.wsgi_app = _dropping_connections(app.wsgi_app)
+    app.wsgi_app = _dropping_connections(app.wsgi_app)  # type: ignore[method-assign]  # Flask's documented way
 
     @app.get("/")
     def index():
@@ -112,27 +112,33 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
 
 
 def _inject(dice: ToxicDice, log: RequestLog):
-    """Roll this request's toxic: answer for the page (None), answer with an error, or drop the connection."""
+    """Roll this request's toxic and let it act: answer for the page (None), answer with an error, or drop
+    the connection (the toxics are the modules of fixture_site/toxics/)."""
     fault, delay_s = dice.roll(request.path)
     if delay_s:
         time.sleep(delay_s)
-    g.fault = fault
-    if fault in ("error", "throttle"):
+    g.fault, g.toxics = fault, dice.toxics
+    if fault is None:
+        return None
+    return toxic_named(fault).inject(dice.toxics, _Injection(log))
+
+
+class _Injection:
+    """What a toxic may do to the request it was rolled for (fixture_site.toxics.Injection)."""
+
+    def __init__(self, log: RequestLog) -> None:
+        self.log = log
+
+    def answer(self, status: int, text: str, headers=None) -> Response:
         # Read the body the view will not: left in the socket, a POST's body would be parsed as the
         # next request on the kept-alive connection.
         request.get_data()
-    if fault == "error":
-        return Response("the shop is having a moment\n", ERROR_STATUS, mimetype="text/plain")
-    if fault == "throttle":
-        return Response("too many requests\n", THROTTLE_STATUS, mimetype="text/plain",
-                        headers={"Retry-After": str(dice.toxics.retry_after_s)})
-    if fault in ("reset", "timeout"):
-        if fault == "timeout":
-            time.sleep(dice.toxics.hold_s)
-        log.record(request.path, 0, arrived=g.get("arrived"), fault=fault)
+        return Response(text, status, mimetype="text/plain", headers=headers)
+
+    def drop(self) -> Response:
+        self.log.record(request.path, 0, arrived=g.get("arrived"), fault=g.get("fault"))
         request.environ[DROP] = True  # _dropping_connections drops it once Flask has returned
         return Response(status=204)
-    return None
 
 
 DROP = "killtest.drop_connection"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from werkzeug.serving import WSGIRequestHandler, make_server
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from fixture_site.app import create_app
 from fixture_site.catalog import Catalog
@@ -34,7 +34,7 @@ class SiteServer:
                                pace_rps=pace_rps, webhooks=self.webhooks)
         self._host = host
         self.toxics: tuple[str, int] | None = None  # (spec, seed) of the faults being injected
-        self._server = None
+        self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
 
     def set_catalog(self, catalog: Catalog) -> None:
@@ -61,12 +61,12 @@ class SiteServer:
             raise RuntimeError("the site is not being served")
         return f"http://{self._host}:{self._server.server_port}"
 
-    def start(self) -> "SiteServer":
+    def start(self) -> SiteServer:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
-        self._server = make_server(self._host, 0, self._app, threaded=True, request_handler=_QuietHandler)
-        self._server.daemon_threads = True
+        server = self._server = make_server(self._host, 0, self._app, threaded=True, request_handler=_QuietHandler)
+        server.daemon_threads = True  # type: ignore[attr-defined]  # the threaded server's ThreadingMixIn
         # A short poll: shutdown() waits for the serving loop to look, up to 0.5 s at the default.
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="fixture-site", daemon=True)
         self._thread.start()
         return self
@@ -75,10 +75,11 @@ class SiteServer:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
-            self._thread.join(timeout=5)
+            if self._thread is not None:
+                self._thread.join(timeout=5)
             self._server = None
 
-    def __enter__(self) -> "SiteServer":
+    def __enter__(self) -> SiteServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -1,4 +1,5 @@
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fixture_site.catalog import build_catalog
 from harness.published import FULL_CRAWL_REQUESTS, LISTING_PAGES, PRODUCTS

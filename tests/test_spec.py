@@ -5,9 +5,9 @@ import textwrap
 import pytest
 
 from harness.design.model import Launch
-from harness.errors import KilltestError
 from harness.design.registry import BUILT_IN_DESIGNS, design_named
 from harness.design.specfile import load_spec
+from harness.errors import KilltestError
 
 STORE = """
 [store]
@@ -104,3 +104,90 @@ def test_a_spec_that_extends_itself_is_refused(tmp_path):
 def test_a_missing_spec_file_is_a_clear_error(tmp_path):
     with pytest.raises(KilltestError, match="cannot read the design spec"):
         load_spec(str(tmp_path / "absent.toml"))
+
+
+def test_set_args_changes_one_argument_and_keeps_every_other(tmp_path):
+    write_spec(tmp_path, '[design]\nname = "base"\nmodule = "a"\n'
+                         'args = ["--db", "{store}", "--lock=5", "--keep", "1"]\n' + STORE, "base.toml")
+    child = load_spec(write_spec(tmp_path, 'extends = "base.toml"\n[design]\nname = "child"\n'
+                                           'set_args = { "--db" = "{work_dir}/other", "--lock" = "9", "--new" = "2",'
+                                           ' "--switch" = true }\n'))
+    assert child.args == ("--db", "{work_dir}/other", "--lock=9", "--keep", "1", "--new", "2", "--switch")
+
+
+def test_set_args_changes_a_commands_argv_and_a_flag_already_there_is_not_added_twice(tmp_path):
+    path = write_spec(tmp_path, '[design]\nname = "x"\ncommand = ["node", "s.mjs", "--fast", "--n", "1"]\n'
+                                'set_args = { "--fast" = true, "--n" = "2" }\n' + STORE)
+    assert load_spec(path).command_template == ("node", "s.mjs", "--fast", "--n", "2")
+
+
+@pytest.mark.parametrize("design, line, says", [
+    ('module = "a"\nargs = ["--n", "1"]\nset_args = { "--n" = 2 }\n', 5, "design.set_args is a table"),
+    ('module = "a"\nset_args = { "--n" = "2" }\n', 4, "neither this spec nor the one it extends"),
+    ('module = "a"\nargs = ["--n", "1"]\nset_args = { "--n" = "{nope}" }\n', 5, "uses {nope}"),
+])
+def test_a_mistake_in_set_args_names_its_line(tmp_path, design, line, says):
+    path = write_spec(tmp_path, '[design]\nname = "x"\n' + design + STORE)
+    with pytest.raises(KilltestError) as error:
+        load_spec(path)
+    assert str(error.value).startswith(f"{path}:{line}: ") and says in str(error.value)
+
+
+def _flag_values(args):
+    """{flag: the word after it, or None for a flag followed by another flag or by nothing}."""
+    return {word: (args[i + 1] if i + 1 < len(args) and not args[i + 1].startswith("--") else None)
+            for i, word in enumerate(args) if word.startswith("--")}
+
+
+@pytest.mark.parametrize("child, overrides", [
+    ("queue-bullmq-2h", {"--lock-ms": "120000", "--renew-ms": "30000"}),
+    ("zoo-queue-set-only", {"--trust-the-set": None}),
+])
+def test_the_queue_children_carry_every_base_argument_they_do_not_override(child, overrides):
+    base, design = _flag_values(design_named("queue-bullmq").args), _flag_values(design_named(child).args)
+    assert base["--max-stalled"] == "10"  # the argument both children once lost when the base gained it
+    kept = {flag: value for flag, value in base.items() if flag not in overrides}
+    assert {flag: value for flag, value in design.items() if flag not in overrides} == kept
+    assert {flag: design[flag] for flag in overrides} == overrides
+
+
+def test_the_built_in_registry_reads_no_spec_until_a_design_is_asked_for():
+    import subprocess
+    import sys
+
+    probe = ("import harness.design.registry as r; import harness.design.stores;"
+             " assert r._read_built_ins.cache_info().currsize == 0, 'read at import'")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_broken_built_in_spec_is_one_line_when_a_design_is_looked_up(tmp_path, monkeypatch):
+    from harness.design import registry
+
+    (tmp_path / "zoo").mkdir()
+    write_spec(tmp_path, '[design]\nname = "fine"\nmodule = "a"\n' + STORE, "fine.toml")
+    broken = write_spec(tmp_path, '[design]\nname = "broken"\nmodul = "a"\n' + STORE, "zoo/broken.toml")
+    monkeypatch.setattr(registry, "BUILT_IN_FOLDER", str(tmp_path))
+    for look_up in (lambda: registry.design_named("fine"), lambda: registry.BUILT_IN_DESIGNS["fine"],
+                    registry.built_in_designs):
+        with pytest.raises(KilltestError) as error:
+            look_up()
+        assert str(error.value).startswith(f"{broken}:3: unknown key design.modul") and "\n" not in str(error.value)
+
+
+def test_two_built_in_specs_with_one_name_are_refused(tmp_path):
+    from harness.design.registry import built_in_designs
+
+    write_spec(tmp_path, '[design]\nname = "same"\nmodule = "a"\n' + STORE, "a.toml")
+    second = write_spec(tmp_path, '[design]\nname = "same"\nmodule = "b"\n' + STORE, "b.toml")
+    with pytest.raises(KilltestError, match=rf"^{second}: design.name 'same' is already the name of .*a.toml"):
+        built_in_designs(str(tmp_path))
+
+
+def test_spec_keys_describe_every_key_a_spec_may_hold_in_one_line():
+    from harness.design.specfile import DESIGN_KEYS, SPEC_KEYS, STORE_KEYS
+
+    assert set(SPEC_KEYS) == {"", "design", "store"}
+    assert DESIGN_KEYS == set(SPEC_KEYS["design"]) and STORE_KEYS == set(SPEC_KEYS["store"])
+    assert "set_args" in DESIGN_KEYS and "extends" in SPEC_KEYS[""]
+    assert all(text and "\n" not in text for keys in SPEC_KEYS.values() for text in keys.values())

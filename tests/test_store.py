@@ -1,13 +1,16 @@
-"""Reading a design's store as its spec says: SQLite and JSON lines, and clear errors for a wrong spec."""
+"""Reading a design's store as its spec says: the registry of store kinds, each kind's spec rules, SQLite
+and JSON lines, and clear errors for a wrong spec."""
 
 import json
 import sqlite3
 
 import pytest
 
+from harness.design.model import Launch
+from harness.design.specfile import STORE_KEYS, load_spec
+from harness.design.stores import STORE_KINDS, held_leases, kind_of, stored_records
 from harness.errors import KilltestError
-from harness.design.specfile import load_spec
-from harness.design.stores import held_leases, stored_records
+from harness.servers.for_stores import SERVERS
 
 
 def spec(tmp_path, store):
@@ -83,3 +86,46 @@ def test_a_directory_of_json_files_is_one_record_a_file_and_metadata_is_skipped(
 def test_a_json_files_store_takes_no_query(tmp_path):
     with pytest.raises(KilltestError, match="a json_files store has no query: each file is one record"):
         spec(tmp_path, 'kind = "json_files"\npath = "{work_dir}/d"\nrecords = "SELECT 1"\n')
+
+
+def test_every_store_kind_is_registered_with_rules_only_for_known_keys_and_a_known_server():
+    assert set(STORE_KINDS) == {"sqlite", "jsonl", "json_files", "postgres", "redis"}
+    for name in STORE_KINDS:
+        kind = kind_of(name)
+        assert kind.name == name and kind.description and "\n" not in kind.description
+        assert set(kind.spec_rules) <= STORE_KEYS - {"kind"}
+        assert kind.server is None or kind.server in SERVERS
+    assert {name for name in STORE_KINDS if kind_of(name).server} == {"postgres", "redis"}
+    with pytest.raises(KilltestError, match=r"store.kind 'mongo' is not one of json_files, jsonl, postgres"):
+        kind_of("mongo")
+
+
+def _minimal_store(kind_name):
+    """A [store] table the kind accepts: every key it needs, and nothing else."""
+    needed = {"path": '"{work_dir}/s"', "records": '"SELECT sku, price FROM t"'}
+    kind = kind_of(kind_name)
+    return f'kind = "{kind_name}"\n' + "".join(f"{key} = {needed[key]}\n" for key, rule in kind.spec_rules.items()
+                                               if rule.needed)
+
+
+@pytest.mark.parametrize("kind_name, key", [(name, key) for name in sorted(STORE_KINDS)
+                                            for key in kind_of(name).spec_rules])
+def test_each_kind_refuses_a_spec_without_a_key_it_needs_or_with_one_it_cannot_use(tmp_path, kind_name, key):
+    rule = kind_of(kind_name).spec_rules[key]
+    store = _minimal_store(kind_name)
+    spec(tmp_path, store)  # accepted as it is
+    if rule.needed:
+        store, line = "".join(text + "\n" for text in store.splitlines() if not text.startswith(key + " ")), 5
+    else:
+        store, line = store + f'{key} = "SELECT 1"\n', 6 + store.count("\n")
+    with pytest.raises(KilltestError) as error:
+        spec(tmp_path, store)
+    assert str(error.value) == f"{tmp_path / 'design.toml'}:{line}: {rule.message}"
+
+
+@pytest.mark.parametrize("kind_name", sorted(STORE_KINDS))
+def test_a_kind_kept_in_a_server_is_read_from_the_runs_dsn_and_any_other_from_its_path(tmp_path, kind_name):
+    design, _ = spec(tmp_path, _minimal_store(kind_name))
+    launch = Launch("http://site", "/w", 1.0, dsn="scheme://server/run_1")
+    expected = "scheme://server/run_1" if kind_of(kind_name).server else "/w/s"
+    assert design.store_location(launch) == expected

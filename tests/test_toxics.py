@@ -5,27 +5,62 @@ import requests
 
 from fixture_site.catalog import build_catalog
 from fixture_site.server import SiteServer
-from fixture_site.toxics import ToxicDice, ToxicSpecError, parse_toxics
+from fixture_site.toxics import ToxicDice, ToxicSpecError, parse_toxics, registry
+from harness.check.categories import fetched_twice_by_one_start
 from harness.check.checker import check_run
 from harness.check.network_faults import early_after_throttle
-from harness.check.categories import fetched_twice_by_one_start
-from harness.history import History
 from harness.design.registry import design_named
-from harness.running.runner import RunSettings, run_kill_test
 from harness.faults.schedule import parse_schedule
+from harness.history import History
+from harness.running.runner import RunSettings, run_kill_test
 
 ALL_FAULTS = "error=0.05,throttle=0.04,reset=0.04,truncate=0.04,timeout=0.02,hold=0.3,latency=0.001,jitter=0.001"
 
 
 def test_a_toxics_spec_round_trips_and_every_mistake_is_one_line():
     toxics = parse_toxics("throttle=0.1,error=0.2,retry_after=2,only=/product/")
-    assert toxics.rates == (("error", 0.2), ("throttle", 0.1)) and toxics.retry_after_s == 2
+    assert toxics.rates == (("error", 0.2), ("throttle", 0.1)) and toxics.setting("retry_after") == 2
     assert parse_toxics(toxics.spec) == toxics
     for bad, says in [("boom=0.1", "bad toxic 'boom=0.1'"), ("error=2", "a rate is between 0 and 1"),
                       ("error=0.6,reset=0.6", "add up to 1.2"), ("latency=soon", "takes a number"),
                       ("only=product", "path prefix")]:
         with pytest.raises(ToxicSpecError, match=says):
             parse_toxics(bad)
+
+
+def test_every_toxic_is_registered_in_the_dices_order():
+    assert [toxic.name for toxic in registry()] == ["latency", "error", "throttle", "reset", "truncate", "timeout"]
+    assert [toxic.order for toxic in registry()] == sorted({toxic.order for toxic in registry()})
+    assert all(toxic.description and "\n" not in toxic.description for toxic in registry())
+
+
+@pytest.mark.parametrize("toxic", registry(), ids=lambda toxic: toxic.name)
+def test_each_toxic_parses_and_its_spec_round_trips(toxic):
+    # Each setting a little off its default, so that the spec has to carry it.
+    settings = [f"{name}={setting.default + 3:g}" for name, setting in toxic.settings.items()]
+    toxics = parse_toxics(",".join(([f"{toxic.name}=0.25"] if toxic.rated else []) + settings))
+    assert toxics.active
+    assert toxics.rates == (((toxic.name, 0.25),) if toxic.rated else ())
+    for name, setting in toxic.settings.items():
+        assert toxics.setting(name) == setting.default + 3
+    assert parse_toxics(toxics.spec) == toxics
+    assert parse_toxics(toxics.spec).spec == toxics.spec
+
+
+def test_a_setting_at_its_default_is_the_same_toxics_as_none_given():
+    assert parse_toxics("throttle=0.1,retry_after=1") == parse_toxics("throttle=0.1")
+    assert parse_toxics("throttle=0.1").spec == "throttle=0.1,retry_after=1"
+    assert not parse_toxics("latency=0,jitter=0").active and parse_toxics("jitter=0.1").active
+
+
+def test_the_dice_give_the_faults_and_delays_they_always_gave():
+    """Pinned from the rolls before toxics became a family: a seed must keep meaning the same faults."""
+    dice = ToxicDice(parse_toxics("error=0.1,throttle=0.1,reset=0.1,truncate=0.1,timeout=0.1,latency=0.01,"
+                                  "jitter=0.005"), 3)
+    rolls = [dice.roll(f"/product/{i % 4}") for i in range(40)]
+    assert " ".join((fault or "-")[:2] for fault, _ in rolls) == (
+        "- - er re - - - - tr re th - - - tr ti - - re er th - - - - er ti - - - er - - re tr th th - re -")
+    assert round(sum(delay for _, delay in rolls), 9) == 0.418174607
 
 
 def test_the_nth_request_for_a_path_meets_the_same_fault_for_the_same_seed():

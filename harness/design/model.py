@@ -26,14 +26,13 @@ from harness.errors import KilltestError
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLACEHOLDERS = ("base_url", "work_dir", "store", "lease_s", "crawl", "dsn", "python", "spec_dir")
-STORE_KINDS = ("sqlite", "jsonl", "json_files", "postgres", "redis")
 
 
 @dataclass(frozen=True)
 class StoreSpec:
     """Where a design keeps its records and how to read them back as (key, fields, stamps)."""
 
-    kind: str  # sqlite | jsonl | json_files | postgres | redis
+    kind: str  # a store kind of harness/design/stores/: sqlite, jsonl, json_files, postgres, redis, ...
     path: str = ""  # template; the SQLite file, the JSON-lines file, or the directory of JSON files
     records: str = ""  # the query (sqlite, postgres), or the Redis hash of JSON records, with key and fields
     key: str = "sku"  # the column or JSON field holding the product's natural key (its SKU)
@@ -113,8 +112,11 @@ class Design:
         return values
 
     def store_location(self, launch: Launch) -> str:
-        """The SQLite or JSON-lines file, or the PostgreSQL DSN, the harness reads the records from."""
-        return launch.dsn if self.store.kind in ("postgres", "redis") else self.values(launch)["store"]
+        """The file, folder or DSN the harness reads the records from; the store kind says which."""
+        # Imported here: the store kinds read Designs, so they import this module first.
+        from harness.design.stores import store_location
+
+        return store_location(self, launch)
 
     def files_location(self, launch: Launch) -> str | None:
         """The directory of the design's downloaded files, when its spec names one."""

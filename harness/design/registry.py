@@ -1,28 +1,78 @@
-"""The designs killtest ships, each read from its spec file, and the lookup of a design by name or path."""
+"""The designs killtest ships, each read from its spec file when first asked for, and the lookup by name or path.
+
+Nothing is read at import (Flask's `create_app` rule): a broken built-in spec is the one-line
+`FILE:LINE:` error of its spec, raised when a design is looked up, not a traceback at `import harness`.
+"""
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
+from collections.abc import Iterator, Mapping
 
 from harness.design.model import PROJECT_ROOT, Design
-from harness.errors import KilltestError
 from harness.design.specfile import load_spec
+from harness.errors import KilltestError
 
 # The built-in designs are specs like any user's: scrapers/*.toml, the bug zoo in scrapers/zoo/ and
 # other frameworks' crawlers in scrapers/peers/ (which need the `peers` extra to run).
-BUILT_IN_SPECS = [spec for folder in ("", "zoo", "peers")
-                  for spec in sorted(glob.glob(os.path.join(PROJECT_ROOT, "scrapers", folder, "*.toml")))]
-BUILT_IN_DESIGNS: dict[str, Design] = {design.name: design for design in map(load_spec, BUILT_IN_SPECS)}
+BUILT_IN_FOLDER = os.path.join(PROJECT_ROOT, "scrapers")
+SPEC_FOLDERS = ("", "zoo", "peers")
 
 
-def design_named(name: str) -> Design:
+def built_in_spec_files(folder: str | None = None) -> list[str]:
+    """The spec files of the built-in designs under `folder` (default: the project's scrapers/)."""
+    root = folder or BUILT_IN_FOLDER
+    return [spec for sub in SPEC_FOLDERS for spec in sorted(glob.glob(os.path.join(root, sub, "*.toml")))]
+
+
+def built_in_designs(folder: str | None = None) -> dict[str, Design]:
+    """Every built-in design by name, read on the first call and kept; a bad spec raises its one-line error."""
+    return dict(_read_built_ins(folder or BUILT_IN_FOLDER))
+
+
+@functools.cache
+def _read_built_ins(folder: str) -> dict[str, Design]:
+    designs: dict[str, Design] = {}
+    for path in built_in_spec_files(folder):
+        design = load_spec(path)
+        if design.name in designs:
+            raise KilltestError(f"{path}: design.name {design.name!r} is already the name of"
+                                f" {designs[design.name].spec_file}")
+        designs[design.name] = design
+    return designs
+
+
+def design_named(name: str, folder: str | None = None) -> Design:
     """A built-in design by name, or any design by the path of its spec file (ends in .toml)."""
     if name.endswith(".toml") or os.sep in name:
         return load_spec(name)
+    designs = built_in_designs(folder)
     try:
-        return BUILT_IN_DESIGNS[name]
+        return designs[name]
     except KeyError:
-        known = ", ".join(sorted(BUILT_IN_DESIGNS))
+        known = ", ".join(sorted(designs))
         raise KilltestError(f"unknown design {name!r}; known designs: {known}; or give the path of a"
                             " design spec (.toml)") from None
+
+
+class _BuiltInDesigns(Mapping[str, Design]):
+    """`BUILT_IN_DESIGNS`: the built-in designs as a read-only mapping that reads them on first use."""
+
+    def __getitem__(self, name: str) -> Design:
+        return _read_built_ins(BUILT_IN_FOLDER)[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_read_built_ins(BUILT_IN_FOLDER))
+
+    def __len__(self) -> int:
+        return len(_read_built_ins(BUILT_IN_FOLDER))
+
+    def __repr__(self) -> str:
+        return "BUILT_IN_DESIGNS (read from scrapers/ on first use)"
+
+
+# Kept for the modules that index the built-ins directly (harness/faults/zoo_scenarios.py,
+# harness/running/zoo_runs.py); new code calls built_in_designs() or design_named().
+BUILT_IN_DESIGNS: Mapping[str, Design] = _BuiltInDesigns()

@@ -13,134 +13,79 @@
     fields = ["price"]
 
 Every mistake is one line that names the file and the line to fix. The placeholders are listed in
-harness/design/model.py; the README has a complete example.
+harness/design/model.py, every key with its meaning in SPEC_KEYS below (the reference docs are
+generated from it), the store kinds in harness/design/stores/.
+
+`extends = "other.toml"` (a path relative to the spec, at the top) starts from another spec's
+[design] and [store] tables and replaces the keys this one sets. To change one argument of the
+list it inherits without copying the list, a child gives `set_args`:
+
+    extends = "queue_bullmq.toml"
+    [design]
+    name = "queue-bullmq-2h"
+    set_args = { "--lock-ms" = "120000", "--renew-ms" = "30000" }
+
+Each `"FLAG" = "VALUE"` replaces the word after the first FLAG in the inherited `args` (or `command`,
+for a design without args), or rewrites a `FLAG=OLD` word to `FLAG=VALUE`; a FLAG the list does not
+hold is appended with its value. `"FLAG" = true` appends a flag that takes no value (such as
+`"--trust-the-set" = true`), unless the list already holds it. Changes apply in the order written,
+to the child's own `args` if it gives some; every argument the child does not name stays as the
+base spec has it, so an argument the base gains later reaches every child.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import string
-import sys
 
-from harness.design.model import PLACEHOLDERS, STORE_KINDS, Design, StoreSpec
-from harness.errors import KilltestError
 from fixture_site.catalog import TRUTH_FIELDS
+from harness.design.model import Design, StoreSpec
+from harness.design.spec_toml import SpecFile, set_argument
+from harness.design.stores import kind_of
+from harness.errors import KilltestError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 takes the same parser from PyPI
-    import tomli as tomllib
+__all__ = ["DESIGN_KEYS", "SPEC_KEYS", "STORE_KEYS", "SpecFile", "load_spec", "set_argument"]
 
-DESIGN_KEYS = {"name", "claims_idempotence", "control", "module", "args", "command", "env", "commit_path",
-               "side_effects"}
-STORE_KEYS = {"kind", "path", "records", "key", "fields", "written_at", "changed_at", "leases", "files", "counter"}
-SECTIONS = {"design", "store", "zoo"}  # [zoo]: the scenario that exposes a zoo design's bug (harness/faults/zoo_scenarios.py)
+# Every key a spec's [design] and [store] tables may hold, with its meaning in one line: the source of
+# the keys a spec is checked against and of the reference table in the docs, so the two cannot drift.
+# The section "" holds the keys written at the top of the file, before any table.
+SPEC_KEYS: dict[str, dict[str, str]] = {
+    "": {
+        "extends": "the path of another spec, relative to this one, whose [design] and [store] tables this one"
+                   " starts from",
+    },
+    "design": {
+        "name": "the design's name (letters, digits, '.', '_' and '-'); required",
+        "claims_idempotence": "true when the design promises one correct row per product whatever the kills",
+        "control": "true for the control (the naive design): it claims nothing and must show what kills do",
+        "module": "a Python design: the module run as `python -m MODULE ARGS` (give module or command)",
+        "args": "a Python design's arguments, with placeholders",
+        "command": "any other program: its argv, with placeholders (give module or command)",
+        "set_args": "a table { \"--flag\" = \"value\" } changing the args (or command) a spec extends:"
+                    " replaces the flag's value or appends it; = true appends a flag without a value",
+        "env": "environment variables for the design's process: a table of strings, with placeholders",
+        "commit_path": "functions of the design's module where a crash matters most; explore kills at each line",
+        "side_effects": "true when the design downloads files, sends webhooks or keeps a counter to check",
+    },
+    "store": {
+        "kind": "which store kind reads the store: a module of harness/design/stores/ (sqlite, redis, ...)",
+        "path": "the store's file or folder, usually under {work_dir}; kinds kept in a file need it",
+        "records": "the query (sqlite, postgres), or the Redis hash of JSON records, giving key and fields",
+        "key": "the column or JSON field holding the product's natural key (default sku)",
+        "fields": "the site's fields the store holds: a list of names, or a table { site_field = \"column\" }"
+                  " (default [\"price\"])",
+        "written_at": "the column holding the design's time.time() of a record's first write",
+        "changed_at": "the column holding the time.time() of the last change the design claims",
+        "leases": "a query (or Redis list or set) of the paths claimed but not committed",
+        "counter": "a query of one number the design keeps: how many products it holds",
+        "files": "the folder the design downloads files to, with placeholders",
+    },
+}
+DESIGN_KEYS = set(SPEC_KEYS["design"])
+STORE_KEYS = set(SPEC_KEYS["store"])
+# [zoo]: the scenario that exposes a zoo design's bug (harness/faults/zoo_scenarios.py)
+SECTIONS = {"design", "store", "zoo"}
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-class SpecFile:
-    """The parsed TOML and its text, so that every error can name a line.
-
-    `extends = "other.toml"` (a path relative to the spec) starts from another spec's tables and
-    replaces the keys this one sets: a design that differs from another in one line says only that.
-    """
-
-    def __init__(self, path: str, extended_by: tuple[str, ...] = ()) -> None:
-        self.path = path
-        self.base: SpecFile | None = None
-        try:
-            with open(path, "rb") as src:
-                raw = src.read()
-        except OSError as error:
-            raise KilltestError(f"cannot read the design spec {path!r}: {error.strerror}") from None
-        try:
-            self.data = tomllib.loads(raw.decode("utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-            raise KilltestError(f"{path}: not a valid TOML file: {error}") from None
-        self.lines = raw.decode("utf-8").splitlines()
-        base = self.data.pop("extends", None)
-        if base is not None:
-            if not isinstance(base, str):
-                raise self.error("", "extends", "extends must be the path of another spec, as a string")
-            base_path = os.path.normpath(os.path.join(os.path.dirname(path), base))
-            if os.path.abspath(base_path) in extended_by + (os.path.abspath(path),):
-                raise self.error("", "extends", f"extends {base!r} goes round in a circle")
-            self.base = SpecFile(base_path, extended_by + (os.path.abspath(path),))
-            merged = {section: dict(table) for section, table in self.base.data.items() if section != "zoo"}
-            for section, table in self.data.items():
-                merged[section] = {**merged.get(section, {}), **table} if isinstance(table, dict) else table
-            self.data = merged
-
-    def line_of(self, section: str, key: str | None = None) -> int | None:
-        """The line of `key` in `[section]` (or of the section header), counted from 1; "" is the top."""
-        current = ""
-        for number, text in enumerate(self.lines, start=1):
-            stripped = text.strip()
-            header = re.match(r"^\[([^\[\]]+)\]", stripped)
-            if header:
-                current = header.group(1).strip()
-                if key is None and current == section:
-                    return number
-            elif current == section and key is not None and re.match(rf"^{re.escape(key)}\s*=", stripped):
-                return number
-        return None
-
-    def place(self, section: str, key: str | None = None) -> str | None:
-        """`FILE:LINE` of a key, in this spec or the one it extends, wherever it was written."""
-        line = self.line_of(section, key)
-        if line is not None:
-            return f"{self.path}:{line}"
-        return self.base.place(section, key) if self.base is not None and key is not None else None
-
-    def where(self, section: str, key: str | None = None) -> str:
-        return self.place(section, key) or self.path
-
-    def error(self, section: str, key: str | None, message: str) -> KilltestError:
-        return KilltestError(f"{self.where(section, key)}: {message}")
-
-    def table(self, section: str, known: set[str], required: bool = True) -> dict:
-        table = self.data.get(section)
-        if table is None:
-            if required:
-                raise KilltestError(f"{self.path}: missing the [{section}] table")
-            return {}
-        if not isinstance(table, dict):
-            raise self.error(section, None, f"[{section}] must be a table")
-        for key in table:
-            if key not in known:
-                raise self.error(section, key, f"unknown key {section}.{key}; known: {', '.join(sorted(known))}")
-        return table
-
-    def string(self, table: dict, section: str, key: str, required: bool = False) -> str | None:
-        value = table.get(key)
-        if value is None:
-            if required:
-                raise self.error(section, None, f"[{section}] needs {key} = \"...\"")
-            return None
-        if not isinstance(value, str) or not value.strip():
-            raise self.error(section, key, f"{section}.{key} must be a non-empty string")
-        self.check_placeholders(section, key, value)
-        return value
-
-    def strings(self, table: dict, section: str, key: str) -> tuple[str, ...]:
-        value = table.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self.error(section, key, f"{section}.{key} must be a list of strings")
-        for part in value:
-            self.check_placeholders(section, key, part)
-        return tuple(value)
-
-    def check_placeholders(self, section: str, key: str, text: str) -> None:
-        try:
-            names = {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
-        except ValueError as error:
-            raise self.error(section, key, f"{section}.{key}: {error} (write {{{{ and }}}} for literal braces)") \
-                from None
-        unknown = sorted(names - set(PLACEHOLDERS))
-        if unknown:
-            raise self.error(section, key, f"{section}.{key} uses {{{unknown[0]}}}; the placeholders are "
-                                           + ", ".join("{" + p + "}" for p in PLACEHOLDERS))
 
 
 def load_spec(path: str) -> Design:
@@ -153,7 +98,7 @@ def load_spec(path: str) -> Design:
         if section not in SECTIONS:
             raise spec.error(section, None, f"unknown table [{section}]; a spec has [design] and [store]")
     design = spec.table("design", DESIGN_KEYS)
-    name = spec.string(design, "design", "name", required=True)
+    name = spec.required_string(design, "design", "name")
     if not NAME.match(name):
         raise spec.error("design", "name", f"design.name {name!r} may hold only letters, digits, '.', '_' and '-'")
     claims = design.get("claims_idempotence", False)
@@ -176,7 +121,7 @@ def load_spec(path: str) -> Design:
     env = design.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
         raise spec.error("design", "env", "design.env must be a table of strings, for example { TZ = \"UTC\" }")
-    for key, value in env.items():
+    for value in env.values():
         spec.check_placeholders("design", "env", value)
     spec_file = os.path.abspath(path)
     return Design(
@@ -188,30 +133,24 @@ def load_spec(path: str) -> Design:
 
 def _store(spec: SpecFile) -> StoreSpec:
     store = spec.table("store", STORE_KEYS)
-    kind = spec.string(store, "store", "kind", required=True)
-    if kind not in STORE_KINDS:
-        raise spec.error("store", "kind", f"store.kind {kind!r} is not one of {', '.join(STORE_KINDS)}")
+    name = spec.required_string(store, "store", "kind")
+    try:
+        kind = kind_of(name)
+    except KilltestError as error:
+        raise spec.error("store", "kind", str(error)) from None
     path = spec.string(store, "store", "path")
     records = spec.string(store, "store", "records")
-    if kind in ("sqlite", "jsonl", "json_files") and path is None:
-        raise spec.error("store", None, f"a {kind} store needs path = \"{{work_dir}}/...\"")
-    if kind in ("sqlite", "postgres") and records is None:
-        raise spec.error("store", None, f"a {kind} store needs records = \"SELECT key, field, ... FROM ...\"")
-    if kind == "redis" and records is None:
-        raise spec.error("store", None, "a redis store needs records = \"HASH\": the hash whose values are JSON records")
-    if kind in ("jsonl", "json_files") and records is not None:
-        raise spec.error("store", "records", f"a {kind} store has no query: each"
-                                             f" {'line' if kind == 'jsonl' else 'file'} is one record")
     leases = spec.string(store, "store", "leases")
-    if leases is not None and kind in ("jsonl", "json_files"):
-        raise spec.error("store", "leases", "store.leases is a query, so it needs a sqlite or postgres store")
     counter = spec.string(store, "store", "counter")
-    if counter is not None and kind not in ("sqlite", "postgres"):
-        raise spec.error("store", "counter", "store.counter is a query, so it needs a sqlite or postgres store")
     files = spec.string(store, "store", "files")
-    if files is not None:
-        spec.check_placeholders("store", "files", files)
-    return StoreSpec(kind=kind, path=path or "", records=records or "", counter=counter, files=files,
+    # The kind says which keys its spec needs and which it cannot use: a needed key missing is the
+    # [store] table's mistake, a refused key given is its own line's.
+    for key, rule in kind.spec_rules.items():
+        if rule.needed and key not in store:
+            raise spec.error("store", None, rule.message)
+        if not rule.needed and key in store:
+            raise spec.error("store", key, rule.message)
+    return StoreSpec(kind=name, path=path or "", records=records or "", counter=counter, files=files,
                      key=spec.string(store, "store", "key") or "sku", fields=_fields(spec, store),
                      written_at=spec.string(store, "store", "written_at"),
                      changed_at=spec.string(store, "store", "changed_at"), leases=leases,

@@ -64,6 +64,20 @@ class PrivateServer:
         self._process: subprocess.Popen | None = None
 
     @property
+    def directory(self) -> str:
+        """The server's temporary directory, once started."""
+        if self._dir is None:
+            raise KilltestError(f"the private {self.name} has not been started")
+        return self._dir
+
+    @property
+    def process(self) -> subprocess.Popen:
+        """The server's process, once launched."""
+        if self._process is None:
+            raise KilltestError(f"the private {self.name} is not running")
+        return self._process
+
+    @property
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
 
@@ -83,6 +97,10 @@ class PrivateServer:
     def _prepare(self) -> None:
         """Whatever the data directory needs before the first launch."""
 
+    def fresh_database(self) -> str:
+        """A new, empty database for one run; its DSN (the {dsn} a design is given)."""
+        raise NotImplementedError
+
     def _answers(self) -> bool:
         raise NotImplementedError
 
@@ -101,8 +119,8 @@ class PrivateServer:
     def _wait_until_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout_s
         while not self._answers():
-            if self._process.poll() is not None:
-                raise KilltestError(f"the private {self.name} exited with status {self._process.returncode}:"
+            if self.process.poll() is not None:
+                raise KilltestError(f"the private {self.name} exited with status {self.process.returncode}:"
                                     f" {self._log_tail()}")
             if time.monotonic() > deadline:
                 raise KilltestError(f"the private {self.name} did not answer in {self.start_timeout_s:g}s:"
@@ -110,11 +128,13 @@ class PrivateServer:
             time.sleep(0.02)
 
     def _log_tail(self) -> str:
+        if self._dir is None:
+            return "(no log)"
         try:
             with open(os.path.join(self._dir, f"{self.name}.log"), encoding="utf-8", errors="replace") as log:
                 lines = [line.strip() for line in log if line.strip()]
             return lines[-1] if lines else "(no output)"
-        except (OSError, TypeError):
+        except OSError:
             return "(no log)"
 
     def stop(self) -> None:
@@ -136,12 +156,13 @@ class PrivateServer:
         misses them; and a harness that is a child subreaper (harness.running.prefork) inherits them when the
         server dies, so unreaped they would stay as zombies.
         """
+        process = self.process
         try:
-            descendants = psutil.Process(self._process.pid).children(recursive=True)
+            descendants = psutil.Process(process.pid).children(recursive=True)
         except psutil.NoSuchProcess:
             descendants = []
-        os.killpg(self._process.pid, signal.SIGKILL)
-        self._process.wait()
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
         for child in descendants:
             try:
                 child.kill()

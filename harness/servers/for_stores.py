@@ -1,41 +1,64 @@
-"""The servers the designs' stores need, started once for a campaign, with a fresh database for every run."""
+"""The servers the designs' stores need, started once for a campaign, with a fresh database for every run.
+
+Which server a store needs is its kind's answer (`kind_of(kind).server`, harness/design/stores/): this
+module only knows the servers by their names.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 from harness.design.model import Design
+from harness.design.stores import kind_of
+from harness.errors import KilltestError
+from harness.servers.common import PrivateServer
 from harness.servers.private_postgres import PrivatePostgres
 from harness.servers.private_redis import PrivateRedis
+
+# Every private server, by the name a store kind gives as its `server`.
+SERVERS: dict[str, type[PrivateServer]] = {server.name: server for server in (PrivatePostgres, PrivateRedis)}
+
+
+def server_for(design: Design) -> str | None:
+    """The name of the private server `design`'s store lives in; None for a store kept in a file."""
+    return kind_of(design.store.kind).server
 
 
 class StoreServers:
     """`with StoreServers(designs) as servers: dsn = servers.dsn_for(design)`; nothing starts if no store needs it."""
 
-    def __init__(self, designs) -> None:
-        kinds = {d.store.kind for d in designs}
-        self._wanted = {"postgres": PrivatePostgres, "redis": PrivateRedis}
-        self._wanted = {kind: server for kind, server in self._wanted.items() if kind in kinds}
-        self._running: dict = {}
+    def __init__(self, designs: Iterable[Design]) -> None:
+        wanted = {name for name in map(server_for, designs) if name is not None}
+        unknown = sorted(wanted - set(SERVERS))
+        if unknown:
+            raise KilltestError(f"no private server is named {unknown[0]!r}; harness/servers has: {', '.join(SERVERS)}")
+        self._wanted = {name: server for name, server in SERVERS.items() if name in wanted}
+        self._running: dict[str, PrivateServer] = {}
 
-    def __enter__(self) -> "StoreServers":
+    def __enter__(self) -> StoreServers:
         try:
-            for kind, server in self._wanted.items():
-                self._running[kind] = server().start()
+            for name, server in self._wanted.items():
+                self._running[name] = server().start()
         except BaseException:
             self.__exit__()
             raise
         return self
 
+    def _server_of(self, design: Design) -> PrivateServer | None:
+        name = server_for(design)
+        return self._running.get(name) if name is not None else None
+
     def dsn_for(self, design: Design) -> str:
         """A new empty database for one run of `design`, or "" for a store that needs no server."""
-        server = self._running.get(design.store.kind)
+        server = self._server_of(design)
         return server.fresh_database() if server is not None else ""
 
-    def restarter_for(self, design: Design):
+    def restarter_for(self, design: Design) -> Callable[[], float] | None:
         """A function that crashes and restarts `design`'s store server, or None for a store without one."""
-        server = self._running.get(design.store.kind)
+        server = self._server_of(design)
         return server.crash_and_restart if server is not None else None
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         for server in self._running.values():
             server.stop()
         self._running = {}

@@ -37,16 +37,16 @@ class PrivatePostgres(PrivateServer):
         return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
 
     def _prepare(self) -> None:
-        data, sockets = os.path.join(self._dir, "data"), os.path.join(self._dir, "sockets")
+        data, sockets = os.path.join(self.directory, "data"), os.path.join(self.directory, "sockets")
         os.mkdir(sockets)
         if self._account:
-            os.chown(self._dir, *self._account)
+            os.chown(self.directory, *self._account)
             os.chown(sockets, *self._account)
         self._run([self.initdb, "-D", data, "-U", SUPERUSER, "-A", "trust", "-E", "UTF8", "--no-sync"])
 
     def _launch(self) -> None:
-        data, sockets = os.path.join(self._dir, "data"), os.path.join(self._dir, "sockets")
-        with open(os.path.join(self._dir, "postgres.log"), "ab") as log:
+        data, sockets = os.path.join(self.directory, "data"), os.path.join(self.directory, "sockets")
+        with open(os.path.join(self.directory, "postgres.log"), "ab") as log:
             # fsync off: the harness kills processes, never the machine; the OS keeps what a killed
             # server wrote, and crash recovery replays it on the restart.
             self._process = subprocess.Popen(

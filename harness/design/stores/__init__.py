@@ -1,18 +1,28 @@
-"""Read back what a design stored, as its spec says, without changing it.
+"""Read back what a design stored, as its spec says, without changing it: the family of store kinds.
 
 A store is read the same way whatever its kind: rows with a key column, the columns the spec maps
 to the site's fields, and, when the spec names them, the design's own write and change times.
+
+Each kind is one module of this folder that exposes `KIND`, an object of the `StoreKind` protocol:
+its name (the spec's `store.kind`), what its spec must and may hold (`spec_rules`), which private
+server its location comes from (`server`: None for a file or folder under the run's work_dir), and
+how its records, held leases and counter are read. The registry finds the modules itself, so
+adding a kind is one module, its test and its line in the reference docs; nothing here names one.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib
 import json
 import os
-import sqlite3
+import pkgutil
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from harness.design.model import Design, StoreSpec
+from harness.design.model import Design, Launch, StoreSpec
 from harness.errors import KilltestError
 
 
@@ -27,25 +37,156 @@ class StoredRecord:
     unreadable: str = ""  # why the row could not be read
 
 
+@dataclass(frozen=True)
+class KeyRule:
+    """What a kind says about one `[store]` key: the spec must give it (`needed`) or must not."""
+
+    needed: bool
+    message: str  # the one-line error, after `FILE:LINE: `
+
+
+def needs(message: str) -> KeyRule:
+    """The spec must give this key; a spec without it is refused with `message`, at the [store] line."""
+    return KeyRule(True, message)
+
+
+def refuses(message: str) -> KeyRule:
+    """The spec must not give this key; a spec with it is refused with `message`, at the key's line."""
+    return KeyRule(False, message)
+
+
+class StoreKind(Protocol):
+    """One kind of store: how its spec is checked, where it lives, how it is read."""
+
+    name: str  # the spec's store.kind
+    description: str  # one line for the reference docs: where the store lives, what records and leases are
+    # The private server (harness/servers, by its name) whose fresh database is the store's location,
+    # given to the design as {dsn}; None: the store is the file or folder of `store.path`.
+    server: str | None
+    # Keys of [store] the kind needs or refuses, checked in this order; a key not named is optional.
+    spec_rules: Mapping[str, KeyRule]
+
+    def location(self, design: Design, launch: Launch) -> str:
+        """Where one run's store is: a path under work_dir, or the DSN of the server's database."""
+        ...
+
+    def records(self, spec: StoreSpec, location: str) -> list[StoredRecord]:
+        """Every row, duplicates included."""
+        ...
+
+    def leases(self, spec: StoreSpec, location: str) -> list[str]:
+        """The paths `store.leases` names as claimed but not committed (called only when it is set)."""
+        ...
+
+    def counter(self, spec: StoreSpec, location: str) -> float | None:
+        """The number `store.counter` names (called only when it is set); None with no row yet."""
+        ...
+
+
+class StoreBase:
+    """What kinds share by default: the store is the file or folder of `store.path`, under the run's
+    work_dir, and it holds no leases or counter unless the kind reads them."""
+
+    server: str | None = None
+
+    def location(self, design: Design, launch: Launch) -> str:
+        return design.values(launch)["store"]
+
+    def leases(self, spec: StoreSpec, location: str) -> list[str]:
+        return []  # a kind that reads leases overrides this; one that cannot refuses store.leases
+
+    def counter(self, spec: StoreSpec, location: str) -> float | None:
+        return None  # likewise for store.counter
+
+
+class ServerStore(StoreBase):
+    """A kind kept in a private server's database: the location is the DSN the run was given."""
+
+    def location(self, design: Design, launch: Launch) -> str:
+        return launch.dsn
+
+
+class QueryStore(StoreBase):
+    """A kind read by SQL queries: records, leases and the counter are each a query's rows."""
+
+    def query(self, spec: StoreSpec, location: str, sql: str, spec_key: str) -> tuple[list[str], list[tuple]]:
+        """(column names, rows) of `sql`; nothing when the store or its schema does not exist yet."""
+        raise NotImplementedError
+
+    def records(self, spec: StoreSpec, location: str) -> list[StoredRecord]:
+        columns, rows = self.query(spec, location, spec.records, "records")
+        return [record_from_row(spec, dict(zip(columns, row, strict=True))) for row in rows]
+
+    def leases(self, spec: StoreSpec, location: str) -> list[str]:
+        _, rows = self.query(spec, location, spec.leases or "", "leases")
+        return [str(row[0]) for row in rows]
+
+    def counter(self, spec: StoreSpec, location: str) -> float | None:
+        _, rows = self.query(spec, location, spec.counter or "", "counter")
+        return float(rows[0][0]) if rows and rows[0] and rows[0][0] is not None else None
+
+
+# What the file kinds that hold no query say when a spec gives them one.
+LEASES_NEED_A_QUERY = "store.leases is a query, so it needs a sqlite or postgres store"
+COUNTER_NEEDS_A_QUERY = "store.counter is a query, so it needs a sqlite or postgres store"
+
+
+@functools.cache
+def _registry() -> dict[str, StoreKind]:
+    """Every kind module of this folder, by kind name; read once, on the first lookup."""
+    kinds: dict[str, StoreKind] = {}
+    for module_info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        kind = getattr(importlib.import_module(f"{__name__}.{module_info.name}"), "KIND", None)
+        if kind is None:
+            continue
+        if kind.name in kinds:
+            raise KilltestError(f"two store kinds are named {kind.name!r} (harness/design/stores/)")
+        kinds[kind.name] = kind
+    return kinds
+
+
+def kind_of(name: str) -> StoreKind:
+    """The store kind a spec's `store.kind` names; a KilltestError listing the kinds for any other."""
+    try:
+        return _registry()[name]
+    except KeyError:
+        raise KilltestError(f"store.kind {name!r} is not one of {', '.join(store_kinds())}") from None
+
+
+def store_kinds() -> tuple[str, ...]:
+    """The names of every registered store kind."""
+    return tuple(_registry())
+
+
+def __getattr__(name: str) -> Any:
+    # STORE_KINDS is the registry's names, found when first asked for rather than at import.
+    if name == "STORE_KINDS":
+        return store_kinds()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def store_location(design: Design, launch: Launch) -> str:
+    """The file, folder or DSN the harness reads one run's records from."""
+    return kind_of(design.store.kind).location(design, launch)
+
+
 def stored_records(design: Design, location: str) -> list[StoredRecord]:
     """Every row of the store, duplicates included: the checker counts them."""
-    spec = design.store
-    if spec.kind == "jsonl":
-        return _jsonl_records(spec, location)
-    if spec.kind == "json_files":
-        return _json_file_records(spec, location)
-    if spec.kind == "redis":
-        return _redis_records(spec, location)
-    columns, rows = _query(spec, location, spec.records, "records")
-    return [_record(spec, dict(zip(columns, row))) for row in rows]
+    return kind_of(design.store.kind).records(design.store, location)
 
 
 def stored_counter(design: Design, location: str) -> float | None:
     """The number the design's `store.counter` query returns (None without one, or with no row yet)."""
     if design.store.counter is None:
         return None
-    _, rows = _query(design.store, location, design.store.counter, "counter")
-    return float(rows[0][0]) if rows and rows[0] and rows[0][0] is not None else None
+    return kind_of(design.store.kind).counter(design.store, location)
+
+
+def held_leases(design: Design, location: str) -> list[str]:
+    """Paths the design had claimed but not committed when it was last stopped."""
+    if design.store.leases is None:
+        return []
+    return kind_of(design.store.kind).leases(design.store, location)
 
 
 def stored_files(directory: str | None) -> list[tuple[str, str]]:
@@ -61,53 +202,8 @@ def stored_files(directory: str | None) -> list[tuple[str, str]]:
     return files
 
 
-def held_leases(design: Design, location: str) -> list[str]:
-    """Paths the design had claimed but not committed when it was last stopped."""
-    if design.store.leases is None:
-        return []
-    if design.store.kind == "redis":
-        return _redis_members(design.store, location)
-    _, rows = _query(design.store, location, design.store.leases, "leases")
-    return [str(row[0]) for row in rows]
-
-
-def _query(spec: StoreSpec, location: str, sql: str, spec_key: str) -> tuple[list[str], list[tuple]]:
-    if spec.kind == "postgres":
-        return _postgres_query(spec, location, sql, spec_key)
-    if not os.path.exists(location):
-        return [], []  # killed before it created its store: nothing stored
-    # Read-only URI: the harness must never be the one that changes a store it is judging.
-    db = sqlite3.connect(f"file:{location}?mode=ro", uri=True, timeout=5)
-    try:
-        cursor = db.execute(sql)
-        return [d[0] for d in cursor.description or ()], cursor.fetchall()
-    except sqlite3.OperationalError as error:
-        if "no such table" in str(error):
-            return [], []  # killed between creating the file and creating its schema
-        raise KilltestError(f"{spec.where(spec_key)}: store.{spec_key} failed on the store: {error}") from None
-    except sqlite3.DatabaseError as error:
-        raise KilltestError(f"{spec.where('path')}: {location} is not a readable SQLite file: {error}") from None
-    finally:
-        db.close()
-
-
-def _postgres_query(spec: StoreSpec, dsn: str, sql: str, spec_key: str) -> tuple[list[str], list[tuple]]:
-    import psycopg  # only designs with a PostgreSQL store need it
-
-    try:
-        with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as db:
-            with db.cursor() as cursor:
-                cursor.execute(sql)
-                return [d.name for d in cursor.description or ()], cursor.fetchall()
-    except psycopg.errors.UndefinedTable:
-        return [], []  # killed before it created its schema
-    except psycopg.Error as error:
-        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise KilltestError(f"{spec.where(spec_key)}: store.{spec_key} failed on the store: {message}") from None
-
-
-def _record(spec: StoreSpec, row: dict) -> StoredRecord:
-    """A row (a dict of column -> value) as a StoredRecord; a missing column is the spec's mistake."""
+def record_from_row(spec: StoreSpec, row: Mapping[str, Any]) -> StoredRecord:
+    """A row (column -> value) as a StoredRecord; a column the spec names and the row lacks is the spec's mistake."""
     wanted = [("key", spec.key)] + [("fields", column) for _, column in spec.fields]
     wanted += [(name, column) for name, column in (("written_at", spec.written_at), ("changed_at", spec.changed_at))
                if column]
@@ -123,76 +219,26 @@ def _record(spec: StoreSpec, row: dict) -> StoredRecord:
                         changed_at=_seconds(row.get(spec.changed_at)) if spec.changed_at else None)
 
 
-def _jsonl_records(spec: StoreSpec, path: str) -> list[StoredRecord]:
-    if not os.path.exists(path):
-        return []
-    with open(path, encoding="utf-8", errors="replace") as lines:
-        return [_json_record(spec, f"line {number}", line) for number, line in enumerate(lines, start=1)
-                if line.strip()]
-
-
-def _json_file_records(spec: StoreSpec, directory: str) -> list[StoredRecord]:
-    """Each *.json file in `directory` is one record (Crawlee's file-system dataset); names that start
-    with `__` are the framework's own metadata."""
-    if not os.path.isdir(directory):
-        return []
-    names = sorted(n for n in os.listdir(directory) if n.endswith(".json") and not n.startswith("__"))
-    records = []
-    for name in names:
-        with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as file:
-            records.append(_json_record(spec, f"file {name}", file.read()))
-    return records
-
-
-def _json_record(spec: StoreSpec, where: str, text: str) -> StoredRecord:
+def record_from_json(spec: StoreSpec, where: str, text: str | bytes) -> StoredRecord:
+    """One JSON object as a record; text that is not one is an unreadable row, named by `where`."""
     try:
         row = json.loads(text)
     except ValueError:
         # A line torn by SIGKILL, or two writes run together: a broken record, not a skipped one.
-        return StoredRecord(None, unreadable=f"{where} is not JSON: {text.strip()[:60]}")
+        shown = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        return StoredRecord(None, unreadable=f"{where} is not JSON: {shown.strip()[:60]}")
     if not isinstance(row, dict):
         return StoredRecord(None, unreadable=f"{where} is not a JSON object")
-    return _record(spec, row) if spec.key in row else StoredRecord(None, unreadable=f"{where} has no {spec.key!r}")
+    if spec.key not in row:
+        return StoredRecord(None, unreadable=f"{where} has no {spec.key!r}")
+    return record_from_row(spec, row)
 
 
-def _redis_records(spec: StoreSpec, url: str) -> list[StoredRecord]:
-    """Each value of the hash `records` is one record as a JSON object."""
-    import redis
-
-    with redis.Redis.from_url(url) as client:
-        try:
-            values = client.hvals(spec.records)
-        except redis.exceptions.ResponseError as error:
-            raise KilltestError(f"{spec.where('records')}: store.records {spec.records!r} is not a Redis hash:"
-                                f" {error}") from None
-    records = []
-    for number, value in enumerate(values, start=1):
-        try:
-            row = json.loads(value)
-        except ValueError:
-            records.append(StoredRecord(None, unreadable=f"value {number} of {spec.records} is not JSON"))
-            continue
-        records.append(_record(spec, row) if isinstance(row, dict) and spec.key in row else
-                       StoredRecord(None, unreadable=f"value {number} of {spec.records} has no {spec.key!r}"))
-    return records
-
-
-def _redis_members(spec: StoreSpec, url: str) -> list[str]:
-    """The paths in the Redis list or set `leases` (for BullMQ, a queue's active job IDs)."""
-    import redis
-
-    with redis.Redis.from_url(url) as client:
-        kind = client.type(spec.leases).decode()
-        members = client.lrange(spec.leases, 0, -1) if kind == "list" else client.smembers(spec.leases) \
-            if kind == "set" else []
-    return sorted(m.decode() for m in members)
-
-
-def _text(value) -> str:
+def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _seconds(value) -> float | None:
+def _seconds(value: Any) -> float | None:
     if value is None:
         return None
     if hasattr(value, "timestamp"):  # a PostgreSQL timestamptz comes back as a datetime

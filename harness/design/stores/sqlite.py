@@ -1,0 +1,39 @@
+"""The sqlite store kind: a SQLite file under the run's work_dir, read by the spec's queries, read-only."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+from harness.design.model import StoreSpec
+from harness.design.stores import QueryStore, needs
+from harness.errors import KilltestError
+
+
+class SQLiteStore(QueryStore):
+    name = "sqlite"
+    description = "a SQLite file under {work_dir}; records, leases and counter are queries on it"
+    spec_rules = {
+        "path": needs('a sqlite store needs path = "{work_dir}/..."'),
+        "records": needs('a sqlite store needs records = "SELECT key, field, ... FROM ..."'),
+    }
+
+    def query(self, spec: StoreSpec, location: str, sql: str, spec_key: str) -> tuple[list[str], list[tuple]]:
+        if not os.path.exists(location):
+            return [], []  # killed before it created its store: nothing stored
+        # Read-only URI: the harness must never be the one that changes a store it is judging.
+        db = sqlite3.connect(f"file:{location}?mode=ro", uri=True, timeout=5)
+        try:
+            cursor = db.execute(sql)
+            return [d[0] for d in cursor.description or ()], cursor.fetchall()
+        except sqlite3.OperationalError as error:
+            if "no such table" in str(error):
+                return [], []  # killed between creating the file and creating its schema
+            raise KilltestError(f"{spec.where(spec_key)}: store.{spec_key} failed on the store: {error}") from None
+        except sqlite3.DatabaseError as error:
+            raise KilltestError(f"{spec.where('path')}: {location} is not a readable SQLite file: {error}") from None
+        finally:
+            db.close()
+
+
+KIND = SQLiteStore()
