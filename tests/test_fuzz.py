@@ -4,16 +4,20 @@ import contextlib
 import tempfile
 
 import pytest
-from hypothesis import find, given, note, settings, strategies as st
+from hypothesis import find, given, note, settings
+from hypothesis import strategies as st
 
 from fixture_site.catalog import build_catalog
 from fixture_site.server import SiteServer
 from harness.check.checker import check_run
 from harness.design.registry import design_named
+from harness.faults.points.line import AtLine, anchor_for
+from harness.faults.points.request import AtRequest
+from harness.faults.points.timed import AfterDelay
+from harness.faults.schedule import KillSchedule, parse_schedule
 from harness.running.exploration import commit_path_lines, explore
 from harness.running.prefork import Zygote
 from harness.running.runner import RunSettings, run_kill_test
-from harness.faults.schedule import AfterDelay, AtLine, AtRequest, KillSchedule, parse_schedule
 
 # The catalog `killtest replay --listing-pages 2 --per-page 3` builds, so a printed replay is exact.
 CATALOG = build_catalog(listing_pages=2, products_per_page=3)  # 8 requests for a full crawl
@@ -30,7 +34,8 @@ def small_site():
 def launchers():
     """One pre-forked launcher per design: a start costs a fork, not an interpreter and its imports."""
     with contextlib.ExitStack() as stack:
-        yield {name: stack.enter_context(Zygote(design_named(name))) for name in ("idempotent", "zoo-done-before-record")}
+        yield {name: stack.enter_context(Zygote(design_named(name)))
+               for name in ("idempotent", "zoo-done-before-record")}
 
 
 def kill_points(design, full_crawl_requests, exact_only=False):
@@ -39,7 +44,8 @@ def kill_points(design, full_crawl_requests, exact_only=False):
     `r+` and timed points race the scraper, so a failure they find may not repeat; shrinking wants
     exact points only.
     """
-    lines = [AtLine(path, line, hit) for path, line in commit_path_lines(design) for hit in (1, 2, 3)]
+    lines = [AtLine(path, line, hit, anchor=anchor_for(path, line))  # printed as function+offset, as explore does
+             for path, line in commit_path_lines(design) for hit in (1, 2, 3)]
     before_answer = st.builds(AtRequest, st.integers(1, full_crawl_requests))
     if exact_only:
         return st.one_of(before_answer, st.sampled_from(lines))
@@ -87,7 +93,7 @@ def test_idempotent_design_keeps_its_promises_at_any_crash_points_on_any_catalog
 
 
 def test_an_exact_schedule_gives_the_same_outcome_on_every_repeat(small_site, launchers):
-    schedule = parse_schedule("r5,l:scrapers/idempotent.py:117:2,r1")
+    schedule = parse_schedule("r5,l:scrapers/idempotent.py:complete+8:2,r1")
     outcomes = [fingerprint(*kill_test(design_named("idempotent"), schedule, small_site, launchers))
                 for _ in range(3)]
     assert outcomes[0] == outcomes[1] == outcomes[2]
@@ -104,7 +110,7 @@ def fingerprint(history, verdict):
 def test_a_pre_forked_start_behaves_like_a_new_interpreter(small_site, launchers):
     # Outcomes are exact when no lease runs out while a start boots: here 1.5 s against a 0.2-0.4 s boot.
     long_lease = RunSettings(lease_s=1.5, time_limit_s=60)
-    schedule = parse_schedule("r5,l:scrapers/idempotent.py:117:2")
+    schedule = parse_schedule("r5,l:scrapers/idempotent.py:complete+8:2")
     outcomes = []
     for pool in (None, launchers):
         with tempfile.TemporaryDirectory(prefix="killtest-fuzz-") as work_dir:
@@ -131,8 +137,8 @@ def test_fuzzing_catches_the_design_that_marks_done_before_saving_and_shrinks_to
 
 def test_explore_names_the_crash_points_that_lose_a_record(small_site, launchers):
     broken = design_named("zoo-done-before-record")
-    points = [AtLine(path, line, 2) for path, line in commit_path_lines(broken)]
+    points = [AtLine(path, line, 2, anchor=anchor_for(path, line)) for path, line in commit_path_lines(broken)]
     exploration = explore(broken, small_site, SETTINGS, points=points, launcher=launchers[broken.name])
     lost = [o.point for o in exploration.broken if any(p.startswith("lost") for p in o.problems)]
     assert lost, [o.point for o in exploration.outcomes]
-    assert all(o.point.startswith("l:scrapers/zoo/done_before_record.py:") for o in exploration.broken)
+    assert all(o.point.startswith("l:scrapers/zoo/done_before_record.py:complete+") for o in exploration.broken)

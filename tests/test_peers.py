@@ -11,8 +11,8 @@ from fixture_site.catalog import build_catalog
 from fixture_site.server import SiteServer
 from harness.check.checker import check_run
 from harness.design.registry import design_named
-from harness.running.runner import RunSettings, run_kill_test
 from harness.faults.schedule import parse_schedule
+from harness.running.runner import RunSettings, run_kill_test
 
 pytest.importorskip("scrapy", reason="the peers extra is not installed: pip install -e '.[peers]'")
 pytest.importorskip("crawlee", reason="the peers extra is not installed: pip install -e '.[peers]'")

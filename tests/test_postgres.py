@@ -6,14 +6,14 @@ import psutil
 import pytest
 
 from harness.check.checker import check_run
-from harness.errors import KilltestError
 from harness.design.registry import design_named
-from harness.running.runner import RunSettings, run_kill_test
-from harness.faults.schedule import parse_schedule
-from harness.servers.common import REQUIRE_SERVERS_VARIABLE, ServerUnavailable, servers_required
-from harness.servers.private_postgres import PrivatePostgres
 from harness.design.specfile import load_spec
 from harness.design.stores import stored_records
+from harness.errors import KilltestError
+from harness.faults.schedule import parse_schedule
+from harness.running.runner import RunSettings, run_kill_test
+from harness.servers.common import REQUIRE_SERVERS_VARIABLE, ServerUnavailable, servers_required
+from harness.servers.private_postgres import PrivatePostgres
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +45,9 @@ def test_the_private_server_listens_on_loopback_only_and_leaves_nothing_behind()
 
 def test_the_idempotent_design_on_postgresql_keeps_one_correct_row_per_product_after_kills(postgres, site, tmp_path):
     design = design_named("idempotent-pg")
-    complete_line = next(n for n, line in enumerate(open(design.source_file), 1)
-                         if line.strip() == "mark_done(db, crawl, path)")
-    schedule = parse_schedule(f"r7,l:scrapers/idempotent_pg.py:{complete_line}:3,r12,t0.45")
+    # In complete(), before the page is marked done: inside the transaction that also saves the record.
+    schedule = parse_schedule("r7,l:scrapers/idempotent_pg.py:complete+7:3,r12,t0.45")
+    assert open(design.source_file).readlines()[schedule.points[1].line - 1].strip() == "mark_done(db, crawl, path)"
     history = run_kill_test(design, schedule, site, str(tmp_path), RunSettings(lease_s=0.5, time_limit_s=60),
                             dsn=postgres.fresh_database())
     verdict = check_run(design, 1, history, site.catalog)

@@ -8,8 +8,8 @@ import pytest
 from fixture_site.server import SiteServer
 from harness.check.checker import check_run
 from harness.design.registry import design_named
-from harness.running.runner import RunSettings, run_kill_test
 from harness.faults.schedule import parse_schedule
+from harness.running.runner import RunSettings, run_kill_test
 from harness.servers.common import REQUIRE_SERVERS_VARIABLE, ServerUnavailable, servers_required
 from harness.servers.private_redis import PrivateRedis
 

@@ -10,14 +10,14 @@ from fixture_site.server import SiteServer
 from harness.check.checker import check_run
 from harness.design.registry import design_named
 from harness.errors import ScraperStartError
-from harness.running.runner import RunSettings, run_kill_test
 from harness.faults.schedule import parse_schedule, timed_schedule
+from harness.running.runner import RunSettings, run_kill_test
 from tests.conftest import fixture_design
 
 # Kills early in each start, so that on any machine the 525-page crawl is still running when they land.
 EARLY_KILLS = timed_schedule(seed=11, kills=4, low_s=0.3, high_s=0.6)
 # Three exact kills, which land mid-crawl whatever the machine's speed, and one timed kill.
-MIXED_KILLS = parse_schedule("r60,t0.45,r30+,l:scrapers/idempotent.py:117:40")
+MIXED_KILLS = parse_schedule("r60,t0.45,r30+,l:scrapers/idempotent.py:complete+8:40")
 
 
 def no_process_left(history):

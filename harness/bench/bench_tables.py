@@ -15,7 +15,8 @@ def bench_markdown(results: dict) -> str:
     if results.get("peers"):
         settings = results["peers_settings"]
         lines += ["## Peers under the same kills", "",
-                  f"{settings['runs']} runs per scenario, seeds from {settings['seed']}, {settings['products']} products,"
+                  f"{settings['runs']} runs per scenario, seeds from {settings['seed']},"
+                  f" {settings['products']} products,"
                   f" site paced at {settings['pace_rps']:g} requests/s, lease {settings['lease_s']:g} s. Every design"
                   " in a scenario gets the same schedules. Ranges are over the runs.", ""]
         for scenario in dict.fromkeys(row["scenario"] for row in results["peers"]):
@@ -28,7 +29,8 @@ def bench_markdown(results: dict) -> str:
                 lines.append(f"| {r['design']} | {_span(r['rows'])} | {r['rows_per_product']:.2f}"
                              f" | {_span(r['duplicated_records'])} | {_span(r['lost'])} | {_span(r['wrong'])}"
                              f" | {_span(r['unreadable'])} | {_span(r['requests'])} | {_span(r['repeated_requests'])}"
-                             f" | {r['kills_landed']}/{r['kills_planned']} | {r['kills_before_work']} | {r['wall_s']:.1f}"
+                             f" | {r['kills_landed']}/{r['kills_planned']} | {r['kills_before_work']}"
+                             f" | {r['wall_s']:.1f}"
                              f" | {', '.join(r['findings']) or 'none'} |")
             lines.append("")
         lines += ["![peers](bench-peers.png)", ""]
@@ -39,7 +41,8 @@ def bench_markdown(results: dict) -> str:
                   "Unpaced site, SIGKILLs at even shares of the crawl, then a run to the end. *ms a page* is the"
                   " run's wall time less its lease waits, over its requests (the four start-ups included);"
                   " *first tenth → last tenth* is the median gap between requests early and late in the crawl,"
-                  " when the frontier and the store are nearly empty and when they are full; *frontier* is the design's own"
+                  " when the frontier and the store are nearly empty and when they are full; *frontier* is the"
+                  " design's own"
                   " claim-and-commit per page with no network (harness/bench/frontier_cost.py); *the site's"
                   " ceiling* is what one sequential keep-alive client gets from the site (harness/bench/site_rate.py),"
                   " the least a page can take for a design that fetches one at a time.", "",

@@ -6,18 +6,17 @@ import os
 import statistics
 
 from fixture_site.catalog import build_catalog
-from fixture_site.server import SiteServer
 from harness.bench.frontier_cost import frontier_seconds_per_page
 from harness.bench.site_rate import measure
-from harness.running.orchestrator import CampaignPlan, run_campaign
 from harness.design.model import Design
+from harness.faults.points.request import AtRequest
+from harness.faults.schedule import KillSchedule
 from harness.history import History
-from harness.running.progress import Progress
 from harness.report.writer import history_path
+from harness.running.orchestrator import CampaignPlan, run_campaign, site_phase
+from harness.running.progress import Progress
 from harness.running.runner import RunSettings
-from harness.faults.schedule import AtRequest, KillSchedule
 
-DEFAULT_SIZES = (500, 5_000, 50_000, 100_000)
 PER_PAGE = 20
 SITE_RATE_S = 3.0  # how long the sequential client measures the site's ceiling
 
@@ -44,7 +43,7 @@ def run_scale(design: Design, sizes: list[int], kills: int, lease_s: float, out_
     for products in sizes:
         catalog = build_catalog(max(1, products // PER_PAGE), PER_PAGE)
         progress.step(f"[scale {len(catalog.products):,} products] measuring the site's ceiling")
-        with SiteServer(catalog) as site:
+        with site_phase(catalog) as site:
             paths = [p.path for p in catalog.products[:: max(1, len(catalog.products) // 200)]]
             site_rps = measure(site.base_url, paths, SITE_RATE_S)
         progress.step(f"[scale {len(catalog.products):,} products] timing the frontier alone")

@@ -11,11 +11,11 @@ from dataclasses import dataclass, replace
 
 from fixture_site.catalog import Catalog, Drift
 from fixture_site.toxics import parse_toxics
-from harness.running.orchestrator import CampaignPlan, run_campaign
 from harness.design.model import Design
+from harness.faults.schedule import request_schedule
+from harness.running.orchestrator import CampaignPlan, run_campaign
 from harness.running.progress import Progress
 from harness.running.runner import RunSettings
-from harness.faults.schedule import request_schedule
 
 FAULT_DESIGNS = ("naive", "idempotent", "queue-bullmq", "scrapy-jobdir", "crawlee-fs")
 EFFECT_DESIGNS = ("naive-effects", "idempotent-effects")
@@ -53,7 +53,7 @@ def cell_plan(fault: Fault, design: Design, seed: int, catalog: Catalog, pace_rp
               command: str) -> tuple[CampaignPlan | None, str]:
     """The plan for one cell, or None and why the fault does not apply to the design."""
     settings = RunSettings(lease_s=LEASE_S, time_limit_s=240.0)
-    slow = ()
+    slow: tuple[tuple[str, float], ...] = ()
     if fault.slow_page_s is not None:
         if not design.claims_idempotence:  # two naive or framework crawlers are two crawls, not two workers
             return None, "n/a: one worker per store"
@@ -63,7 +63,8 @@ def cell_plan(fault: Fault, design: Design, seed: int, catalog: Catalog, pace_rp
         settings = replace(settings, drift=fault.drift, recrawls=1) if design.can_recrawl else \
             replace(settings, drift=fault.drift, drift_during_s=1.0)
     plan = CampaignPlan(command=command, designs=(design,), schedules=(request_schedule(seed, KILLS, 20, 150),),
-                        catalog=catalog, settings=settings, out_dir=out_dir, name=f"faults-{fault.name.replace(' ', '-')}",
+                        catalog=catalog, settings=settings, out_dir=out_dir,
+                        name=f"faults-{fault.name.replace(' ', '-')}",
                         pace_rps=pace_rps, slow_pages=slow, plot=False, seed=seed,
                         toxics=parse_toxics(fault.toxics) if fault.toxics else None, toxic_seed=seed)
     return plan, ""

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import os
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from fixture_site.catalog import Catalog
-from harness.running.orchestrator import CampaignPlan, run_campaign
-from harness.check.checker import RunVerdict
+from harness.check.verdict import RunVerdict
 from harness.design.model import Design
+from harness.faults.schedule import KillSchedule, redeploy_schedule, request_schedule, run_seeds, timed_schedule
+from harness.running.orchestrator import CampaignPlan, run_campaign
 from harness.running.progress import Progress
 from harness.running.runner import RunSettings
-from harness.faults.schedule import KillSchedule, redeploy_schedule, request_schedule, run_seeds, timed_schedule
 
-PEER_DESIGNS = ("naive", "idempotent", "scrapy-jobdir", "crawlee-fs")
 # Kill a start at its 20th to 150th request: past every framework's start-up, before a start at the
 # article's pace could finish the 525-request crawl alone.
 KILL_REQUESTS = (20, 150)

@@ -2,28 +2,39 @@
 
 Each zoo design's spec (scrapers/zoo/*.toml) carries a [zoo] table: the mistake, the finding the
 checker must report, and the scenario that exposes it (a kill schedule, and where needed a lease,
-a slow page or a re-crawl). harness.running.zoo_runs runs them; harness.report.zoo_table shows them.
+a slow page or a re-crawl). The keys a [zoo] table may hold are harness.options.ZOO_KEYS, so each
+scenario key is an option of `killtest replay`, and a scenario's replay line is made by the same
+table (harness.options.replay_words). harness.running.zoo_runs runs them; harness.report.zoo_table shows them.
 """
 
 from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from typing import Any
 
 from fixture_site.catalog import parse_drift
-from harness.check.checker import FINDINGS
+from harness.check.findings import FINDINGS
+from harness.defaults import (
+    ZOO_DRIFT_SEED,
+    ZOO_LEASE_S,
+    ZOO_LISTING_PAGES,
+    ZOO_PER_PAGE,
+    ZOO_REFERENCE_DESIGN,
+    ZOO_TIME_LIMIT_S,
+)
 from harness.design.model import Design
 from harness.design.registry import BUILT_IN_DESIGNS
 from harness.design.specfile import SpecFile
 from harness.errors import KilltestError
 from harness.faults.schedule import parse_schedule
+from harness.options import ZOO_KEYS, replay_words
 
 # The correct design every zoo design is run beside, on the same scenario: it must come out clean.
-REFERENCE = "idempotent"
-ZOO_LISTING_PAGES, ZOO_PER_PAGE = 2, 3  # 6 products, 8 requests: a scenario runs in about a second
-SCENARIO_KEYS = {"mistake", "expect", "schedule", "control_schedule", "lease", "recrawls", "slow_pages", "time_limit",
-                 "drift"}
-ZOO_DRIFT_SEED = 1
+# (The reference, not the control: see harness/defaults.py.) The names below stay importable from here.
+REFERENCE = ZOO_REFERENCE_DESIGN
+__all__ = ["REFERENCE", "ZOO_DRIFT_SEED", "ZOO_LISTING_PAGES", "ZOO_PER_PAGE", "Scenario", "ZooEntry", "selected",
+           "zoo_entries"]
 
 
 @dataclass(frozen=True)
@@ -32,10 +43,10 @@ class Scenario:
 
     schedule: str
     control_schedule: str  # the same kills for the correct design; differs only where a point names a zoo line
-    lease_s: float = 1.0
+    lease_s: float = ZOO_LEASE_S
     recrawls: int = 0
     slow_pages: tuple[tuple[str, float], ...] = ()
-    time_limit_s: float = 20.0
+    time_limit_s: float = ZOO_TIME_LIMIT_S
     drift: str = ""  # how the site changes before each re-crawl (fixture_site.catalog.parse_drift)
 
     def describe(self) -> str:
@@ -48,24 +59,27 @@ class Scenario:
             parts.append(f"the site drifting ({self.drift}) before it")
         return ", ".join(parts)
 
+    def replay_settings(self, design: str) -> dict[str, Any]:
+        """The settings of `killtest replay` that run this scenario, keyed by option dest (harness/options.py).
+
+        The zoo runs without pre-forking, and so does its replay; a setting left at its neutral value
+        (no re-crawl, no drift) is left off the line.
+        """
+        return {"design": design, "schedule": self.schedule, "listing_pages": ZOO_LISTING_PAGES,
+                "per_page": ZOO_PER_PAGE, "lease": self.lease_s, "time_limit": self.time_limit_s, "no_prefork": True,
+                "recrawls": self.recrawls or None, "drift": self.drift or None,
+                "drift_seed": ZOO_DRIFT_SEED if self.drift else None,
+                "slow_page": [f"{path}={seconds:g}" for path, seconds in self.slow_pages]}
+
     def replay_command(self, design: str) -> str:
-        words = ["killtest", "replay", "--design", design, "--schedule", self.schedule, "--listing-pages",
-                 str(ZOO_LISTING_PAGES), "--per-page", str(ZOO_PER_PAGE), "--lease", f"{self.lease_s:g}",
-                 "--time-limit", f"{self.time_limit_s:g}", "--no-prefork"]
-        if self.recrawls:
-            words += ["--recrawls", str(self.recrawls)]
-        if self.drift:
-            words += ["--drift", self.drift, "--drift-seed", str(ZOO_DRIFT_SEED)]
-        for path, seconds in self.slow_pages:
-            words += ["--slow-page", f"{path}={seconds:g}"]
-        return shlex.join(words)
+        return shlex.join(["killtest", "replay", *replay_words(self.replay_settings(design))])
 
 
 @dataclass(frozen=True)
 class ZooEntry:
     design: Design
     mistake: str
-    expect: str  # a finding code of harness.check.checker.FINDINGS
+    expect: str  # a finding code (harness.check.findings.Finding)
     scenario: Scenario
 
 
@@ -81,7 +95,7 @@ def zoo_entries() -> list[ZooEntry]:
 
 
 def _entry(design: Design, spec: SpecFile, table: dict) -> ZooEntry:
-    unknown = set(table) - SCENARIO_KEYS
+    unknown = set(table) - set(ZOO_KEYS)
     if unknown:
         raise spec.error("zoo", sorted(unknown)[0], f"unknown key zoo.{sorted(unknown)[0]}")
     if table.get("expect") not in FINDINGS:
@@ -91,9 +105,10 @@ def _entry(design: Design, spec: SpecFile, table: dict) -> ZooEntry:
             parse_schedule(table[key])  # a bad schedule is refused before anything runs
     slow = tuple((str(path), float(seconds)) for path, seconds in table.get("slow_pages", {}).items())
     scenario = Scenario(schedule=table["schedule"], control_schedule=table.get("control_schedule", table["schedule"]),
-                        lease_s=float(table.get("lease", 1.0)),
+                        lease_s=float(table.get("lease", ZOO_LEASE_S)),
                         recrawls=int(table.get("recrawls", 0)), slow_pages=slow,
-                        time_limit_s=float(table.get("time_limit", 20.0)), drift=str(table.get("drift", "")))
+                        time_limit_s=float(table.get("time_limit", ZOO_TIME_LIMIT_S)),
+                        drift=str(table.get("drift", "")))
     if scenario.drift:
         try:
             parse_drift(scenario.drift)

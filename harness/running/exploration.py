@@ -12,14 +12,22 @@ import dataclasses
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any
 
+from fixture_site.catalog import Catalog
 from fixture_site.server import SiteServer
 from harness.check.checker import check_run
+from harness.check.findings import Finding
+from harness.check.verdict import RunVerdict, Validity
 from harness.design.model import PROJECT_ROOT, Design
+from harness.faults.points import KillPoint
+from harness.faults.points.line import AtLine, anchor_for
+from harness.faults.points.request import AtRequest
+from harness.faults.schedule import KillSchedule
+from harness.running.orchestrator import stage
 from harness.running.runner import RunSettings, run_kill_test
-from harness.faults.schedule import AtLine, AtRequest, KillPoint, KillSchedule
 
 EXPLORE_HITS = (1, 2)  # the first and second execution of each line: a listing page, then a product
 
@@ -29,7 +37,7 @@ def commit_path_lines(design: Design) -> list[tuple[str, int]]:
     source_file = design.source_file
     tree = ast.parse(open(source_file, encoding="utf-8").read())
     relative = os.path.relpath(source_file, PROJECT_ROOT)
-    lines = set()
+    lines: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name in design.commit_path:
             body = node.body[1:] if ast.get_docstring(node) else node.body
@@ -43,7 +51,9 @@ def crash_points(design: Design, full_crawl_requests: int) -> list[KillPoint]:
     points: list[KillPoint] = [AtRequest(k) for k in range(1, full_crawl_requests + 1)]
     if design.module is None:
         return points  # any other program: its lines cannot be traced
-    points += [AtLine(path, line, hit) for path, line in commit_path_lines(design) for hit in EXPLORE_HITS]
+    # Named by function and offset, so a printed point still hits the same line after an edit above it.
+    points += [AtLine(path, line, hit, anchor=anchor_for(path, line))
+               for path, line in commit_path_lines(design) for hit in EXPLORE_HITS]
     return points
 
 
@@ -100,8 +110,36 @@ def explore(design: Design, site: SiteServer, settings: RunSettings, work_dir: s
                                     launcher=launcher, dsn=fresh_dsn())
         verdict = check_run(strict, 1, history, site.catalog)
         landed = verdict.kills + verdict.kills_before_work > 0
-        problems = [p for p in verdict.problems if not p.startswith("no kill landed")]
+        problems = broken_promises(verdict)
         exploration.outcomes.append(PointOutcome(point.spec, landed, not problems, problems,
                                                  verdict.rows, verdict.requests))
     exploration.elapsed_s = time.monotonic() - began
     return exploration
+
+
+def broken_promises(verdict: RunVerdict) -> list[str]:
+    """The promises a point broke: none unless the run is invalid. A point the crawl finished before,
+    or one that landed before any work, proved nothing (unknown): that is not a broken point."""
+    if verdict.validity != Validity.INVALID.value:
+        return []
+    return [problem for code, problem in zip(verdict.findings, verdict.problems)
+            if code != Finding.NO_KILL_LANDED.value]
+
+
+def explore_design(design: Design, catalog: Catalog, settings: RunSettings, points: list[KillPoint] | None, *,
+                   work_dir: str | None = None, prefork: bool = True, progress: Any = None) -> Exploration:
+    """`explore` through the orchestrator's phases: the site, the design's store server, its pre-forked
+    launcher (a Python design, when `prefork`), then every point (all crash points when `points` is None).
+
+    `progress` is a harness.running.progress.Progress, or any callable taking one line, or None.
+    """
+    on_progress = _step_of(progress)
+    with stage(catalog, [design], prefork=prefork) as on:
+        return explore(design, on.site, settings, work_dir, points, on_progress=on_progress,
+                       launcher=on.launchers.get(design.name), fresh_dsn=lambda: on.servers.dsn_for(design))
+
+
+def _step_of(progress: Any) -> Callable[[str], None]:
+    if progress is None:
+        return lambda message: None
+    return progress.step if hasattr(progress, "step") else progress

@@ -1,127 +1,178 @@
-"""Run a campaign: every design on the same schedules against one fixture site, checking as it goes."""
+"""The one orchestrator (Jepsen's `run!`): every command's runs go through the same named phases.
+
+Phases, in the order they nest:
+1. `site_phase`: the fixture site, with its latency, pace and slow pages (fixture_site.server);
+2. `store_servers_phase`: the private PostgreSQL/Redis servers the designs' stores need, a fresh
+   database for every run (harness.servers.for_stores);
+3. `prefork_phase`: one pre-forked launcher per Python design when asked (harness.running.prefork);
+   `stage` nests these three: the setup every plan shares;
+4. `run_phase`: one kill-test run of one design on one schedule, in a temporary work directory
+   (harness.running.runner.run_kill_test), giving its history;
+5. `check_phase`: the history checked against the catalog (harness.check.checker.check_run);
+6. `results_phase`: the campaign's result files, rewritten after every run and once at the end
+   (harness.report.writer).
+
+The plans that go through them: `run_campaign` (run, replay, scale, calibrate, bench) below,
+`explore_design` (harness.running.exploration), `run_zoo` (harness.running.zoo_runs).
+"""
 
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 
 from fixture_site.catalog import Catalog
 from fixture_site.server import SiteServer
-from fixture_site.toxics import Toxics
-from harness.check.baseline import Thresholds, compare
-from harness.report.campaign import Campaign
-from harness.check.checker import check_run, compare_designs, per_run_wins
+from harness.check.baseline import compare
+from harness.check.checker import check_run
+from harness.check.compare import compare_designs, per_run_wins
+from harness.check.health import health_warning
+from harness.check.verdict import RunVerdict
 from harness.design.model import Design
-from harness.check.health import DEFAULT_HEALTH_THRESHOLD, health_warning
+from harness.faults.schedule import KillSchedule
+from harness.history import History
+from harness.report.campaign import Campaign
+from harness.report.writer import history_path, write_json, write_results
+from harness.running.campaign_plan import CampaignPlan
 from harness.running.phase_clock import PhaseClock
 from harness.running.prefork import Zygote
 from harness.running.progress import Progress
-from harness.report.writer import history_path, write_json, write_results
 from harness.running.runner import RunSettings, run_kill_test
-from harness.faults.schedule import KillSchedule
 from harness.servers.for_stores import StoreServers
 
+__all__ = ["CampaignPlan", "Stage", "check_phase", "prefork_phase", "results_phase", "run_campaign", "run_phase",
+           "site_phase", "stage", "store_servers_phase"]
 
-@dataclass(frozen=True)
-class CampaignPlan:
-    """What one campaign runs, and where its results go."""
 
-    command: str
-    designs: tuple[Design, ...]
-    schedules: tuple[KillSchedule, ...]  # run r uses schedules[r - 1], the same for every design
-    catalog: Catalog
-    settings: RunSettings
-    out_dir: str
-    name: str
-    latency_s: float = 0.0
-    pace_rps: float = 0.0  # the site serves at most this many requests a second; 0: as fast as it can
-    slow_pages: tuple[tuple[str, float], ...] = ()  # (path, seconds its answer takes)
-    work_dir: str | None = None
-    plot: bool = True
-    all_timelines: bool = False  # a timeline for every run, not only firsts and failures
-    prefork: bool = False  # fork each start from a process that imported the design once
-    check_faster: bool = False  # fail unless idempotent designs beat the naive control in total wall time
-    seed: int | None = None  # the base seed of timed schedules, for the record
-    kill_delay_s: tuple[float, float] | None = None
-    baseline_runs: tuple[dict, ...] = ()  # the runs of a saved campaign to compare with (harness/check/baseline.py)
-    thresholds: Thresholds = Thresholds()
-    toxics: Toxics | None = None  # network faults the site injects (fixture_site.toxics)
-    toxic_seed: int = 1  # run r rolls its faults with toxic_seed + r - 1, the same for every design
-    health_threshold: float = DEFAULT_HEALTH_THRESHOLD  # warn above this many requests per stored record
+@contextlib.contextmanager
+def site_phase(catalog: Catalog, latency_s: float = 0.0, slow_pages: Sequence[tuple[str, float]] = (),
+               pace_rps: float = 0.0) -> Iterator[SiteServer]:
+    """Phase 1: the fixture site serving `catalog`, stopped when the block ends."""
+    with SiteServer(catalog, latency_s=latency_s, slow_paths=dict(slow_pages), pace_rps=pace_rps) as site:
+        yield site
 
-    def describe(self) -> dict:
-        return {"designs": [d.name for d in self.designs], "runs": len(self.schedules),
-                "kills": self.schedules[0].kills if self.schedules else 0,
-                "schedule": None if self.seed is not None else (self.schedules[0].spec if self.schedules else ""),
-                "seed": self.seed, "kill_delay_s": list(self.kill_delay_s) if self.kill_delay_s else None,
-                "lease_s": self.settings.lease_s, "latency_s": self.latency_s, "pace_rps": self.pace_rps,
-                "drift": self.settings.drift.spec if self.settings.drift else None,
-                "drift_during_s": self.settings.drift_during_s,
-                "slow_pages": dict(self.slow_pages), "toxics": self.toxics.spec if self.toxics else None,
-                "toxic_seed": self.toxic_seed if self.toxics else None, "recrawls": self.settings.recrawls,
-                "workers": self.settings.workers,
-                "products": len(self.catalog.products), "full_crawl_requests": self.catalog.full_crawl_requests,
-                "time_limit_s": self.settings.time_limit_s, "health_threshold": self.health_threshold, "cpus": os.cpu_count(),
-                "python": sys.version.split()[0]}
+
+@contextlib.contextmanager
+def store_servers_phase(designs: Sequence[Design]) -> Iterator[StoreServers]:
+    """Phase 2: the store servers the designs need (none for file stores), stopped when the block ends."""
+    with StoreServers(designs) as servers:
+        yield servers
+
+
+@contextlib.contextmanager
+def prefork_phase(designs: Sequence[Design], enabled: bool) -> Iterator[dict[str, Zygote]]:
+    """Phase 3: a pre-forked launcher per Python design, by name; none when not `enabled`."""
+    with contextlib.ExitStack() as stack:
+        # Only a Python design can be pre-forked; any other program starts afresh every time.
+        yield {d.name: stack.enter_context(Zygote(d)) for d in designs if enabled and d.module is not None}
+
+
+@dataclass
+class Stage:
+    """What phases 1-3 set up: the site, the store servers and the launchers, for phase 4 to use."""
+
+    site: SiteServer
+    servers: StoreServers
+    launchers: dict[str, Zygote] = field(default_factory=dict)
+
+
+@contextlib.contextmanager
+def stage(catalog: Catalog, designs: Sequence[Design], *, latency_s: float = 0.0,
+          slow_pages: Sequence[tuple[str, float]] = (), pace_rps: float = 0.0,
+          prefork: bool = False) -> Iterator[Stage]:
+    """Phases 1-3 nested: the site, the store servers, the pre-forked launchers; all stopped at the end."""
+    with site_phase(catalog, latency_s, slow_pages, pace_rps) as site, store_servers_phase(designs) as servers, \
+            prefork_phase(designs, prefork) as launchers:
+        yield Stage(site, servers, launchers)
+
+
+def run_phase(on: Stage, design: Design, schedule: KillSchedule, settings: RunSettings, *,
+              work_dir: str | None = None, prefix: str = "killtest-",
+              on_progress: Callable[[str], None] = lambda message: None) -> History:
+    """Phase 4: one run of `design` on `schedule`, in a fresh temporary directory and a fresh database."""
+    with tempfile.TemporaryDirectory(prefix=prefix, dir=work_dir) as scratch:
+        return run_kill_test(design, schedule, on.site, scratch, settings, on_progress=on_progress,
+                             launcher=on.launchers.get(design.name), dsn=on.servers.dsn_for(design),
+                             restart_store=on.servers.restarter_for(design))
+
+
+def check_phase(design, run: int, history: History, catalog: Catalog) -> RunVerdict:
+    """Phase 5: the run's history held to the design's promises (a pure function of history and catalog)."""
+    return check_run(design, run, history, catalog)
+
+
+def results_phase(campaign: Campaign, plan: CampaignPlan, *, final: bool = False) -> None:
+    """Phase 6: the result files; after each run without plots, at the end with them."""
+    if final:
+        write_results(campaign, plan.out_dir, plan.name, plot=plan.plot, all_timelines=plan.all_timelines)
+    else:
+        write_results(campaign, plan.out_dir, plan.name, plot=False)
 
 
 def run_campaign(plan: CampaignPlan, progress: Progress) -> Campaign:
     """Every run of every design on the plan's schedules; results are rewritten after each run."""
     campaign = Campaign(command=plan.command, settings=plan.describe())
-    designs_by_name = {d.name: d for d in plan.designs}
     runs = len(plan.schedules)
     clock = PhaseClock()
     try:
-        with SiteServer(plan.catalog, latency_s=plan.latency_s, slow_paths=dict(plan.slow_pages),
-                        pace_rps=plan.pace_rps) as site, StoreServers(plan.designs) as servers, \
-                contextlib.ExitStack() as stack:
-            # Only a Python design can be pre-forked; any other program starts afresh every time.
-            launchers = {d.name: stack.enter_context(Zygote(d)) for d in plan.designs
-                         if plan.prefork and d.module is not None}
+        with stage(plan.catalog, plan.designs, latency_s=plan.latency_s, slow_pages=plan.slow_pages,
+                   pace_rps=plan.pace_rps, prefork=plan.prefork) as on:
             clock.lap("setup_s")
             for run, schedule in enumerate(plan.schedules, start=1):
                 for design in plan.designs:
                     label = f"[{design.name} run {run}/{runs} " + (
                         f"seed {schedule.seed}]" if schedule.seed is not None else f"schedule {schedule.spec}]")
-                    site.set_toxics(plan.toxics, plan.toxic_seed + run - 1)  # the dice start afresh for every design
-                    with tempfile.TemporaryDirectory(prefix="killtest-", dir=plan.work_dir) as work_dir:
-                        history = run_kill_test(design, schedule, site, work_dir, plan.settings,
-                                                on_progress=lambda m, label=label: progress.step(f"{label} {m}"),
-                                                launcher=launchers.get(design.name), dsn=servers.dsn_for(design),
-                                                restart_store=servers.restarter_for(design))
+                    on.site.set_toxics(plan.toxics, plan.toxic_seed + run - 1)  # the dice start afresh for every design
+                    history = run_phase(on, design, schedule, plan.settings, work_dir=plan.work_dir,
+                                        on_progress=_labelled(progress, label))
                     clock.lap("runs_s")
                     history.write_jsonl(history_path(plan.out_dir, plan.name, design.name, run))
-                    verdict = check_run(design, run, history, plan.catalog)
-                    campaign.verdicts.append(verdict)
-                    progress.done(_one_line(label, verdict))
-                    warning = health_warning(design.name, run, verdict.requests_per_record, plan.health_threshold)
-                    if warning:
-                        campaign.health_warnings.append(warning)
-                        progress.done(warning)
-                    write_results(campaign, plan.out_dir, plan.name, plot=False)
+                    _record(campaign, plan, design, run, check_phase(design, run, history, plan.catalog), label,
+                            progress)
+                    results_phase(campaign, plan)
                     clock.lap("checks_s")
         clock.lap("teardown_s")
-        campaign.comparison_figures = per_run_wins(campaign.verdicts, designs_by_name)
-        if plan.check_faster:
-            campaign.comparison_problems = compare_designs(campaign.verdicts, designs_by_name)
-        if plan.baseline_runs:
-            campaign.baseline_diffs = compare(list(plan.baseline_runs), [v.to_json() for v in campaign.verdicts],
-                                              {d.name: d.claims_idempotence for d in plan.designs}, plan.thresholds)
+        _compare(campaign, plan)
         campaign.complete = True
     finally:
         # Whatever stopped the campaign, the runs that finished are kept, whole.
-        write_results(campaign, plan.out_dir, plan.name, plot=plan.plot, all_timelines=plan.all_timelines)
+        results_phase(campaign, plan, final=True)
         clock.lap("finish_s")
         campaign.timing = clock.totals
         write_json(campaign, plan.out_dir, plan.name)  # again, now with the final timing
     return campaign
 
 
-def _one_line(label: str, v) -> str:
+def _labelled(progress: Progress, label: str) -> Callable[[str], None]:
+    return lambda message: progress.step(f"{label} {message}")
+
+
+def _record(campaign: Campaign, plan: CampaignPlan, design: Design, run: int, verdict: RunVerdict, label: str,
+            progress: Progress) -> None:
+    """A checked run joins the campaign, with its line on stderr and any health warning."""
+    campaign.verdicts.append(verdict)
+    progress.done(_one_line(label, verdict))
+    warning = health_warning(design.name, run, verdict.requests_per_record, plan.health_threshold)
+    if warning:
+        campaign.health_warnings.append(warning)
+        progress.done(warning)
+
+
+def _compare(campaign: Campaign, plan: CampaignPlan) -> None:
+    """What only the whole campaign shows: designs against each other, and against a saved baseline."""
+    designs_by_name = {d.name: d for d in plan.designs}
+    campaign.comparison_figures = per_run_wins(campaign.verdicts, designs_by_name)
+    if plan.check_faster:
+        campaign.comparison_problems = compare_designs(campaign.verdicts, designs_by_name)
+    if plan.baseline_runs:
+        campaign.baseline_diffs = compare(list(plan.baseline_runs), [v.to_json() for v in campaign.verdicts],
+                                          {d.name: d.claims_idempotence for d in plan.designs}, plan.thresholds)
+
+
+def _one_line(label: str, v: RunVerdict) -> str:
     status = "ok" if v.valid else "FAIL: " + "; ".join(v.problems)
     return (f"{label} rows {v.rows} ({v.duplicate_ratio:.2f}/product), correct {v.correct_records},"
-            f" missing {v.missing_records}, requests {v.requests} ({v.requests_per_record:g}/record), kills {v.kills}/{v.kills_planned},"
-            f" wall {v.wall_s:.2f}s: {status}")
+            f" missing {v.missing_records}, requests {v.requests} ({v.requests_per_record:g}/record),"
+            f" kills {v.kills}/{v.kills_planned}, wall {v.wall_s:.2f}s: {status}")

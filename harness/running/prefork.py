@@ -40,7 +40,7 @@ class ForkedProcess:
         if self.returncode is None:
             ready, _, _ = select.select([self._pidfd], [], [], timeout)
             if not ready:
-                raise subprocess.TimeoutExpired(f"start {self.pid}", timeout)
+                raise subprocess.TimeoutExpired(f"start {self.pid}", timeout or 0.0)
             _, status = os.waitpid(self.pid, 0)
             self.returncode = os.waitstatus_to_exitcode(status)
             os.close(self._pidfd)
@@ -54,20 +54,24 @@ class Zygote:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+        if design.module is None:
+            raise ValueError(f"design {design.name!r} is not a Python module: it cannot be pre-forked")
         self.design = design
         self._process = subprocess.Popen([sys.executable, "-m", "harness.running.prefork", design.module],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                          env=design.environment(), start_new_session=True)
-        if self._process.stdout.readline().strip() != "ready":
+        assert self._process.stdin is not None and self._process.stdout is not None  # both are pipes
+        self._requests, self._replies = self._process.stdin, self._process.stdout
+        if self._replies.readline().strip() != "ready":
             self.close()
             raise RuntimeError(f"the pre-forked launcher for {design.module!r} did not start")
 
     def spawn(self, arguments: list[str], stdout_path: str, stderr_path: str,
               kill_at: tuple[str, int, int] | None) -> ForkedProcess:
         request = {"arguments": arguments, "stdout": stdout_path, "stderr": stderr_path, "kill_at": kill_at}
-        self._process.stdin.write(json.dumps(request) + "\n")
-        self._process.stdin.flush()
-        return ForkedProcess(int(self._process.stdout.readline()))
+        self._requests.write(json.dumps(request) + "\n")
+        self._requests.flush()
+        return ForkedProcess(int(self._replies.readline()))
 
     def close(self) -> None:
         try:
@@ -76,7 +80,7 @@ class Zygote:
             pass
         self._process.wait()
 
-    def __enter__(self) -> "Zygote":
+    def __enter__(self) -> Zygote:
         return self
 
     def __exit__(self, *exc) -> None:

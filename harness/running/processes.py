@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from harness.design.model import PROJECT_ROOT, Design, Launch
+from harness.design.model import Design, Launch
 from harness.errors import ScraperStartError
-from harness.faults.schedule import AtLine
 from harness.faults.tracer import ENVIRONMENT_VARIABLE
 
 POLL_S = 0.005
@@ -61,9 +60,10 @@ class Start:
         deadline = time.monotonic() + timeout_s
         while True:
             codes = [_poll(w.process) for w in self.workers]
-            if all(code is not None for code in codes):
+            finished = [code for code in codes if code is not None]
+            if len(finished) == len(codes):
                 self.ended = self.ended or time.monotonic()
-                return combined(codes)
+                return combined(finished)
             if -signal.SIGKILL in codes:
                 return self.kill()
             if time.monotonic() >= deadline:
@@ -131,9 +131,12 @@ def combined(codes: list[int]) -> int:
     return next((code for code in codes if code != 0), 0)
 
 
-def spawn(design: Design, launch: Launch, index: int, workers: int = 1, kill_at_line: AtLine | None = None,
-          launcher=None) -> Start:
-    """Start `workers` copies of the design, each in its own session, output to files in the work dir."""
+def spawn(design: Design, launch: Launch, index: int, workers: int = 1,
+          kill_at_line: tuple[str, int, int] | None = None, launcher=None) -> Start:
+    """Start `workers` copies of the design, each in its own session, output to files in the work dir.
+
+    `kill_at_line` (absolute file, line, hit) runs each under harness.faults.tracer, which kills it there.
+    """
     start = Start(index, time.monotonic(), launch.crawl)
     for number in range(workers):
         suffix = f"-w{number + 1}" if workers > 1 else ""
@@ -145,19 +148,16 @@ def spawn(design: Design, launch: Launch, index: int, workers: int = 1, kill_at_
     return start
 
 
-def _spawn_one(design: Design, launch: Launch, stdout_path: str, stderr_path: str, kill_at_line: AtLine | None,
-               launcher):
+def _spawn_one(design: Design, launch: Launch, stdout_path: str, stderr_path: str,
+               kill_at_line: tuple[str, int, int] | None, launcher):
     if launcher is not None:
-        kill_at = None
-        if kill_at_line is not None:
-            kill_at = (os.path.join(PROJECT_ROOT, kill_at_line.path), kill_at_line.line, kill_at_line.hit)
-        return launcher.spawn(design.arguments(launch), stdout_path, stderr_path, kill_at)
+        return launcher.spawn(design.arguments(launch), stdout_path, stderr_path, kill_at_line)
     # Files, not pipes: a killed scraper can never block on a full pipe, and nothing needs a reader thread.
     with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
         extra_env = {}
         if kill_at_line is not None:
-            where = os.path.join(PROJECT_ROOT, kill_at_line.path)
-            extra_env[ENVIRONMENT_VARIABLE] = f"{where}:{kill_at_line.line}:{kill_at_line.hit}"
+            where, line, hit = kill_at_line
+            extra_env[ENVIRONMENT_VARIABLE] = f"{where}:{line}:{hit}"
         try:
             return subprocess.Popen(design.command(launch, traced=kill_at_line is not None),
                                     stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,

@@ -6,18 +6,16 @@ reference (the correct design), so a finding is the mistake's doing, not the sce
 
 from __future__ import annotations
 
-import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Callable
 
 from fixture_site.catalog import build_catalog, parse_drift
-from fixture_site.server import SiteServer
-from harness.check.checker import check_run
+from harness.defaults import ZOO_DRIFT_SEED, ZOO_LISTING_PAGES, ZOO_PER_PAGE, ZOO_REFERENCE_DESIGN
 from harness.design.registry import BUILT_IN_DESIGNS
-from harness.faults.zoo_scenarios import REFERENCE, ZOO_DRIFT_SEED, ZOO_LISTING_PAGES, ZOO_PER_PAGE, ZooEntry
 from harness.faults.schedule import parse_schedule
-from harness.running.runner import RunSettings, run_kill_test
-from harness.servers.for_stores import StoreServers
+from harness.faults.zoo_scenarios import ZooEntry
+from harness.running.orchestrator import check_phase, run_phase, stage
+from harness.running.runner import RunSettings
 
 
 @dataclass
@@ -52,7 +50,7 @@ def run_zoo(entries: list[ZooEntry], work_dir: str | None = None,
             on_progress: Callable[[str], None] = lambda message: None) -> list[ZooOutcome]:
     """Run each zoo design and the correct design on the zoo design's scenario; check both."""
     catalog = build_catalog(ZOO_LISTING_PAGES, ZOO_PER_PAGE)
-    control = BUILT_IN_DESIGNS[REFERENCE]
+    control = BUILT_IN_DESIGNS[ZOO_REFERENCE_DESIGN]
     outcomes = []
     for number, entry in enumerate(entries, start=1):
         scenario = entry.scenario
@@ -60,16 +58,15 @@ def run_zoo(entries: list[ZooEntry], work_dir: str | None = None,
                                recrawls=scenario.recrawls,
                                drift=parse_drift(scenario.drift, ZOO_DRIFT_SEED) if scenario.drift else None)
         verdicts = {}
-        with SiteServer(catalog, slow_paths=dict(scenario.slow_pages)) as site, \
-                StoreServers([entry.design, control]) as servers:
+        with stage(catalog, [entry.design, control], slow_pages=scenario.slow_pages) as on:
             for design, schedule in ((entry.design, scenario.schedule), (control, scenario.control_schedule)):
                 on_progress(f"[zoo {number}/{len(entries)}] {design.name} on {entry.design.name}'s scenario")
-                with tempfile.TemporaryDirectory(prefix="killtest-zoo-", dir=work_dir) as scratch:
-                    history = run_kill_test(design, parse_schedule(schedule), site, scratch, settings,
-                                            dsn=servers.dsn_for(design))
-                verdicts[design.name] = check_run(design, 1, history, catalog)
+                # No pre-fork: a zoo scenario runs each start as a new interpreter, as its replay line does.
+                history = run_phase(on, design, parse_schedule(schedule), settings, work_dir=work_dir,
+                                    prefix="killtest-zoo-")
+                verdicts[design.name] = check_phase(design, 1, history, catalog)
         found = verdicts[entry.design.name]
         outcomes.append(ZooOutcome(entry.design.name, entry.mistake, entry.expect, scenario.describe(),
-                                   found.findings, found.problems, verdicts[REFERENCE].findings,
+                                   found.findings, found.problems, verdicts[ZOO_REFERENCE_DESIGN].findings,
                                    scenario.replay_command(entry.design.name)))
     return outcomes

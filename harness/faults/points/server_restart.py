@@ -1,0 +1,49 @@
+"""`s0.5`: 0.5 s after the start, the store's own server (the harness's private PostgreSQL or Redis)
+is SIGKILLed and started again on the same data, and the start's workers are killed with it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from harness.design.stores import kind_of
+from harness.errors import KilltestError
+from harness.faults.points import DesignLike, Fired, PointKind, Target, positive_seconds, register
+
+
+@register
+@dataclass(frozen=True)
+class ServerRestart(PointKind):
+    delay_s: float
+
+    PREFIX = "s"
+    FORM = "s<seconds>"
+    EXAMPLES = ("s0.5",)
+    ORDER = 40
+
+    @classmethod
+    def parse(cls, text: str, design: DesignLike | None = None) -> ServerRestart:
+        return cls(positive_seconds(text[len(cls.PREFIX):]))
+
+    @property
+    def spec(self) -> str:
+        return f"s{self.delay_s:g}"
+
+    @property
+    def wait_s(self) -> float:
+        return self.delay_s
+
+    def validate(self, designs: Sequence[DesignLike], workers: int) -> None:
+        for design in designs:
+            if kind_of(design.store.kind).server is None:  # a file store: no server to crash
+                raise KilltestError(f"kill point {self.spec} restarts the store's server, but design"
+                                    f" {design.name!r} keeps a {design.store.kind} store with no server")
+
+    def check_runnable(self, design: DesignLike, workers: int, can_restart_store: bool) -> None:
+        if not can_restart_store:
+            raise KilltestError(f"design {design.name!r} has no store server to restart: s<seconds> kill points need a"
+                                " PostgreSQL or Redis store")
+
+    def fire(self, target: Target) -> Fired:
+        down_s = target.restart_store()
+        return Fired("SIGKILL", target.kill(), fields={"server_restart_s": round(down_s, 3)})

@@ -1,0 +1,63 @@
+"""What one campaign runs, and where its results go: the plan `run_campaign` carries out.
+
+Commands build plans (run, replay, scale, calibrate, and the bench's parts); the orchestrator
+(harness.running.orchestrator) runs them through its phases.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+from fixture_site.catalog import Catalog
+from fixture_site.toxics import Toxics
+from harness import defaults
+from harness.check.baseline import Thresholds
+from harness.design.model import Design
+from harness.faults.schedule import KillSchedule
+from harness.running.runner import RunSettings
+
+
+@dataclass(frozen=True)
+class CampaignPlan:
+    """What one campaign runs, and where its results go."""
+
+    command: str
+    designs: tuple[Design, ...]
+    schedules: tuple[KillSchedule, ...]  # run r uses schedules[r - 1], the same for every design
+    catalog: Catalog
+    settings: RunSettings
+    out_dir: str
+    name: str
+    latency_s: float = 0.0
+    pace_rps: float = 0.0  # the site serves at most this many requests a second; 0: as fast as it can
+    slow_pages: tuple[tuple[str, float], ...] = ()  # (path, seconds its answer takes)
+    work_dir: str | None = None
+    plot: bool = True
+    all_timelines: bool = False  # a timeline for every run, not only firsts and failures
+    prefork: bool = False  # fork each start from a process that imported the design once
+    check_faster: bool = False  # fail unless idempotent designs beat the naive control in total wall time
+    seed: int | None = None  # the base seed of timed schedules, for the record
+    kill_delay_s: tuple[float, float] | None = None
+    baseline_runs: tuple[dict, ...] = ()  # the runs of a saved campaign to compare with (harness/check/baseline.py)
+    thresholds: Thresholds = Thresholds()
+    toxics: Toxics | None = None  # network faults the site injects (fixture_site.toxics)
+    toxic_seed: int = 1  # run r rolls its faults with toxic_seed + r - 1, the same for every design
+    health_threshold: float = defaults.HEALTH_THRESHOLD  # warn above this many requests per stored record
+
+    def describe(self) -> dict:
+        return {"designs": [d.name for d in self.designs], "runs": len(self.schedules),
+                "kills": self.schedules[0].kills if self.schedules else 0,
+                "schedule": None if self.seed is not None else (self.schedules[0].spec if self.schedules else ""),
+                "seed": self.seed, "kill_delay_s": list(self.kill_delay_s) if self.kill_delay_s else None,
+                "lease_s": self.settings.lease_s, "latency_s": self.latency_s, "pace_rps": self.pace_rps,
+                "drift": self.settings.drift.spec if self.settings.drift else None,
+                "drift_during_s": self.settings.drift_during_s,
+                "slow_pages": dict(self.slow_pages), "toxics": self.toxics.spec if self.toxics else None,
+                "toxic_seed": self.toxic_seed if self.toxics else None, "recrawls": self.settings.recrawls,
+                "workers": self.settings.workers,
+                "products": len(self.catalog.products), "full_crawl_requests": self.catalog.full_crawl_requests,
+                "time_limit_s": self.settings.time_limit_s, "health_threshold": self.health_threshold,
+                "cpus": os.cpu_count(),
+                "python": sys.version.split()[0]}

@@ -1,0 +1,75 @@
+"""Collect a run's history once its last start is gone: what the site served, what the scrapers said
+about themselves, what the store holds, and what the design did beyond its store.
+
+Each is read from where it happened (the site's request log, the starts' stdout files, the store,
+the site's webhook log and the design's files directory), so the history is the whole record of
+the run and the checker needs nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+
+from fixture_site.server import SiteServer
+from harness.design.model import Design, Launch
+from harness.design.stores import stored_counter, stored_files, stored_records
+from harness.history import History
+from harness.running.processes import Start
+
+SIDE_EFFECT_PATHS = ("/image/", "/webhook")
+STDERR_TAIL_LINES = 5
+
+
+def add_requests(history: History, site: SiteServer, starts: list[Start], began: float) -> None:
+    """Each request the site served, credited to the start that was running when it arrived."""
+    start_times = [s.started for s in starts]
+    for served in site.request_log.snapshot():
+        start = max((i for i, t in enumerate(start_times) if t <= served.t), default=None)
+        # A product's image and the design's webhooks are side effects, not pages of the crawl.
+        kind = "side_request" if served.path.startswith(SIDE_EFFECT_PATHS) else "request"
+        history.add(kind, served.t - began, path=served.path, status=served.status, start=start,
+                    **({"fault": served.fault} if served.fault else {}))
+
+
+def add_side_effects(history: History, design: Design, launch: Launch, location: str, site: SiteServer,
+                      began: float, read_at: float) -> None:
+    """What the design did beyond its store: webhooks the site received, files it wrote, its counter."""
+    for delivery in site.webhooks.snapshot():
+        history.add("webhook", delivery.t - began, key=delivery.key, payload=delivery.payload)
+    for name, sha256 in stored_files(design.files_location(launch)):
+        history.add("side_file", read_at, name=name, sha256=sha256)
+    counter = stored_counter(design, location)
+    if design.store.counter is not None:
+        history.add("store_counter", read_at, value=counter)
+
+
+def add_scraper_events(history: History, starts: list[Start], began: float) -> None:
+    """The JSON lines a scraper printed about itself (ready, lease waits); other output is ignored."""
+    for start, stdout_path in ((s, path) for s in starts for path in s.stdout_paths):
+        with open(stdout_path, encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue  # a line cut short by SIGKILL, or a design's own chatter
+                if isinstance(event, dict) and isinstance(event.get("t"), (int, float)) and "event" in event:
+                    fields = {k: v for k, v in event.items() if k not in ("t", "event", "type", "start")}
+                    history.add("scraper_event", event["t"] - began, start=start.index, name=event["event"], **fields)
+
+
+def add_store_records(history: History, design: Design, location: str, wall_clock_at_start: float,
+                       read_at: float) -> None:
+    """Every record as the store holds it after the last start, timed by the design's own stamps if it has them."""
+    def history_time(stamp: float | None) -> float | None:
+        return None if stamp is None else round(min(read_at, stamp - wall_clock_at_start), 6)
+
+    for record in stored_records(design, location):
+        written = history_time(record.written_at)
+        history.add("store_record", read_at if written is None else written, key=record.key, fields=record.fields,
+                    stamped=written is not None, changed_t=history_time(record.changed_at),
+                    **({"unreadable": record.unreadable} if record.key is None else {}))
+
+
+def stderr_tail(path: str) -> list[str]:
+    with open(path, encoding="utf-8", errors="replace") as src:
+        return [line.rstrip() for line in src.readlines()[-STDERR_TAIL_LINES:]]
