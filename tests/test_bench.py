@@ -6,14 +6,14 @@ import shlex
 import subprocess
 import sys
 
+from harness.bench.catalog_scale import kills_at_quarters
 from harness.bench.frontier_cost import frontier_seconds_per_page
 from harness.bench.overhead_run import MAKE_KILLTEST_ARGS
-from harness.bench.catalog_scale import kills_at_quarters
 from harness.design.model import PROJECT_ROOT
+from harness.faults.points.request import AtRequest
 from harness.history import History
-from harness.running.phase_clock import PhaseClock, overhead_breakdown
-from harness.faults.schedule import AtRequest
 from harness.report.timeline import lease_waits
+from harness.running.phase_clock import PhaseClock, overhead_breakdown
 
 
 def test_the_overhead_run_is_the_command_make_killtest_runs():

@@ -108,7 +108,7 @@ def test_an_interrupted_campaign_keeps_finished_runs_and_leaves_nothing_behind(s
 
 
 def test_explore_exits_1_and_prints_a_replay_when_a_design_that_claims_idempotence_breaks(tmp_path):
-    bad_line = "l:scrapers/zoo/done_before_record.py:16:2"
+    bad_line = "l:scrapers/zoo/done_before_record.py:complete+3:2"
     done = run_killtest("explore", "--design", "zoo-done-before-record", "--only", f"r3,{bad_line}",
                         "--out", str(tmp_path))
     assert done.returncode == 1, done.stderr
@@ -121,7 +121,7 @@ def test_explore_exits_1_and_prints_a_replay_when_a_design_that_claims_idempoten
 
 
 def test_explore_passes_the_idempotent_design(tmp_path):
-    done = run_killtest("explore", "--design", "idempotent", "--only", "r3,r5,l:scrapers/idempotent.py:117:2",
+    done = run_killtest("explore", "--design", "idempotent", "--only", "r3,r5,l:scrapers/idempotent.py:complete+8:2",
                         "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "3 crash points, 0 broken" in done.stderr
@@ -185,3 +185,34 @@ def test_a_regressed_design_fails_against_the_baseline_with_a_side_by_side_diff(
     report = json.loads((tmp_path / "bad" / "killtest.json").read_text())
     assert report["regressions"] and report["valid"] is False
     assert "## Against the baseline" in (tmp_path / "bad" / "killtest.md").read_text()
+
+
+def test_help_shows_each_commands_options_in_named_groups():
+    import argparse
+
+    from harness.cli import build_parser
+
+    [commands] = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    run_help = commands.choices["run"].format_help()
+    assert all(f"\n{group}:\n" in run_help for group in ("campaign", "scenario", "site", "baseline", "results"))
+    assert "\nbaseline:\n" not in commands.choices["replay"].format_help()  # a group only where it has options
+
+
+def test_the_control_is_the_design_whose_spec_says_so_whatever_its_name(monkeypatch):
+    import dataclasses
+    import io
+
+    from harness.cli import run as run_command
+    from harness.cli import shared
+    from harness.design.registry import design_named
+    from harness.running.progress import Progress
+
+    plain = dataclasses.replace(design_named("naive"), name="plain")
+    monkeypatch.setattr(shared, "BUILT_IN_DESIGNS", {"plain": plain, "idempotent": design_named("idempotent")})
+    assert shared.control_design() is plain
+    gap = {"ours": [2.0, 3.0], "published": [2.6, 4.3], "lowest_below_band_by": 0.6, "highest_above_band_by": 0.0}
+    monkeypatch.setattr(run_command, "summarise", lambda campaign: {
+        "plain": {"band_gap": gap, "median_startup_s": 0.1, "median_request_rate": 140.0}})
+    printed = io.StringIO()
+    run_command.print_band(None, [plain, design_named("idempotent")], Progress(printed))
+    assert printed.getvalue().startswith("plain rows per product 2.00–3.00 against the published 2.6–4.3")

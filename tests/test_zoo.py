@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.check.checker import FINDINGS
+from harness.check.findings import FINDINGS
 from harness.faults.zoo_scenarios import zoo_entries
 from harness.running.zoo_runs import run_zoo
 
@@ -19,5 +19,6 @@ def test_the_zoo_holds_every_classic_mistake_and_eight_kinds_of_finding():
 def test_killtest_flags_the_mistake_and_passes_the_correct_design_on_the_same_scenario(entry, tmp_path):
     [outcome] = run_zoo([entry], work_dir=str(tmp_path))
     assert outcome.flagged, f"{entry.design.name}: expected {entry.expect}, found {outcome.findings}: {outcome.replay}"
-    assert outcome.control_clean, f"the correct design failed {entry.design.name}'s scenario: {outcome.control_findings}"
+    assert outcome.control_clean, \
+        f"the correct design failed {entry.design.name}'s scenario: {outcome.control_findings}"
     assert list(tmp_path.iterdir()) == []

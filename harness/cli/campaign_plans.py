@@ -1,0 +1,122 @@
+"""From parsed options to a CampaignPlan: the settings, site faults and schedules `run`, `scale`,
+`calibrate` and `replay` share, each refused in one line before anything starts."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable
+
+from fixture_site.catalog import Drift, build_catalog, parse_drift
+from fixture_site.toxics import Toxics, ToxicSpecError, parse_toxics
+from harness import defaults
+from harness.check.baseline import Thresholds
+from harness.cli.shared import command_line
+from harness.design.model import Design
+from harness.errors import KilltestError
+from harness.faults.schedule import KillSchedule, parse_schedule, run_seeds, timed_schedule, validate_schedule
+from harness.report.baseline_file import load_baseline
+from harness.running.orchestrator import CampaignPlan
+from harness.running.runner import RunSettings
+
+
+def timed_plan(args: argparse.Namespace, designs: list[Design], pace_rps: float, name: str) -> CampaignPlan:
+    """The plan of `run`, `scale` and `calibrate`: seeded timed schedules, or one exact schedule repeated."""
+    check_recrawls(args, designs)
+    delay_range = kill_delay(args.kill_delay)
+    exact = getattr(args, "schedule", None)
+    if exact is not None:
+        schedules = (parse_schedule(exact),) * args.runs  # exact points: every run repeats the same one
+    else:
+        schedules = tuple(timed_schedule(seed, args.kills, *delay_range) for seed in run_seeds(args.seed, args.runs))
+    check_points(args, schedules, designs)
+    return CampaignPlan(command=command_line(), designs=tuple(designs), schedules=schedules,
+                        catalog=build_catalog(args.listing_pages, args.per_page),
+                        settings=run_settings(args, getattr(args, "lease", defaults.LEASE)),
+                        out_dir=args.out, name=name, latency_s=args.latency, pace_rps=pace_rps,
+                        work_dir=args.work_dir,
+                        slow_pages=slow_pages(getattr(args, "slow_page", [])),
+                        toxics=toxics(args), toxic_seed=getattr(args, "toxic_seed", defaults.TOXIC_SEED),
+                        plot=not args.no_plot, all_timelines=args.all_timelines,
+                        health_threshold=args.health_threshold, check_faster=getattr(args, "check_faster", False),
+                        seed=None if exact is not None else args.seed, kill_delay_s=delay_range,
+                        baseline_runs=tuple(load_baseline(args.baseline)) if getattr(args, "baseline", None) else (),
+                        thresholds=Thresholds(getattr(args, "max_slowdown", defaults.MAX_SLOWDOWN_PCT),
+                                              getattr(args, "max_extra_repeats", defaults.MAX_EXTRA_REPEATS)))
+
+
+def replay_plan(args: argparse.Namespace, designs: list[Design], schedule: KillSchedule) -> CampaignPlan:
+    """The plan of `replay`: one run of each design on one exact schedule, on the small catalog."""
+    return CampaignPlan(command=command_line(), designs=tuple(designs), schedules=(schedule,),
+                        catalog=build_catalog(args.listing_pages, args.per_page),
+                        settings=run_settings(args, args.lease), slow_pages=slow_pages(args.slow_page),
+                        toxics=toxics(args), toxic_seed=args.toxic_seed,
+                        out_dir=args.out, name="replay", work_dir=args.work_dir, plot=False,
+                        prefork=not args.no_prefork)
+
+
+def run_settings(args: argparse.Namespace, lease_s: float) -> RunSettings:
+    return RunSettings(lease_s=lease_s, time_limit_s=args.time_limit,
+                       recrawls=getattr(args, "recrawls", defaults.RECRAWLS),
+                       workers=getattr(args, "workers", defaults.WORKERS), drift=drift(args),
+                       drift_during_s=getattr(args, "drift_during", None))
+
+
+def kill_delay(text: str) -> tuple[float, float]:
+    try:
+        low, high = (float(part) for part in text.split(","))
+    except ValueError:
+        raise KilltestError(f"--kill-delay takes LOW,HIGH in seconds, for example 0.2,1.0, not {text!r}") from None
+    return low, high
+
+
+def drift(args: argparse.Namespace) -> Drift | None:
+    text = getattr(args, "drift", None)
+    if text is None:
+        if getattr(args, "drift_during", None) is not None:
+            raise KilltestError("--drift-during needs --drift SPEC, for example --drift changed=0.1")
+        return None
+    try:
+        found = parse_drift(text, args.drift_seed)
+    except ValueError as error:
+        raise KilltestError(f"--drift: {error}") from None
+    if not getattr(args, "recrawls", 0) and getattr(args, "drift_during", None) is None:
+        raise KilltestError("--drift changes the site before each re-crawl (--recrawls N) or once during the killed"
+                            " crawl (--drift-during SECONDS): give one of them")
+    return found
+
+
+def toxics(args: argparse.Namespace) -> Toxics | None:
+    text = getattr(args, "toxics", None)
+    if text is None:
+        return None
+    try:
+        return parse_toxics(text)
+    except ToxicSpecError as error:
+        raise KilltestError(f"--toxics: {error}") from None
+
+
+def slow_pages(texts: list[str]) -> tuple[tuple[str, float], ...]:
+    pages = []
+    for text in texts:
+        path, _, seconds = text.partition("=")
+        try:
+            delay = float(seconds)
+        except ValueError:
+            delay = -1.0
+        if not path.startswith("/") or delay < 0:
+            raise KilltestError(f"--slow-page takes PATH=SECONDS, for example /product/1=0.6, not {text!r}")
+        pages.append((path, delay))
+    return tuple(pages)
+
+
+def check_points(args: argparse.Namespace, schedules: Iterable[KillSchedule], designs: list[Design]) -> None:
+    """Each kill point applies to every design with the workers given, or a one-line error (the point's kind says)."""
+    for schedule in schedules:
+        validate_schedule(schedule, designs, getattr(args, "workers", defaults.WORKERS))
+
+
+def check_recrawls(args: argparse.Namespace, designs: list[Design]) -> None:
+    for design in designs:
+        if getattr(args, "recrawls", 0) and not design.can_recrawl:
+            raise KilltestError(f"--recrawls: design {design.name!r} does not take {{crawl}} in its command, so it"
+                                " cannot be told that a crawl is a re-crawl")

@@ -1,0 +1,60 @@
+"""`killtest run`: kill-test one or more designs on the same seeded schedules."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from harness.check.baseline import diff_table
+from harness.cli.campaign_plans import timed_plan
+from harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
+from harness.cli.shared import designs_named, prepare_dirs
+from harness.design.model import Design
+from harness.report.campaign import Campaign, summarise
+from harness.running.orchestrator import run_campaign
+from harness.running.progress import Progress
+
+
+class RunCommand(Command):
+    name = "run"
+    help = "kill-test one or more designs on the same seeded schedules"
+
+    def run(self, args: argparse.Namespace, progress: Progress) -> int:
+        designs = designs_named(args.design)
+        prepare_dirs(args)
+        campaign = run_campaign(timed_plan(args, designs, args.pace, args.name), progress)
+        for figure in campaign.comparison_figures:
+            progress.done(figure)
+        for problem in campaign.comparison_problems:
+            progress.done(f"FAIL: {problem}")
+        if campaign.baseline_diffs:
+            print_baseline(campaign, args.baseline, progress)
+        print_band(campaign, designs, progress)
+        progress.done(f"results: {os.path.join(args.out, args.name)}.{{json,md,png}}"
+                      f" — {'PASS' if campaign.valid else 'FAIL'}")
+        return EXIT_PASSED if campaign.valid else EXIT_CHECK_FAILED
+
+
+def print_baseline(campaign: Campaign, path: str, progress: Progress) -> None:
+    """The side-by-side diff against the baseline, as an aligned table on stderr."""
+    rows = [["design", "figure", "baseline", "this run", "verdict"]] + diff_table(campaign.baseline_diffs)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    progress.done(f"against the baseline {path}:")
+    for row in rows:
+        progress.done("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip())
+    for regression in campaign.regressions:
+        progress.done(f"REGRESSION: {regression}")
+
+
+def print_band(campaign: Campaign, designs: list[Design], progress: Progress) -> None:
+    """Where each control's rows per product fall against the article's band (its naive figures)."""
+    summary = summarise(campaign)
+    for control in (design.name for design in designs if design.control):
+        figures = summary.get(control, {})
+        if "band_gap" not in figures:
+            continue
+        gap = figures["band_gap"]
+        progress.done(f"{control} rows per product {gap['ours'][0]:.2f}–{gap['ours'][1]:.2f} against the published"
+                      f" {gap['published'][0]}–{gap['published'][1]}: lowest run {gap['lowest_below_band_by']:.2f}"
+                      f" below, highest {gap['highest_above_band_by']:.2f} above"
+                      f" (start-up {figures['median_startup_s']}s, {figures['median_request_rate']} requests/s)")

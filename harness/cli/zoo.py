@@ -1,0 +1,38 @@
+"""`killtest zoo`: run the bug zoo; every known mistake must be flagged, and the reference design not."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
+from harness.cli.shared import command_line, prepare_dirs
+from harness.faults.zoo_scenarios import selected, zoo_entries
+from harness.files import write_atomically
+from harness.report.zoo_table import zoo_markdown
+from harness.running.progress import Progress
+from harness.running.zoo_runs import run_zoo
+
+
+class ZooCommand(Command):
+    name = "zoo"
+    help = "run the bug zoo: every known mistake must be flagged, the control not"
+
+    def run(self, args: argparse.Namespace, progress: Progress) -> int:
+        entries = selected(zoo_entries(), args.only)
+        prepare_dirs(args)
+        outcomes = run_zoo(entries, args.work_dir, on_progress=progress.step)
+        write_atomically(os.path.join(args.out, "zoo.json"),
+                         json.dumps({"command": command_line(), "outcomes": [o.to_json() for o in outcomes]},
+                                    indent=2) + "\n")
+        write_atomically(os.path.join(args.out, "zoo.md"), zoo_markdown(outcomes, command_line()))
+        for o in outcomes:
+            found = ", ".join(o.findings) or "nothing"
+            control = "clean" if o.control_clean else ", ".join(o.control_findings)
+            progress.done(f"{o.design}: expected {o.expect}, found {found}; control {control}:"
+                          f" {'right' if o.as_expected else 'WRONG'}")
+        wrong = [o for o in outcomes if not o.as_expected]
+        progress.done(f"zoo: {len(outcomes) - len(wrong)} of {len(outcomes)} verdicts right;"
+                      f" {os.path.join(args.out, 'zoo')}.{{json,md}}")
+        return EXIT_CHECK_FAILED if wrong else EXIT_PASSED

@@ -1,0 +1,83 @@
+"""Every default value of killtest, in one module (as Scrapy's settings/default_settings.py).
+
+A default is what a run uses when nobody said otherwise: a command-line option left out, a [zoo]
+key a spec leaves out, a size a benchmark picks. The figures of the article's own experiment are not
+defaults but facts, and they live once in harness/published.py; a default that is the article's
+figure refers to it here, so changing the default never rewrites history.
+
+If you add a default here:
+- give it a comment saying why it has this value;
+- use it from harness/options.py (the option table) when an option takes it, so `--help` shows it;
+- document it in the option table's help text (the docs' CLI reference is generated from that table);
+- if another module keeps its own name for it, that name should be imported from here.
+
+This module is on the floor: it imports nothing from the rooms (fixture_site is outside harness).
+"""
+
+from __future__ import annotations
+
+from fixture_site.catalog import DEFAULT_LISTING_PAGES, DEFAULT_PRODUCTS_PER_PAGE
+from harness.published import ARTICLE_PACE_RPS, KILL_DELAY_S, KILLS_PER_RUN, LEASE_S, RUNS_PER_DESIGN
+
+# --- A timed campaign (`killtest run`, `scale`, `calibrate`): the article's experiment by default.
+RUNS = RUNS_PER_DESIGN  # 5 runs per design, as the article ran them
+SCALE_RUNS = 1  # `killtest scale` is a benchmark: one run per worker count
+CALIBRATE_RUNS = 2  # enough for a range per pace, few enough to sweep four paces
+KILLS = KILLS_PER_RUN  # 10 SIGKILLs per run
+KILL_DELAY = KILL_DELAY_S  # (0.2, 1.0) s after each start, uniform
+SEED = 1  # run 1's seed; run r uses seed + r - 1
+LEASE = LEASE_S  # 3 s, the article's lease
+PACE_RPS = ARTICLE_PACE_RPS  # the article's site served about 140 requests a second (see published.py)
+CALIBRATE_PACES = (0.0, 100.0, ARTICLE_PACE_RPS, 200.0)  # unpaced, below, the article's, above
+LATENCY_S = 0.0  # the fixture site adds no latency unless asked
+TIME_LIMIT_S = 120.0  # a full 500-product crawl with ten kills takes about ten seconds: twelve times that
+SCALE_WORKERS = (1, 2, 4, 8)  # worker counts `killtest scale` compares
+RESULT_NAME = "killtest"  # base name of a campaign's result files
+OUT_DIR = "results"
+
+# --- The fixture site's catalog: the article's 25 listing pages of 20 products (fixture_site.catalog).
+LISTING_PAGES = DEFAULT_LISTING_PAGES
+PER_PAGE = DEFAULT_PRODUCTS_PER_PAGE
+
+# --- A start's scenario: one worker, no re-crawl, seeds of 1.
+WORKERS = 1
+RECRAWLS = 0
+DRIFT_SEED = 1
+TOXIC_SEED = 1
+
+# --- Exact kill points (`killtest replay`, `explore`): a small catalog whose pages take milliseconds.
+EXACT_LISTING_PAGES = 2
+EXACT_PER_PAGE = 3
+# A 0.2 s lease is still 50 times the slowest page of the small catalog, and it keeps the wait for a
+# killed start's lease from dominating the run.
+EXACT_LEASE_S = 0.2
+EXACT_TIME_LIMIT_S = 60.0
+
+# --- The bug zoo (harness/faults/zoo_scenarios.py): the keys a [zoo] table may leave out.
+ZOO_LISTING_PAGES = 2  # 6 products, 8 requests: a scenario runs in about a second
+ZOO_PER_PAGE = 3
+ZOO_LEASE_S = 1.0
+ZOO_TIME_LIMIT_S = 20.0
+ZOO_DRIFT_SEED = 1
+# The correct design every zoo design runs beside, on the same scenario: it must come out clean.
+# It is the reference, not the control (the control is whichever design says `control = true`).
+ZOO_REFERENCE_DESIGN = "idempotent"
+
+# --- The checks' thresholds.
+# Requests per stored record and crawl above which a run is warned about (the article's health metric;
+# a warning, not a failure). Same value as harness.check.health.DEFAULT_HEALTH_THRESHOLD.
+HEALTH_THRESHOLD = 1.25
+# Against a --baseline: how much slower in percent of mean wall time per run, and how many more repeated
+# requests per landed kill, still pass. Same values as harness.check.baseline's DEFAULT_MAX_*.
+MAX_SLOWDOWN_PCT = 50.0
+MAX_EXTRA_REPEATS = 0.5
+
+# --- `killtest bench` (harness/bench/).
+BENCH_PARTS = ("peers", "faults", "scale", "overhead")
+BENCH_PEER_RUNS = 3  # runs per peer scenario
+# The peer table's designs: the article's two and two other frameworks' crawlers (harness.bench.peers.PEER_DESIGNS).
+BENCH_PEER_DESIGNS = ("naive", "idempotent", "scrapy-jobdir", "crawlee-fs")
+# Catalog sizes of the scaling run, in products (harness.bench.catalog_scale.DEFAULT_SIZES).
+BENCH_SIZES = (500, 5_000, 50_000, 100_000)
+BENCH_SCALE_DESIGN = "idempotent"
+BENCH_SCALE_KILLS = 3  # SIGKILLs per scaling run, at even shares of the crawl

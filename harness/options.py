@@ -1,0 +1,287 @@
+"""The one table of killtest's options: it feeds argparse, the [zoo] keys and the printed replay lines.
+
+Each `Option` is one flag as one set of commands takes it: its help text, its default (from
+harness/defaults.py), how its text is parsed and checked, the `--help` group it is shown in, the
+[zoo] key that sets it in a zoo design's spec, and whether a replay line repeats it. A flag that
+means something different to another command (bench's `--runs` counts peer runs) is its own record.
+
+Three things are made from the table, so they cannot drift apart:
+- the argparse options of every command (harness/cli/command.py adds them, group by group);
+- `ZOO_KEYS`, the keys a spec's [zoo] table may hold (harness/faults/zoo_scenarios.py);
+- `replay_words`, the flags of a printed `killtest replay ...` line (the zoo's and explore's).
+
+The order of the table is the order of `--help` within a group and of the flags of a replay line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness import defaults as d
+
+COMMAND_NAMES = ("run", "replay", "explore", "zoo", "scale", "bench", "calibrate")
+
+# The --help groups, in the order --help shows them: title -> what they hold.
+GROUPS = {
+    "campaign": "how many runs, how many kills and where they land",
+    "scenario": "what each run of a design meets",
+    "site": "the fixture site: its catalog, its pace and its faults",
+    "checks": "what else fails a run or warns about it",
+    "baseline": "compare with a saved campaign",
+    "peers": "the peer table: other designs under the same kills",
+    "catalog scaling": "one design on catalogs up to 100,000 products",
+    "results": "where the results go and what they hold",
+}
+
+
+def positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse type: a number of `kind` above zero."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be more than zero, not {text}")
+        return value
+    return parse
+
+
+def not_negative(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse type: a number of `kind`, zero or more."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"must be zero or more, not {text}")
+        return value
+    return parse
+
+
+@dataclass(frozen=True)
+class Option:
+    """One flag as a set of commands takes it."""
+
+    flag: str
+    help: str
+    commands: tuple[str, ...]
+    group: str | None = None  # a key of GROUPS; None: among the command's own options
+    type: Callable[[str], Any] | None = None  # parses and checks the text; None keeps it a string
+    default: Any = None
+    action: str | None = None  # "append" (repeatable) or "store_true" (a switch)
+    required: bool = False
+    metavar: str | None = None
+    zoo_key: str | None = None  # the key of a spec's [zoo] table that sets it
+    replayed: bool = False  # a replay line repeats it: it is a setting of the run being replayed
+
+    def __post_init__(self) -> None:
+        if self.action == "store_true":  # a switch is off unless given
+            object.__setattr__(self, "default", False)
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+    def argparse_keywords(self) -> dict[str, Any]:
+        """The keywords of `add_argument` for this option."""
+        keywords: dict[str, Any] = {"help": self.help, "dest": self.dest}
+        if self.action == "store_true":
+            return {**keywords, "action": "store_true", "default": False}
+        if self.action is not None:
+            keywords["action"] = self.action
+        if self.required:
+            keywords["required"] = True
+        else:  # a repeatable option's default is a fresh list argparse appends to
+            keywords["default"] = list(self.default) if isinstance(self.default, tuple) else self.default
+        if self.type is not None:
+            keywords["type"] = self.type
+        if self.metavar is not None:
+            keywords["metavar"] = self.metavar
+        return keywords
+
+    def words(self, value: Any) -> list[str]:
+        """This option on a command line with `value`; nothing for None, False or an empty value."""
+        if value is None or value is False or (isinstance(value, (str, list, tuple)) and not value):
+            return []
+        if value is True:
+            return [self.flag]
+        if isinstance(value, (list, tuple)):
+            return [word for item in value for word in (self.flag, _text(item))]
+        return [self.flag, _text(value)]
+
+
+def _text(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+RUNS = ("run", "scale", "calibrate")  # the timed campaigns
+EXACT = ("replay", "explore")  # the commands that run exact kill points on a small catalog
+RUN_AND_REPLAY = ("run", "replay")
+_DESIGN_HELP = ("a design to test: a built-in name (naive, idempotent, zoo-...) or the path of a design spec (.toml);"
+                " repeat it or join them with commas")
+_SCHEDULE_HELP = ("exact kill points instead of timed kills, comma-joined: t<seconds>, r<request>,"
+                  " l:<file>:<function>+<offset>:<hit> or l:<file>:<line>:<hit>, d<seconds>:<grace>, s<seconds>"
+                  " (for example r5,l:scrapers/idempotent.py:complete+8:2); see docs/reference/kill-points.md")
+
+OPTIONS: tuple[Option, ...] = (
+    # Each command's own options: what it runs.
+    Option("--design", _DESIGN_HELP, ("run",), action="append", required=True),
+    Option("--design", "the design to run", ("replay",), action="append", required=True, replayed=True),
+    Option("--design", "the design to explore: a built-in name or a spec path", ("explore",), required=True),
+    Option("--design", "designs to scale (names or spec paths)", ("scale",), action="append", required=True),
+    Option("--schedule", _SCHEDULE_HELP, ("run",), group="campaign"),
+    Option("--schedule", "the kill points, as printed by the failure", ("replay",), required=True,
+           zoo_key="schedule", replayed=True),
+    Option("--only", "explore just these kill points (comma-joined, as --schedule)", ("explore",)),
+    Option("--only", "run just these zoo designs (comma-joined names)", ("zoo",)),
+    Option("--only", f"which parts to run, comma-joined (default {','.join(d.BENCH_PARTS)}); the others keep their"
+           " figures from an earlier bench.json", ("bench",), default=",".join(d.BENCH_PARTS)),
+    Option("--paces", "comma-separated site paces in requests per second, 0 for unpaced"
+           f" (default {','.join(f'{p:g}' for p in d.CALIBRATE_PACES)})", ("calibrate",),
+           default=",".join(f"{p:g}" for p in d.CALIBRATE_PACES)),
+    Option("--workers-list", f"worker counts, comma-joined (default {','.join(map(str, d.SCALE_WORKERS))})",
+           ("scale",), default=",".join(map(str, d.SCALE_WORKERS))),
+    # A campaign's runs and kills.
+    Option("--runs", f"runs per design (default {d.RUNS})", ("run",), "campaign", positive(int), d.RUNS),
+    Option("--runs", f"runs per design (default {d.SCALE_RUNS})", ("scale",), "campaign", positive(int),
+           d.SCALE_RUNS),
+    Option("--runs", f"runs per design (default {d.CALIBRATE_RUNS})", ("calibrate",), "campaign", positive(int),
+           d.CALIBRATE_RUNS),
+    Option("--kills", f"SIGKILLs per run before the last start runs to the end (default {d.KILLS})", RUNS,
+           "campaign", not_negative(int), d.KILLS),
+    Option("--seed", f"seed of run 1; run r uses seed + r - 1 (default {d.SEED})", RUNS, "campaign", int, d.SEED),
+    Option("--kill-delay", "the range a kill lands in after each start, LOW,HIGH seconds"
+           f" (default {d.KILL_DELAY[0]},{d.KILL_DELAY[1]})", RUNS, "campaign",
+           default=f"{d.KILL_DELAY[0]},{d.KILL_DELAY[1]}"),
+    # The catalog, then what a run meets: in this order on a replay line.
+    Option("--listing-pages", f"listing pages in the catalog (default {d.LISTING_PAGES})", RUNS, "site",
+           positive(int), d.LISTING_PAGES),
+    Option("--listing-pages", f"listing pages in the catalog (default {d.EXACT_LISTING_PAGES})", EXACT, "site",
+           positive(int), d.EXACT_LISTING_PAGES, replayed=True),
+    Option("--per-page", f"products per listing page (default {d.PER_PAGE})", RUNS, "site", positive(int),
+           d.PER_PAGE),
+    Option("--per-page", f"products per listing page (default {d.EXACT_PER_PAGE})", EXACT, "site", positive(int),
+           d.EXACT_PER_PAGE, replayed=True),
+    Option("--lease", f"lease length in seconds for designs that take one (default {d.LEASE:g})", ("run", "scale"),
+           "scenario", positive(float), d.LEASE),
+    Option("--lease", f"lease length in seconds (default {d.EXACT_LEASE_S:g})", EXACT, "scenario", positive(float),
+           d.EXACT_LEASE_S, zoo_key="lease", replayed=True),
+    Option("--time-limit", f"seconds a run may take before it is a liveness failure (default {d.TIME_LIMIT_S:g})",
+           RUNS, "scenario", positive(float), d.TIME_LIMIT_S),
+    Option("--time-limit", "seconds a run may take before it is a liveness failure"
+           f" (default {d.EXACT_TIME_LIMIT_S:g})", EXACT, "scenario", positive(float), d.EXACT_TIME_LIMIT_S,
+           zoo_key="time_limit", replayed=True),
+    Option("--no-prefork", "start a new interpreter for every start instead of forking one that imported the design"
+           " already (slower, and lease expiry may then race the start-up)", EXACT, "scenario", action="store_true",
+           replayed=True),
+    Option("--workers", f"worker processes per start, sharing one store; a kill hits them all (default {d.WORKERS})",
+           RUN_AND_REPLAY, "scenario", positive(int), d.WORKERS, replayed=True),
+    Option("--recrawls", "after the killed crawl, crawl the same store again this many times, unkilled; a design"
+           f" must take {{crawl}} (default {d.RECRAWLS})", RUN_AND_REPLAY, "scenario", not_negative(int), d.RECRAWLS,
+           zoo_key="recrawls", replayed=True),
+    Option("--drift", "the site's content changes before every re-crawl: changed=0.1,removed=0.02,added=0.02"
+           " (shares of the catalog; with --recrawls or --drift-during); see fixture_site/catalog.py",
+           RUN_AND_REPLAY, "site", metavar="SPEC", zoo_key="drift", replayed=True),
+    Option("--drift-during", "with --drift: the site also changes once this long into the killed crawl",
+           RUN_AND_REPLAY, "site", positive(float), metavar="SECONDS", replayed=True),
+    Option("--drift-seed", f"seed of the drift (default {d.DRIFT_SEED})", RUN_AND_REPLAY, "site", int, d.DRIFT_SEED,
+           replayed=True),
+    Option("--slow-page", "make one page of the site this slow, for example /product/1=0.6 (repeatable)",
+           RUN_AND_REPLAY, "site", default=(), action="append", metavar="PATH=SECONDS", zoo_key="slow_pages",
+           replayed=True),
+    Option("--toxics", "network faults the site injects, for example error=0.05,throttle=0.03,reset=0.02,"
+           "truncate=0.02,timeout=0.01,latency=0.002,jitter=0.001,only=/product/ (see docs/reference/toxics.md)",
+           RUN_AND_REPLAY, "site", metavar="SPEC", replayed=True),
+    Option("--toxic-seed", "seed of run 1's faults; run r uses seed + r - 1, the same for every design"
+           f" (default {d.TOXIC_SEED})", RUN_AND_REPLAY, "site", int, d.TOXIC_SEED, replayed=True),
+    Option("--latency", f"added per-request latency of the fixture site, seconds (default {d.LATENCY_S:g})", RUNS,
+           "site", not_negative(float), d.LATENCY_S),
+    Option("--pace", "the most requests a second the site serves, 0 for as many as the machine can"
+           f" (default {d.PACE_RPS:g}, the article's site: see harness/published.py)", RUNS, "site",
+           not_negative(float), d.PACE_RPS),
+    # What else fails or warns.
+    Option("--check-faster", "also fail unless each idempotent design's total wall time over the shared schedules"
+           " beats the naive control's (a timing check: make killtest sets it)", ("run",), "checks",
+           action="store_true"),
+    Option("--health-threshold", "warn when a run makes more requests per stored record and crawl than this, the"
+           f" article's health metric (default {d.HEALTH_THRESHOLD:g}; a warning, not a failure)", RUNS, "checks",
+           positive(float), d.HEALTH_THRESHOLD),
+    Option("--baseline", "a saved killtest.json: fail when a design regresses against it"
+           " (see harness/check/baseline.py)", ("run",), "baseline", metavar="JSON"),
+    Option("--max-slowdown", "with --baseline: how much slower, in percent of mean wall time per run, still passes"
+           f" (default {d.MAX_SLOWDOWN_PCT:g})", ("run",), "baseline", not_negative(float), d.MAX_SLOWDOWN_PCT,
+           metavar="PCT"),
+    Option("--max-extra-repeats", "with --baseline: how many more repeated requests per landed kill still pass,"
+           f" for a design that claims idempotence (default {d.MAX_EXTRA_REPEATS:g})", ("run",), "baseline",
+           not_negative(float), d.MAX_EXTRA_REPEATS),
+    # `killtest bench`.
+    Option("--peer-design", f"designs for the peer table (default {','.join(d.BENCH_PEER_DESIGNS)})", ("bench",),
+           "peers", action="append"),
+    Option("--runs", f"runs per peer scenario (default {d.BENCH_PEER_RUNS})", ("bench",), "peers", positive(int),
+           d.BENCH_PEER_RUNS),
+    Option("--kills", f"kills per peer run (default {d.KILLS})", ("bench",), "peers", not_negative(int), d.KILLS),
+    Option("--seed", f"seed of the peers' run 1 (default {d.SEED})", ("bench",), "peers", int, d.SEED),
+    Option("--sizes", f"catalog sizes for the scaling run, in products (default {','.join(map(str, d.BENCH_SIZES))})",
+           ("bench",), "catalog scaling", default=",".join(map(str, d.BENCH_SIZES))),
+    Option("--scale-design", f"the design to scale (default {d.BENCH_SCALE_DESIGN})", ("bench",), "catalog scaling",
+           default=d.BENCH_SCALE_DESIGN),
+    Option("--scale-kills", f"SIGKILLs per scaling run, at even shares of the crawl (default {d.BENCH_SCALE_KILLS})",
+           ("bench",), "catalog scaling", not_negative(int), d.BENCH_SCALE_KILLS),
+    # Where the results go.
+    Option("--name", f"base name of the result files (default {d.RESULT_NAME})", ("run",), "results",
+           default=d.RESULT_NAME),
+    Option("--out", f"directory for results (default {d.OUT_DIR}/)", COMMAND_NAMES, "results", default=d.OUT_DIR),
+    Option("--work-dir", "existing directory for the scrapers' stores while they run (default: system temp)", RUNS,
+           "results"),
+    Option("--work-dir", "existing directory for the scrapers' stores", ("replay", "explore", "zoo", "bench"),
+           "results"),
+    Option("--no-plot", "skip the PNG plots", (*RUNS, "bench"), "results", action="store_true"),
+    Option("--all-timelines", "draw a timeline for every run (default: each design's first run and every failed"
+           " run)", RUNS, "results", action="store_true"),
+)
+
+# The keys of a [zoo] table that describe the mistake rather than set an option.
+ZOO_SCENARIO_KEYS = {
+    "mistake": "the classic mistake the zoo design makes, in a few words (the zoo table's first column)",
+    "expect": "the finding the checker must report on the zoo design (a finding code)",
+    "control_schedule": "the reference design's kill points, where the zoo's name a line of the zoo design"
+                        " (default: schedule)",
+}
+# Every key a spec's [zoo] table may hold -> one line on what it sets.
+# A [zoo] table's own defaults differ from the replay command's (a longer lease, a shorter time limit).
+ZOO_DEFAULTS = {"lease": d.ZOO_LEASE_S, "time_limit": d.ZOO_TIME_LIMIT_S}
+
+
+def _zoo_key_help(option: Option) -> str:
+    """What a [zoo] key sets: the replay option's help, with the zoo's default instead of the command's."""
+    text = re.sub(r" \(default [^)]*\)$", "", option.help)
+    zoo_default = ZOO_DEFAULTS.get(option.zoo_key or "")
+    return f"{option.flag} of the replay: {text}" + (f" (default {zoo_default:g})" if zoo_default is not None else "")
+
+
+ZOO_KEYS: dict[str, str] = {**ZOO_SCENARIO_KEYS, **{o.zoo_key: _zoo_key_help(o) for o in OPTIONS
+                                                    if o.zoo_key is not None}}
+
+
+def options_of(command: str) -> list[Option]:
+    """The options `command` takes, in the table's order."""
+    return [option for option in OPTIONS if command in option.commands]
+
+
+def replay_words(values: Mapping[str, Any]) -> list[str]:
+    """The flags of a `killtest replay` line that repeats these settings, keyed by option dest.
+
+    A setting that is None, False or empty is left out; the order is the table's, so a printed line
+    reads the same every time. A key that no replayed option has is a mistake of the caller.
+    """
+    replayed = [option for option in options_of("replay") if option.replayed]
+    unknown = set(values) - {option.dest for option in replayed}
+    if unknown:
+        raise ValueError(f"a replay line cannot repeat {', '.join(sorted(unknown))}")
+    return [word for option in replayed if option.dest in values for word in option.words(values[option.dest])]
