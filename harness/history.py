@@ -11,6 +11,36 @@ from dataclasses import dataclass, field
 
 from harness.files import write_atomically
 
+# Every event type a run's history may hold, with the fields it carries besides `type` and `t`.
+# docs/reference/history.md is generated from this (python -m harness.report.reference --write), and
+# tests/test_docs.py fails when the runner adds an event that is not listed here.
+EVENTS: dict[str, str] = {
+    "run_started": "design, seed, kill_points (the schedule's points), base_url, lease_s, time_limit_s, products,"
+                   " full_crawl_requests, wall_clock_at_start, reports_leases, drift and drift_seed, recrawls,"
+                   " workers, toxics and toxic_seed",
+    "process_started": "start (its index), pid and pids (one per worker), crawl (1, or 2 and up for a re-crawl)",
+    "kill": "start, signal (SIGKILL, or SIGTERM for a redeploy), point, returncode (the exit status the kernel"
+            " reported, -9), held_leases (the claims the store held afterwards); worker when one worker was"
+            " hit, server_restart_s when the store's server was restarted",
+    "worker_restarted": "start, worker, pid: a worker killed alone and started again at once",
+    "process_exited": "start, returncode, held_leases (the claims the store still held when the start ended"
+                      " by itself)",
+    "crash": "start, returncode, stderr_tail (the last lines the start wrote to stderr): it exited with an error",
+    "time_limit": "start, returncode, held_leases: the start was stopped by the time limit",
+    "catalog_changed": "version, changed, removed, added (SKUs), products, full_crawl_requests: the site drifted",
+    "request": "path, status, start (the start running when it arrived), fault (the network fault it met, if any)",
+    "side_request": "path, status, start, fault: a request for a product's image or a webhook, not a page of the"
+                    " crawl",
+    "webhook": "key (the idempotency key, or none), payload: a delivery the site received",
+    "side_file": "name, sha256: a file in the design's store.files directory at the end",
+    "store_counter": "value: the design's store.counter at the end",
+    "scraper_event": "start, name (ready, lease_wait, retry, ...) and the fields of a JSON line the design"
+                     " printed about itself",
+    "store_record": "key, fields, stamped (whether t is the design's own write time), changed_t (its last"
+                    " change), unreadable (a row that could not be read): every record the store held at the end",
+    "run_finished": "outcome (completed, timed_out, crashed), wall_s, scraper_s (the time the scrapers ran)",
+}
+
 
 @dataclass
 class History:
@@ -30,7 +60,7 @@ class History:
         found = self.of_type(type_)
         return found[0] if found else None
 
-    def sorted(self) -> "History":
+    def sorted(self) -> History:
         return History(sorted(self.events, key=lambda e: e["t"]))
 
     def write_jsonl(self, path: str) -> None:
@@ -38,6 +68,6 @@ class History:
         write_atomically(path, "".join(json.dumps(event, sort_keys=True) + "\n" for event in self.events))
 
     @classmethod
-    def read_jsonl(cls, path: str) -> "History":
+    def read_jsonl(cls, path: str) -> History:
         with open(path, encoding="utf-8") as src:
             return cls([json.loads(line) for line in src if line.strip()])

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
+from typing import Any
 
 from harness.check.baseline import FigureDiff, regressions
-from harness.check.checker import RunVerdict
+from harness.check.verdict import RunVerdict
 from harness.published import PUBLISHED_NAIVE_ROWS_PER_PRODUCT, PUBLISHED_WALL_S
 
 # Which columns of the article's table belong to which shipped design.
@@ -46,7 +47,7 @@ class Campaign:
 
 def summarise(campaign: Campaign) -> dict:
     """Per-design ranges and medians, and where the naive control falls against the published band."""
-    summary = {}
+    summary: dict[str, dict[str, Any]] = {}
     for design in campaign.designs():
         runs = campaign.of_design(design)
         startups = [v.startup_s for v in runs if v.startup_s is not None]

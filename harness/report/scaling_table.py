@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.report.campaign import Campaign
 from harness.files import replacing
+from harness.report.campaign import Campaign
 
 
 def scaling_rows(campaigns: list[tuple[int, Campaign]]) -> list[dict]:
@@ -18,21 +18,27 @@ def scaling_rows(campaigns: list[tuple[int, Campaign]]) -> list[dict]:
                          "repeated_requests": round(sum(v.repeated_requests for v in runs) / len(runs), 1),
                          "rows": round(sum(v.rows for v in runs) / len(runs), 1),
                          "correct_records": round(sum(v.correct_records for v in runs) / len(runs), 1),
-                         "kills_landed": sum(v.kills for v in runs), "kills_planned": sum(v.kills_planned for v in runs),
+                         "kills_landed": sum(v.kills for v in runs),
+                         "kills_planned": sum(v.kills_planned for v in runs),
                          "lease_wait_s": round(sum(v.lease_wait_s for v in runs) / len(runs), 2),
                          "valid_runs": sum(v.valid for v in runs)})
     return rows
+
+
+def _pace(pace_rps: float | None) -> str:
+    return f"at most {pace_rps} requests/s" if pace_rps else "requests in parallel, unpaced"
 
 
 def scaling_markdown(rows: list[dict], command: str, settings: dict) -> str:
     lines = ["# Worker scaling", "", f"Command: `{command}`", "",
              f"Each cell is the mean over {rows[0]['runs'] if rows else 0} run(s); every worker count gets the same"
              f" seeded kills ({settings.get('kills')} a run, each hitting every worker), the site answers each request"
-             f" after {settings.get('latency_s')} s and serves {'at most ' + str(settings.get('pace_rps')) + ' requests/s' if settings.get('pace_rps') else 'requests in parallel, unpaced'}.",
+             f" after {settings.get('latency_s')} s and serves {_pace(settings.get('pace_rps'))}.",
              "", "| design | workers | wall s | requests | repeated requests | rows | correct | kills landed |"
              " lease waits s | valid runs |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in sorted(rows, key=lambda r: (r["design"], r["workers"])):
-        lines.append(f"| {r['design']} | {r['workers']} | {r['wall_s']:.2f} | {r['requests']:g} | {r['repeated_requests']:g}"
+        lines.append(f"| {r['design']} | {r['workers']} | {r['wall_s']:.2f} | {r['requests']:g}"
+                     f" | {r['repeated_requests']:g}"
                      f" | {r['rows']:g} | {r['correct_records']:g} | {r['kills_landed']}/{r['kills_planned']}"
                      f" | {r['lease_wait_s']:.2f} | {r['valid_runs']}/{r['runs']} |")
     return "\n".join(lines) + "\n"

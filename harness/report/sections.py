@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.published import KILLS_PER_RUN, PRODUCTS, PUBLISHED_RUNS, published_run
 from harness.check.baseline import diff_table
+from harness.published import KILLS_PER_RUN, PRODUCTS, PUBLISHED_RUNS, published_run
 from harness.report.campaign import PUBLISHED_COLUMNS, Campaign, summarise
 
 
@@ -88,7 +88,7 @@ def _categories(campaign: Campaign) -> Section:
     for design in campaign.designs():
         runs = campaign.of_design(design)
 
-        def total(name: str) -> int:
+        def total(name: str, runs: list = runs) -> int:
             return sum(getattr(v, name) for v in runs)
         extra = sum(v.categories["duplicated"]["extra_rows"] for v in runs)
         section.rows.append([design, str(total("missing_records")), f"{total('duplicated_records')} ({extra:,})",

@@ -7,7 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from harness.check.categories import claim_stalls  # noqa: E402
+from harness.check.categories import claim_stalls, required_event  # noqa: E402
 from harness.files import replacing  # noqa: E402
 from harness.history import History  # noqa: E402
 
@@ -18,7 +18,7 @@ KILL_BAND_MIN_S = 0.05
 def plot_timeline(history: History, path: str, title: str) -> None:
     requests = [e["t"] for e in history.of_type("request")]
     stored = sorted(e["t"] for e in history.of_type("store_record") if e.get("stamped"))
-    finished = history.first("run_finished")["t"]
+    finished = required_event(history, "run_finished")["t"]
     starts = {e["start"]: e["t"] for e in history.of_type("process_started")}
     figure, axis = plt.subplots(figsize=(10, 3.8))
     # Each line runs on, flat, to the end of the run: a stall shows as a long flat stretch.
@@ -34,7 +34,7 @@ def plot_timeline(history: History, path: str, title: str) -> None:
     for i, (since, seconds) in enumerate(sorted(claim_stalls(history).values())):
         axis.hlines(-0.02 * products_of(history) * (1 + i % 5), since, since + seconds,
                     color="purple", linewidth=2, label="a killed start's claim, until another start fetched it"
-                    if i == 0 else None)
+                    if i == 0 else "_nolegend_")
     for index, t in starts.items():
         if index:
             axis.axvline(t, color="grey", linestyle=":", linewidth=0.8, label="restart" if index == 1 else None)
@@ -76,4 +76,4 @@ def lease_waits(history: History, gap_s: float = 0.01) -> list[tuple[float, floa
 
 
 def products_of(history: History) -> int:
-    return history.first("run_started")["products"]
+    return required_event(history, "run_started")["products"]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 
-from harness.report.campaign import Campaign, to_json
+from harness.check.verdict import RunVerdict
 from harness.files import write_atomically
+from harness.report.campaign import Campaign, to_json
 from harness.report.render import markdown, summary_page
 
 
@@ -16,7 +17,7 @@ def history_path(out_dir: str, name: str, design: str, run: int) -> str:
 
 def timeline_runs(campaign: Campaign) -> list:
     """Each design's first run and every run with a finding, in campaign order."""
-    first = {}
+    first: dict[str, RunVerdict] = {}
     for v in campaign.verdicts:
         first.setdefault(v.design, v)
     return [v for v in campaign.verdicts if v is first[v.design] or not v.valid]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from harness.faults.zoo_scenarios import ZOO_LISTING_PAGES, ZOO_PER_PAGE
-from harness.running.zoo_runs import ZooOutcome
+from typing import Any
+
+from harness.defaults import ZOO_LISTING_PAGES, ZOO_PER_PAGE
 
 
-def zoo_markdown(outcomes: list[ZooOutcome], command: str) -> str:
+def zoo_markdown(outcomes: list[Any], command: str) -> str:
+    """The zoo's verdicts as Markdown; `outcomes` are harness.running.zoo_runs.ZooOutcome (report/ reads
+    them as plain records and does not import running/)."""
     lines = ["# The bug zoo", "", f"Command: `{command}`", "",
              "Each design below is the idempotent design with one classic mistake. It runs the scenario that"
              f" exposes the mistake ({ZOO_LISTING_PAGES} listing pages of {ZOO_PER_PAGE} products), and so does"
