@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: killtest baseline zoo incident bench bench-workers test calibrate bench-explore clean
+.PHONY: killtest baseline zoo incident bench bench-workers test lint calibrate bench-explore docs clean
 
 EXPERIMENT := run --design naive --design idempotent --runs 5 --kills 10 --seed 1 --lease 3 --check-faster
 
@@ -45,6 +45,11 @@ bench-workers: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
+# Ruff and mypy, configured in pyproject.toml; CI runs it before the tests.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
 # Naive control at several site paces: shows which pace brings this machine nearest the published band.
 calibrate: $(STAMP)
 	$(BIN)/killtest calibrate --runs 5 --out results/calibration
@@ -56,10 +61,15 @@ bench-explore: $(STAMP)
 	$(BIN)/killtest explore --design idempotent --no-prefork --out results/bench-explore/subprocess-short-lease
 	$(BIN)/killtest explore --design idempotent --out results/bench-explore/prefork
 
+# Regenerate the reference tables of docs/reference/ (findings, checks, history events, spec keys, CLI
+# options) from the code; tests/test_docs.py fails when they differ.
+docs: $(STAMP)
+	$(BIN)/python -m harness.report.reference --write
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,peers]'
+	$(BIN)/python -m pip install --quiet -e '.[test,peers,lint]'
 	touch $(STAMP)
 
 clean:

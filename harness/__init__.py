@@ -1,1 +1,16 @@
-"""killtest: SIGKILL scrapers for real, on a seeded schedule, and count what they leave behind."""
+"""killtest: SIGKILL scrapers for real, on a seeded schedule, and count what they leave behind.
+
+The package is a house of rooms, one responsibility each (docs/architecture.md has the map and the
+import rule that tests/test_architecture.py holds):
+
+- floor modules: errors.py, files.py, history.py (the only interface between running and checking),
+  published.py (the article's figures), defaults.py and options.py (every default, every option)
+- design/: design specs, the design model, the built-in registry, store kinds
+- faults/: kill-point kinds, schedules, the line tracer, the bug zoo's scenarios
+- running/: the one orchestrator, the runner, processes, pre-fork, explore and zoo plans
+- check/: pure functions of a history and a catalog: verdicts, findings, comparisons
+- report/: results files, tables and plots made from verdicts
+- servers/: private PostgreSQL and Redis on loopback
+- bench/: measurements, not tests
+- cli/: one module per `killtest` command
+"""

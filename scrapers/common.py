@@ -134,7 +134,7 @@ def parse_product(html: str) -> dict[str, str]:
     missing = [field for field, match in found.items() if match is None]
     if missing:
         raise ValueError(f"product page without a {' or a '.join(missing)}")
-    return {field: match.group(1) for field, match in found.items()}
+    return {field: match.group(1) for field, match in found.items() if match is not None}
 
 
 @contextlib.contextmanager

@@ -106,7 +106,7 @@ def mark_done(db: sqlite3.Connection, crawl: int, path: str) -> None:
     db.execute("UPDATE frontier SET status = 'done' WHERE crawl = ? AND path = ?", (crawl, path))
 
 
-def complete(db: sqlite3.Connection, crawl: int, path: str, discovered: list[str] = (),
+def complete(db: sqlite3.Connection, crawl: int, path: str, discovered: list[str] | tuple[str, ...] = (),
              record: dict | None = None) -> None:
     """Store what the page gave and mark it done, in one transaction: both happen or neither does."""
     db.execute("BEGIN IMMEDIATE")

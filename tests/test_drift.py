@@ -7,8 +7,8 @@ from fixture_site.catalog import Drift, build_catalog, changes_between, drifted,
 from fixture_site.server import SiteServer
 from harness.check.checker import check_run
 from harness.design.registry import design_named
-from harness.running.runner import RunSettings, run_kill_test
 from harness.faults.schedule import parse_schedule
+from harness.running.runner import RunSettings, run_kill_test
 
 
 def test_a_drift_is_the_same_for_the_same_seed_and_version_and_changes_what_it_says():

@@ -1,0 +1,108 @@
+"""The layout is the architecture: rooms, their import rule, and modules a person can read.
+
+docs/architecture.md states the rule these tests hold: each room of harness/ imports only the rooms
+below it, so a checker can be read without the runner and a report without the processes.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections import Counter
+
+import pytest
+
+HARNESS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "harness")
+FLOOR = {"errors", "files", "history", "published", "defaults", "options"}
+# room -> the rooms (and floor) its modules may import; fixture_site is outside harness and is data.
+MAY_IMPORT = {
+    "floor": set(),
+    "design": {"floor"},
+    "check": {"floor"},
+    "faults": {"floor", "design", "check"},
+    "servers": {"floor", "design"},
+    "report": {"floor", "check", "design"},
+    "running": {"floor", "design", "check", "faults", "report", "servers"},
+    "bench": {"floor", "design", "check", "faults", "report", "servers", "running"},
+    "cli": {"floor", "design", "check", "faults", "report", "servers", "running", "bench"},
+}
+LONGEST_MODULE = 320  # lines; "a few hundred lines at most" (STYLE.md), with a little slack
+
+
+def _modules() -> list[tuple[str, str]]:
+    """(room, path) of every module under harness/."""
+    found = []
+    for folder, _, files in os.walk(HARNESS):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                parts = os.path.relpath(path, HARNESS).split(os.sep)
+                room = "floor" if len(parts) == 1 else parts[0]
+                found.append((room, path))
+    return sorted(found)
+
+
+def _room_of_import(module: str) -> str | None:
+    """The room a `harness.x.y` import lands in; None for anything outside harness."""
+    parts = module.split(".")
+    if parts[0] != "harness" or len(parts) == 1:
+        return None
+    return "floor" if parts[1] in FLOOR or parts[1] in ("__main__",) else parts[1]
+
+
+def _imports(path: str) -> list[str]:
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+        elif isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+    return names
+
+
+def test_every_module_sits_in_a_known_room():
+    rooms = {room for room, _ in _modules()}
+    assert rooms <= set(MAY_IMPORT), f"rooms without an import rule: {rooms - set(MAY_IMPORT)}"
+
+
+@pytest.mark.parametrize("room,path", _modules(), ids=lambda value: os.path.relpath(value, HARNESS)
+                         if isinstance(value, str) and value.startswith("/") else value)
+def test_imports_run_one_way(room, path):
+    if os.path.basename(path) == "__main__.py":
+        return  # `python -m harness` is the command line by another name
+    wrong = []
+    for module in _imports(path):
+        target = _room_of_import(module)
+        if target is not None and target != room and target not in MAY_IMPORT[room]:
+            wrong.append(module)
+    assert not wrong, f"{os.path.relpath(path, HARNESS)} ({room}) imports {wrong}; {room} may import only" \
+                      f" {sorted(MAY_IMPORT[room]) or 'nothing from the rooms'} (docs/architecture.md)"
+
+
+def test_no_two_modules_share_a_name():
+    names = Counter(os.path.basename(path) for _, path in _modules() if not path.endswith("__init__.py"))
+    assert [name for name, count in names.items() if count > 1] == []
+
+
+def test_no_module_is_too_long_to_read():
+    long = {os.path.relpath(path, HARNESS): n for _, path in _modules()
+            if (n := sum(1 for _ in open(path, encoding="utf-8"))) > LONGEST_MODULE}
+    assert long == {}
+
+
+def test_every_module_says_what_it_holds():
+    silent = [os.path.relpath(path, HARNESS) for _, path in _modules()
+              if os.path.basename(path) != "__main__.py"
+              and not ast.get_docstring(ast.parse(open(path, encoding="utf-8").read()))]
+    assert silent == []
+
+
+def test_the_checker_does_no_io():
+    """check/ is pure: Flask's sansio rule. No file, socket, process or clock of its own."""
+    forbidden = {"os", "subprocess", "socket", "sqlite3", "shutil", "tempfile", "psycopg", "redis", "requests",
+                 "time", "threading"}
+    for room, path in _modules():
+        if room == "check":
+            used = {module.split(".")[0] for module in _imports(path)} & forbidden
+            assert not used, f"{os.path.relpath(path, HARNESS)} imports {sorted(used)}"
