@@ -74,6 +74,16 @@ def test_a_run_whose_check_crashed_is_reported_unknown_with_its_error(monkeypatc
     assert v.checks["boom"] == "unknown" and v.checks["records"] == "valid"
 
 
+def test_a_crashed_check_is_a_broken_point_for_explore_not_a_run_that_proved_nothing(monkeypatch):
+    """Only 'no kill landed' excuses an unknown verdict; a check that could not judge is never a pass."""
+    from harness.running.exploration import broken_promises
+
+    monkeypatch.setattr(named_checks, "CHECKS", CHECKS + (("boom", raises),))
+    v = check(IDEMPOTENT, history(KILLED_TWICE, extra_requests=["/product/2"], reports_leases=True), truth())
+    assert not v.proved_nothing
+    assert broken_promises(v) == ["check boom failed: ZeroDivisionError: division by zero"]
+
+
 def test_the_checks_run_in_a_fixed_order_so_problems_read_the_same_each_time():
     assert [name for name, _ in CHECKS] == ["liveness", "crash", "kills_landed", "records", "network", "duplicates",
                                             "requests", "drift", "leases", "control", "side_effects"]

@@ -8,11 +8,11 @@ from fixture_site.catalog import build_catalog
 from harness.check.categories import fetched_twice_by_one_start
 from harness.check.checker import check_run
 from harness.check.compare import compare_designs, per_run_wins
-from harness.design.registry import BUILT_IN_DESIGNS
+from harness.design.registry import built_in_designs
 from harness.history import History
 
 CATALOG = build_catalog(listing_pages=2, products_per_page=3, seed=1)  # 6 products, 8 requests
-IDEMPOTENT, NAIVE = BUILT_IN_DESIGNS["idempotent"], BUILT_IN_DESIGNS["naive"]
+IDEMPOTENT, NAIVE = built_in_designs()["idempotent"], built_in_designs()["naive"]
 ALL_PATHS = ["/list/0", *[p.path for p in CATALOG.products[:3]], "/list/1", *[p.path for p in CATALOG.products[3:]]]
 
 
@@ -101,6 +101,7 @@ def test_a_run_where_no_kill_landed_proved_nothing_so_its_verdict_is_unknown_not
     v = check(IDEMPOTENT, history(missed), truth())
     assert v.kills == 0 and v.validity == "unknown" and not v.valid
     assert v.findings == ["no_kill_landed"] and v.checks["kills_landed"] == "unknown"
+    assert v.proved_nothing
     assert v.problems == ["no kill landed on a start at work (0 before work, 2 missed), so this run proved nothing"]
 
 
@@ -154,11 +155,11 @@ def test_comparison_sums_wall_times_over_the_shared_schedules():
     unlucky.seed = quick.seed = 6
     unlucky.wall_s, quick.wall_s = 1.5, 1.2  # one run lost, the campaign still won: 2.5 s against 3.2 s
     verdicts = [fast, slow, unlucky, quick]
-    assert compare_designs(verdicts, BUILT_IN_DESIGNS) == []
-    assert per_run_wins(verdicts, BUILT_IN_DESIGNS) == [
+    assert compare_designs(verdicts, built_in_designs()) == []
+    assert per_run_wins(verdicts, built_in_designs()) == [
         "idempotent finished before naive in 1 of 2 runs on the same schedule (2.50s against 3.20s in all)"]
     unlucky.wall_s = 3.0
-    assert compare_designs(verdicts, BUILT_IN_DESIGNS) == [
+    assert compare_designs(verdicts, built_in_designs()) == [
         "idempotent took 4.00s over 2 schedules, not less than naive's 3.20s"]
 
 

@@ -16,8 +16,10 @@ from harness.faults.points.request import AtRequest
 from harness.faults.points.timed import AfterDelay
 from harness.faults.schedule import KillSchedule, parse_schedule
 from harness.running.exploration import commit_path_lines, explore
+from harness.running.orchestrator import Stage
 from harness.running.prefork import Zygote
 from harness.running.runner import RunSettings, run_kill_test
+from harness.servers.for_stores import StoreServers
 
 # The catalog `killtest replay --listing-pages 2 --per-page 3` builds, so a printed replay is exact.
 CATALOG = build_catalog(listing_pages=2, products_per_page=3)  # 8 requests for a full crawl
@@ -138,7 +140,9 @@ def test_fuzzing_catches_the_design_that_marks_done_before_saving_and_shrinks_to
 def test_explore_names_the_crash_points_that_lose_a_record(small_site, launchers):
     broken = design_named("zoo-done-before-record")
     points = [AtLine(path, line, 2, anchor=anchor_for(path, line)) for path, line in commit_path_lines(broken)]
-    exploration = explore(broken, small_site, SETTINGS, points=points, launcher=launchers[broken.name])
+    with StoreServers([broken]) as servers:  # a SQLite design: no server starts
+        exploration = explore(broken, Stage(small_site, servers, {broken.name: launchers[broken.name]}), SETTINGS,
+                              points=points)
     lost = [o.point for o in exploration.broken if any(p.startswith("lost") for p in o.problems)]
     assert lost, [o.point for o in exploration.outcomes]
     assert all(o.point.startswith("l:scrapers/zoo/done_before_record.py:complete+") for o in exploration.broken)

@@ -124,5 +124,11 @@ class RunVerdict:
     problems: list[str] = field(default_factory=list)
     checks: dict[str, str] = field(default_factory=dict)  # named check -> its validity, in the order they ran
 
+    @property
+    def proved_nothing(self) -> bool:
+        """Unknown only because no kill landed: the run neither kept nor broke a promise. Any other
+        unknown (a check that could not judge) is not excused: explore and scale count it as broken."""
+        return self.validity == Validity.UNKNOWN.value and set(self.findings) == {"no_kill_landed"}
+
     def to_json(self) -> dict:
         return asdict(self)

@@ -7,9 +7,8 @@ import dataclasses
 import json
 import os
 
-from harness.check.verdict import Validity
-from harness.cli.campaign_plans import timed_plan
 from harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
+from harness.cli.plans_from_args import timed_plan
 from harness.cli.shared import command_line, counts, designs_named, prepare_dirs
 from harness.files import write_atomically
 from harness.report.scaling_table import plot_scaling, scaling_markdown, scaling_rows
@@ -44,5 +43,5 @@ class ScaleCommand(Command):
                           f" repeated {row['repeated_requests']:g}, rows {row['rows']:g}")
         progress.done(f"results: {os.path.join(args.out, 'scaling')}.{{json,md,png}}")
         # A benchmark fails on a broken promise, not on a kill that came before eight workers had started.
-        broken = [v for _, c in campaigns for v in c.verdicts if v.validity == Validity.INVALID.value]
+        broken = [v for _, c in campaigns for v in c.verdicts if not v.valid and not v.proved_nothing]
         return EXIT_CHECK_FAILED if broken else EXIT_PASSED

@@ -10,15 +10,12 @@ from __future__ import annotations
 import ast
 import dataclasses
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from fixture_site.catalog import Catalog
-from fixture_site.server import SiteServer
-from harness.check.checker import check_run
 from harness.check.findings import Finding
 from harness.check.verdict import RunVerdict, Validity
 from harness.design.model import PROJECT_ROOT, Design
@@ -26,8 +23,8 @@ from harness.faults.points import KillPoint
 from harness.faults.points.line import AtLine, anchor_for
 from harness.faults.points.request import AtRequest
 from harness.faults.schedule import KillSchedule
-from harness.running.orchestrator import stage
-from harness.running.runner import RunSettings, run_kill_test
+from harness.running.orchestrator import Stage, check_phase, run_phase, stage
+from harness.running.runner import RunSettings
 
 EXPLORE_HITS = (1, 2)  # the first and second execution of each line: a listing page, then a product
 
@@ -90,25 +87,24 @@ class Exploration:
                 "outcomes": [dataclasses.asdict(o) for o in self.outcomes]}
 
 
-def explore(design: Design, site: SiteServer, settings: RunSettings, work_dir: str | None = None,
+def explore(design: Design, on: Stage, settings: RunSettings, work_dir: str | None = None,
             points: list[KillPoint] | None = None,
-            on_progress: Callable[[str], None] = lambda message: None, launcher=None,
-            fresh_dsn: Callable[[], str] = lambda: "") -> Exploration:
+            on_progress: Callable[[str], None] = lambda message: None) -> Exploration:
     """Kill `design` at each point in turn (all crash points by default) and check every outcome.
 
-    `launcher` (a harness.running.prefork.Zygote) forks each start instead of starting a new interpreter;
-    `fresh_dsn` gives each point an empty database, for a design with a PostgreSQL store.
+    `on` is the orchestrator's stage (site, store servers, pre-forked launchers): each point is one
+    run phase and one check phase, with a fresh work dir and database, as any campaign's run.
     """
     strict = dataclasses.replace(design, claims_idempotence=True)
-    points = crash_points(design, site.catalog.full_crawl_requests) if points is None else points
-    exploration = Exploration(design.name, design.claims_idempotence, prefork=launcher is not None)
+    catalog = on.site.catalog
+    points = crash_points(design, catalog.full_crawl_requests) if points is None else points
+    exploration = Exploration(design.name, design.claims_idempotence, prefork=design.name in on.launchers)
     began = time.monotonic()
     for number, point in enumerate(points, start=1):
         on_progress(f"[explore {design.name}] point {number}/{len(points)}: {point.spec}")
-        with tempfile.TemporaryDirectory(prefix="killtest-explore-", dir=work_dir) as scratch:
-            history = run_kill_test(design, KillSchedule(seed=None, points=(point,)), site, scratch, settings,
-                                    launcher=launcher, dsn=fresh_dsn())
-        verdict = check_run(strict, 1, history, site.catalog)
+        history = run_phase(on, design, KillSchedule(seed=None, points=(point,)), settings, work_dir=work_dir,
+                            prefix="killtest-explore-")
+        verdict = check_phase(strict, 1, history, catalog)
         landed = verdict.kills + verdict.kills_before_work > 0
         problems = broken_promises(verdict)
         exploration.outcomes.append(PointOutcome(point.spec, landed, not problems, problems,
@@ -118,9 +114,9 @@ def explore(design: Design, site: SiteServer, settings: RunSettings, work_dir: s
 
 
 def broken_promises(verdict: RunVerdict) -> list[str]:
-    """The promises a point broke: none unless the run is invalid. A point the crawl finished before,
-    or one that landed before any work, proved nothing (unknown): that is not a broken point."""
-    if verdict.validity != Validity.INVALID.value:
+    """The promises a point broke. A point the crawl finished before, or one that landed before any
+    work, proved nothing: that is not a broken point. A check that could not judge the run is."""
+    if verdict.validity == Validity.VALID.value or verdict.proved_nothing:
         return []
     return [problem for code, problem in zip(verdict.findings, verdict.problems)
             if code != Finding.NO_KILL_LANDED.value]
@@ -135,8 +131,7 @@ def explore_design(design: Design, catalog: Catalog, settings: RunSettings, poin
     """
     on_progress = _step_of(progress)
     with stage(catalog, [design], prefork=prefork) as on:
-        return explore(design, on.site, settings, work_dir, points, on_progress=on_progress,
-                       launcher=on.launchers.get(design.name), fresh_dsn=lambda: on.servers.dsn_for(design))
+        return explore(design, on, settings, work_dir, points, on_progress=on_progress)
 
 
 def _step_of(progress: Any) -> Callable[[str], None]:
