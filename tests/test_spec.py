@@ -5,7 +5,7 @@ import textwrap
 import pytest
 
 from harness.design.model import Launch
-from harness.design.registry import BUILT_IN_DESIGNS, design_named
+from harness.design.registry import built_in_designs, design_named
 from harness.design.specfile import load_spec
 from harness.errors import KilltestError
 
@@ -24,20 +24,20 @@ def write_spec(tmp_path, text, name="design.toml"):
 
 
 def test_the_built_in_designs_and_the_whole_zoo_are_specs():
-    assert {"naive", "idempotent"} <= set(BUILT_IN_DESIGNS)
-    zoo = [name for name in BUILT_IN_DESIGNS if name.startswith("zoo-")]
+    assert {"naive", "idempotent"} <= set(built_in_designs())
+    zoo = [name for name in built_in_designs() if name.startswith("zoo-")]
     assert len(zoo) >= 8
-    assert all(BUILT_IN_DESIGNS[name].claims_idempotence for name in zoo)
-    assert BUILT_IN_DESIGNS["naive"].control and not BUILT_IN_DESIGNS["idempotent"].control
+    assert all(built_in_designs()[name].claims_idempotence for name in zoo)
+    assert built_in_designs()["naive"].control and not built_in_designs()["idempotent"].control
 
 
 def test_placeholders_are_filled_for_each_start():
-    design = BUILT_IN_DESIGNS["idempotent"]
+    design = built_in_designs()["idempotent"]
     argv = design.command(Launch("http://127.0.0.1:9", "/tmp/w", lease_s=3.0, crawl=2))
     assert argv[1:3] == ["-m", "scrapers.idempotent"]
     assert argv[3:] == ["--base", "http://127.0.0.1:9", "--db", "/tmp/w/idempotent.sqlite", "--lease", "3",
                         "--crawl", "2"]
-    assert design.takes_lease and design.can_recrawl and not BUILT_IN_DESIGNS["naive"].can_recrawl
+    assert design.takes_lease and design.can_recrawl and not built_in_designs()["naive"].can_recrawl
 
 
 def test_a_command_design_in_any_language_runs_from_its_spec_directory(tmp_path):
@@ -168,7 +168,7 @@ def test_a_broken_built_in_spec_is_one_line_when_a_design_is_looked_up(tmp_path,
     write_spec(tmp_path, '[design]\nname = "fine"\nmodule = "a"\n' + STORE, "fine.toml")
     broken = write_spec(tmp_path, '[design]\nname = "broken"\nmodul = "a"\n' + STORE, "zoo/broken.toml")
     monkeypatch.setattr(registry, "BUILT_IN_FOLDER", str(tmp_path))
-    for look_up in (lambda: registry.design_named("fine"), lambda: registry.BUILT_IN_DESIGNS["fine"],
+    for look_up in (lambda: registry.design_named("fine"), lambda: registry.built_in_designs()["fine"],
                     registry.built_in_designs):
         with pytest.raises(KilltestError) as error:
             look_up()

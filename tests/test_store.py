@@ -8,7 +8,7 @@ import pytest
 
 from harness.design.model import Launch
 from harness.design.specfile import STORE_KEYS, load_spec
-from harness.design.stores import STORE_KINDS, held_leases, kind_of, stored_records
+from harness.design.stores import held_leases, kind_of, store_kinds, stored_records
 from harness.errors import KilltestError
 from harness.servers.for_stores import SERVERS
 
@@ -89,13 +89,13 @@ def test_a_json_files_store_takes_no_query(tmp_path):
 
 
 def test_every_store_kind_is_registered_with_rules_only_for_known_keys_and_a_known_server():
-    assert set(STORE_KINDS) == {"sqlite", "jsonl", "json_files", "postgres", "redis"}
-    for name in STORE_KINDS:
+    assert set(store_kinds()) == {"sqlite", "jsonl", "json_files", "postgres", "redis"}
+    for name in store_kinds():
         kind = kind_of(name)
         assert kind.name == name and kind.description and "\n" not in kind.description
         assert set(kind.spec_rules) <= STORE_KEYS - {"kind"}
         assert kind.server is None or kind.server in SERVERS
-    assert {name for name in STORE_KINDS if kind_of(name).server} == {"postgres", "redis"}
+    assert {name for name in store_kinds() if kind_of(name).server} == {"postgres", "redis"}
     with pytest.raises(KilltestError, match=r"store.kind 'mongo' is not one of json_files, jsonl, postgres"):
         kind_of("mongo")
 
@@ -108,7 +108,7 @@ def _minimal_store(kind_name):
                                                if rule.needed)
 
 
-@pytest.mark.parametrize("kind_name, key", [(name, key) for name in sorted(STORE_KINDS)
+@pytest.mark.parametrize("kind_name, key", [(name, key) for name in sorted(store_kinds())
                                             for key in kind_of(name).spec_rules])
 def test_each_kind_refuses_a_spec_without_a_key_it_needs_or_with_one_it_cannot_use(tmp_path, kind_name, key):
     rule = kind_of(kind_name).spec_rules[key]
@@ -123,7 +123,7 @@ def test_each_kind_refuses_a_spec_without_a_key_it_needs_or_with_one_it_cannot_u
     assert str(error.value) == f"{tmp_path / 'design.toml'}:{line}: {rule.message}"
 
 
-@pytest.mark.parametrize("kind_name", sorted(STORE_KINDS))
+@pytest.mark.parametrize("kind_name", sorted(store_kinds()))
 def test_a_kind_kept_in_a_server_is_read_from_the_runs_dsn_and_any_other_from_its_path(tmp_path, kind_name):
     design, _ = spec(tmp_path, _minimal_store(kind_name))
     launch = Launch("http://site", "/w", 1.0, dsn="scheme://server/run_1")

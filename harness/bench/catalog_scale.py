@@ -6,6 +6,7 @@ import os
 import statistics
 
 from fixture_site.catalog import build_catalog
+from harness import defaults
 from harness.bench.frontier_cost import frontier_seconds_per_page
 from harness.bench.site_rate import measure
 from harness.design.model import Design
@@ -13,11 +14,12 @@ from harness.faults.points.request import AtRequest
 from harness.faults.schedule import KillSchedule
 from harness.history import History
 from harness.report.writer import history_path
-from harness.running.orchestrator import CampaignPlan, run_campaign, site_phase
+from harness.running.campaign_plan import CampaignPlan
+from harness.running.orchestrator import run_campaign, site_phase
 from harness.running.progress import Progress
 from harness.running.runner import RunSettings
 
-PER_PAGE = 20
+PER_PAGE = defaults.PER_PAGE  # 20 products a listing page, as on the article's site
 SITE_RATE_S = 3.0  # how long the sequential client measures the site's ceiling
 
 

@@ -11,7 +11,8 @@ from fixture_site.catalog import Catalog
 from harness.check.verdict import RunVerdict
 from harness.design.model import Design
 from harness.faults.schedule import KillSchedule, redeploy_schedule, request_schedule, run_seeds, timed_schedule
-from harness.running.orchestrator import CampaignPlan, run_campaign
+from harness.running.campaign_plan import CampaignPlan
+from harness.running.orchestrator import run_campaign
 from harness.running.progress import Progress
 from harness.running.runner import RunSettings
 

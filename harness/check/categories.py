@@ -197,7 +197,7 @@ def fetched_twice_by_one_start(history: History) -> list[str]:
             fetches.setdefault((r["start"], r["path"]), []).append((r["t"], r.get("fault")))
     twice = set()
     for (start, path), times in fetches.items():
-        for (first, fault), (second, _) in zip(times, times[1:], strict=False):
+        for (first, fault), (second, _) in zip(times, times[1:]):
             if fault is None and not any(s == start and first <= dead_by and second >= signalled
                        for s, signalled, dead_by in single_kills):
                 twice.add(path)

@@ -9,9 +9,6 @@ so the figure is per crawl.
 
 from __future__ import annotations
 
-# Warn above this many requests per stored record and crawl: 1.05 is a perfect crawl of the article's
-# site, and ten kills each costing the idempotent design a page or two stay below 1.1.
-
 
 def requests_per_record(requests: int, distinct_records: int, crawls: int = 1) -> float:
     """Requests per distinct stored record and crawl; every request counts when nothing was stored."""

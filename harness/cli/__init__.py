@@ -1,11 +1,11 @@
-"""The `killtest` command line: run, replay, explore and zoo kill-test designs; calibrate sweeps the site's pace.
+"""The `killtest` command line: run, replay, explore and zoo kill-test designs; scale, bench and calibrate measure.
 
 The room's rule: one module per command, each a `Command` (harness/cli/command.py) with a name, a
 one-line help, its options and `run(args, progress) -> int`. A command parses, calls running/ (or
 bench/), and prints; it holds no logic of its own beyond that. Its options come from the one table
 in harness/options.py, with their defaults from harness/defaults.py; what several commands share
 (designs from --design, the results directories, plans from options) is in shared.py and
-campaign_plans.py. Exit status: 0 passed, 1 a check failed, 2 bad input (one line), 130 interrupted.
+plans_from_args.py. Exit status: 0 passed, 1 a check failed, 2 bad input (one line), 130 interrupted.
 """
 
 from __future__ import annotations

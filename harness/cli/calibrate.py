@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from harness.cli.campaign_plans import timed_plan
 from harness.cli.command import EXIT_PASSED, Command
+from harness.cli.plans_from_args import timed_plan
 from harness.cli.shared import control_design, prepare_dirs
 from harness.errors import KilltestError
 from harness.files import write_atomically

@@ -13,7 +13,7 @@ from harness.cli.shared import command_line, prepare_dirs
 from harness.design.registry import design_named
 from harness.faults.schedule import parse_schedule
 from harness.files import write_atomically
-from harness.options import replay_words
+from harness.options import options_of, replay_words
 from harness.report.render import exploration_markdown
 from harness.running.exploration import explore_design
 from harness.running.progress import Progress
@@ -41,8 +41,9 @@ class ExploreCommand(Command):
                       f" {len(exploration.broken)} broken, {exploration.schedules_per_minute} schedules/minute;"
                       f" {base}.{{json,md}}")
         if exploration.broken:
-            replay = replay_words({"design": design.name, "schedule": exploration.broken[0].point,
-                                   "listing_pages": args.listing_pages, "per_page": args.per_page,
-                                   "lease": args.lease})
+            # Every setting explore shares with replay goes into the line, from the one option table.
+            shared = {o.dest for o in options_of("replay") if o.replayed} & {o.dest for o in options_of("explore")}
+            same = {dest: getattr(args, dest) for dest in sorted(shared) if dest != "design"}
+            replay = replay_words({"design": design.name, "schedule": exploration.broken[0].point, **same})
             progress.done(f"replay the first: {shlex.join(['killtest', 'replay', *replay])}")
         return EXIT_CHECK_FAILED if design.claims_idempotence and exploration.broken else EXIT_PASSED

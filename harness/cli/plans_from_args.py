@@ -15,7 +15,7 @@ from harness.design.model import Design
 from harness.errors import KilltestError
 from harness.faults.schedule import KillSchedule, parse_schedule, run_seeds, timed_schedule, validate_schedule
 from harness.report.baseline_file import load_baseline
-from harness.running.orchestrator import CampaignPlan
+from harness.running.campaign_plan import CampaignPlan
 from harness.running.runner import RunSettings
 
 

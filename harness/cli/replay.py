@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from harness.cli.campaign_plans import check_points, check_recrawls, replay_plan
 from harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
+from harness.cli.plans_from_args import check_points, check_recrawls, replay_plan
 from harness.cli.shared import designs_named, prepare_dirs
 from harness.faults.schedule import parse_schedule
 from harness.running.orchestrator import run_campaign

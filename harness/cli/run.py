@@ -6,8 +6,8 @@ import argparse
 import os
 
 from harness.check.baseline import diff_table
-from harness.cli.campaign_plans import timed_plan
 from harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
+from harness.cli.plans_from_args import timed_plan
 from harness.cli.shared import designs_named, prepare_dirs
 from harness.design.model import Design
 from harness.report.campaign import Campaign, summarise
@@ -41,7 +41,7 @@ def print_baseline(campaign: Campaign, path: str, progress: Progress) -> None:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     progress.done(f"against the baseline {path}:")
     for row in rows:
-        progress.done("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip())
+        progress.done("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
     for regression in campaign.regressions:
         progress.done(f"REGRESSION: {regression}")
 

@@ -8,7 +8,7 @@ import shlex
 import sys
 
 from harness.design.model import Design
-from harness.design.registry import BUILT_IN_DESIGNS, design_named
+from harness.design.registry import built_in_designs, design_named
 from harness.errors import KilltestError
 
 
@@ -22,7 +22,7 @@ def designs_named(names: list[str]) -> list[Design]:
 
 def control_design() -> Design:
     """The built-in control: the design whose spec says `control = true` (the article's naive scraper)."""
-    controls = [design for design in BUILT_IN_DESIGNS.values() if design.control]
+    controls = [design for design in built_in_designs().values() if design.control]
     if len(controls) != 1:
         raise KilltestError(f"expected one built-in control design, found {len(controls)}")
     return controls[0]

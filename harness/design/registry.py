@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import glob
 import os
-from collections.abc import Iterator, Mapping
 
 from harness.design.model import PROJECT_ROOT, Design
 from harness.design.specfile import load_spec
@@ -55,24 +54,3 @@ def design_named(name: str, folder: str | None = None) -> Design:
         known = ", ".join(sorted(designs))
         raise KilltestError(f"unknown design {name!r}; known designs: {known}; or give the path of a"
                             " design spec (.toml)") from None
-
-
-class _BuiltInDesigns(Mapping[str, Design]):
-    """`BUILT_IN_DESIGNS`: the built-in designs as a read-only mapping that reads them on first use."""
-
-    def __getitem__(self, name: str) -> Design:
-        return _read_built_ins(BUILT_IN_FOLDER)[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(_read_built_ins(BUILT_IN_FOLDER))
-
-    def __len__(self) -> int:
-        return len(_read_built_ins(BUILT_IN_FOLDER))
-
-    def __repr__(self) -> str:
-        return "BUILT_IN_DESIGNS (read from scrapers/ on first use)"
-
-
-# Kept for the modules that index the built-ins directly (harness/faults/zoo_scenarios.py,
-# harness/running/zoo_runs.py); new code calls built_in_designs() or design_named().
-BUILT_IN_DESIGNS: Mapping[str, Design] = _BuiltInDesigns()

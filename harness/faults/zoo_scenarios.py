@@ -20,21 +20,14 @@ from harness.defaults import (
     ZOO_LEASE_S,
     ZOO_LISTING_PAGES,
     ZOO_PER_PAGE,
-    ZOO_REFERENCE_DESIGN,
     ZOO_TIME_LIMIT_S,
 )
 from harness.design.model import Design
-from harness.design.registry import BUILT_IN_DESIGNS
+from harness.design.registry import built_in_designs
 from harness.design.specfile import SpecFile
 from harness.errors import KilltestError
 from harness.faults.schedule import parse_schedule
 from harness.options import ZOO_KEYS, replay_words
-
-# The correct design every zoo design is run beside, on the same scenario: it must come out clean.
-# (The reference, not the control: see harness/defaults.py.) The names below stay importable from here.
-REFERENCE = ZOO_REFERENCE_DESIGN
-__all__ = ["REFERENCE", "ZOO_DRIFT_SEED", "ZOO_LISTING_PAGES", "ZOO_PER_PAGE", "Scenario", "ZooEntry", "selected",
-           "zoo_entries"]
 
 
 @dataclass(frozen=True)
@@ -86,7 +79,7 @@ class ZooEntry:
 def zoo_entries() -> list[ZooEntry]:
     """Every built-in design whose spec has a [zoo] table, in name order."""
     entries = []
-    for design in sorted(BUILT_IN_DESIGNS.values(), key=lambda d: d.name):
+    for design in sorted(built_in_designs().values(), key=lambda d: d.name):
         spec = SpecFile(design.spec_file)
         table = spec.data.get("zoo")
         if table is not None:

@@ -29,6 +29,8 @@ class Campaign:
     interrupted: bool = False
     health_warnings: list[str] = field(default_factory=list)  # runs above the health threshold (not failures)
     timing: dict = field(default_factory=dict)  # seconds per phase (harness/running/phase_clock.py)
+    # The designs whose spec says `control = true`: each is placed against the article's naive band.
+    controls: list[str] = field(default_factory=list)
 
     @property
     def regressions(self) -> list[str]:
@@ -75,8 +77,9 @@ def summarise(campaign: Campaign) -> dict:
             "lease_wait_s": round(sum(v.lease_wait_s for v in runs), 3),
             "valid_runs": sum(v.valid for v in runs),
         }
-    if "naive" in summary:
-        summary["naive"]["band_gap"] = naive_band_gap(summary["naive"]["rows_per_product"])
+    for control in campaign.controls:  # found by design.control, whatever the control is called
+        if control in summary:
+            summary[control]["band_gap"] = naive_band_gap(summary[control]["rows_per_product"])
     return summary
 
 

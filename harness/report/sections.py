@@ -109,9 +109,10 @@ def _pace(pace_rps) -> str:
 
 def _naive_band(campaign: Campaign) -> Section | None:
     summary = summarise(campaign)
-    if "naive" not in summary:
+    control = next((name for name in campaign.controls if name in summary), None)
+    if control is None:
         return None
-    s = summary["naive"]
+    s = summary[control]
     gap = s["band_gap"]
     low, high = gap["published"]
     where = "inside" if gap["inside"] else "overlapping" if gap["overlaps"] else "outside"

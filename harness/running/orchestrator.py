@@ -42,7 +42,7 @@ from harness.running.progress import Progress
 from harness.running.runner import RunSettings, run_kill_test
 from harness.servers.for_stores import StoreServers
 
-__all__ = ["CampaignPlan", "Stage", "check_phase", "prefork_phase", "results_phase", "run_campaign", "run_phase",
+__all__ = ["Stage", "check_phase", "prefork_phase", "results_phase", "run_campaign", "run_phase",
            "site_phase", "stage", "store_servers_phase"]
 
 
@@ -113,7 +113,8 @@ def results_phase(campaign: Campaign, plan: CampaignPlan, *, final: bool = False
 
 def run_campaign(plan: CampaignPlan, progress: Progress) -> Campaign:
     """Every run of every design on the plan's schedules; results are rewritten after each run."""
-    campaign = Campaign(command=plan.command, settings=plan.describe())
+    campaign = Campaign(command=plan.command, settings=plan.describe(),
+                        controls=[design.name for design in plan.designs if design.control])
     runs = len(plan.schedules)
     clock = PhaseClock()
     try:

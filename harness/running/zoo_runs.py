@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 
 from fixture_site.catalog import build_catalog, parse_drift
 from harness.defaults import ZOO_DRIFT_SEED, ZOO_LISTING_PAGES, ZOO_PER_PAGE, ZOO_REFERENCE_DESIGN
-from harness.design.registry import BUILT_IN_DESIGNS
+from harness.design.registry import design_named
 from harness.faults.schedule import parse_schedule
 from harness.faults.zoo_scenarios import ZooEntry
 from harness.running.orchestrator import check_phase, run_phase, stage
@@ -50,7 +50,7 @@ def run_zoo(entries: list[ZooEntry], work_dir: str | None = None,
             on_progress: Callable[[str], None] = lambda message: None) -> list[ZooOutcome]:
     """Run each zoo design and the correct design on the zoo design's scenario; check both."""
     catalog = build_catalog(ZOO_LISTING_PAGES, ZOO_PER_PAGE)
-    control = BUILT_IN_DESIGNS[ZOO_REFERENCE_DESIGN]
+    control = design_named(ZOO_REFERENCE_DESIGN)
     outcomes = []
     for number, entry in enumerate(entries, start=1):
         scenario = entry.scenario

@@ -158,13 +158,6 @@ def store_kinds() -> tuple[str, ...]:
     return tuple(_registry())
 
 
-def __getattr__(name: str) -> Any:
-    # STORE_KINDS is the registry's names, found when first asked for rather than at import.
-    if name == "STORE_KINDS":
-        return store_kinds()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def store_location(design: Design, launch: Launch) -> str:
     """The file, folder or DSN the harness reads one run's records from."""
     return kind_of(design.store.kind).location(design, launch)
