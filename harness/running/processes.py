@@ -16,6 +16,7 @@ import psutil
 
 from harness.design.model import Design, Launch
 from harness.errors import ScraperStartError
+from harness.faults.points import StartOptions
 from harness.faults.tracer import ENVIRONMENT_VARIABLE
 
 POLL_S = 0.005
@@ -132,25 +133,28 @@ def combined(codes: list[int]) -> int:
 
 
 def spawn(design: Design, launch: Launch, index: int, workers: int = 1,
-          kill_at_line: tuple[str, int, int] | None = None, launcher=None) -> Start:
+          options: StartOptions | None = None, launcher=None) -> Start:
     """Start `workers` copies of the design, each in its own session, output to files in the work dir.
 
-    `kill_at_line` (absolute file, line, hit) runs each under harness.faults.tracer, which kills it there.
+    `options` is what the start's kill point asks for (harness.faults.points.StartOptions): a line to
+    be killed at, run by harness.faults.tracer, or a program to run the command under.
     """
     start = Start(index, time.monotonic(), launch.crawl)
     for number in range(workers):
         suffix = f"-w{number + 1}" if workers > 1 else ""
         stdout_path = os.path.join(launch.work_dir, f"start-{index:03d}{suffix}.out")
         stderr_path = os.path.join(launch.work_dir, f"start-{index:03d}{suffix}.err")
-        start.workers.append(Worker(_spawn_one(design, launch, stdout_path, stderr_path, kill_at_line, launcher),
+        start.workers.append(Worker(_spawn_one(design, launch, stdout_path, stderr_path, options, launcher),
                                     stdout_path, stderr_path))
     start.started = time.monotonic()
     return start
 
 
 def _spawn_one(design: Design, launch: Launch, stdout_path: str, stderr_path: str,
-               kill_at_line: tuple[str, int, int] | None, launcher):
-    if launcher is not None:
+               options: StartOptions | None, launcher):
+    kill_at_line = options.kill_at_line if options is not None else None
+    prefix = list(options.command_prefix) if options is not None else []
+    if launcher is not None and not prefix:
         return launcher.spawn(design.arguments(launch), stdout_path, stderr_path, kill_at_line)
     # Files, not pipes: a killed scraper can never block on a full pipe, and nothing needs a reader thread.
     with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
@@ -159,7 +163,7 @@ def _spawn_one(design: Design, launch: Launch, stdout_path: str, stderr_path: st
             where, line, hit = kill_at_line
             extra_env[ENVIRONMENT_VARIABLE] = f"{where}:{line}:{hit}"
         try:
-            return subprocess.Popen(design.command(launch, traced=kill_at_line is not None),
+            return subprocess.Popen([*prefix, *design.command(launch, traced=kill_at_line is not None)],
                                     stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
                                     env=design.environment(launch, **extra_env), cwd=design.spec_dir,
                                     start_new_session=True)

@@ -198,8 +198,7 @@ def _start(run: _Run, point: KillPoint | None, crawl: int) -> None:
     run.drift.before_crawl(crawl)
     index = len(run.starts)
     options = point.start_options() if point is not None else None
-    run.current = spawn(run.design, run.launch_for(crawl), index, run.settings.workers,
-                        options.kill_at_line if options is not None else None, run.launcher)
+    run.current = spawn(run.design, run.launch_for(crawl), index, run.settings.workers, options, run.launcher)
     run.starts.append(run.current)
     run.history.add("process_started", run.current.started - run.began, start=index, pid=run.current.pids[0],
                     pids=run.current.pids, crawl=crawl)

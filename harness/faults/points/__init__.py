@@ -34,6 +34,9 @@ class StartOptions:
 
     # (absolute file, line, hit): run the start under harness.faults.tracer, which SIGKILLs it there.
     kill_at_line: tuple[str, int, int] | None = None
+    # A program the start's command runs under (for example strace with a fault to inject), with the
+    # command appended. Such a start is always a fresh process: a pre-forked one would escape it.
+    command_prefix: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
