@@ -12,6 +12,7 @@ from harness.faults.points.line import AtLine, anchor_for, resolve_anchor
 from harness.faults.points.redeploy import Redeploy
 from harness.faults.points.request import AtRequest
 from harness.faults.points.server_restart import ServerRestart
+from harness.faults.points.store_write import AtStoreWrite
 from harness.faults.points.timed import AfterDelay
 from harness.faults.schedule import parse_schedule, validate_schedule
 
@@ -19,7 +20,7 @@ ONE_OF_EACH = {"t0.4": AfterDelay(0.4), "t0.3@2": AfterDelay(0.3, worker=2), "r5
                "r5+": AtRequest(5, after_response=True), "d0.5:0.1": Redeploy(0.5, 0.1),
                "d0.2:0@1": Redeploy(0.2, 0.0, worker=1), "s0.5": ServerRestart(0.5),
                "l:scrapers/idempotent.py:117:2": AtLine("scrapers/idempotent.py", 117, 2),
-               "l:scrapers/idempotent.py:complete+8:2": AtLine("scrapers/idempotent.py", 117, 2)}
+               "l:scrapers/idempotent.py:complete+8:2": AtLine("scrapers/idempotent.py", 117, 2), "w5": AtStoreWrite(5)}
 
 
 def complete_line() -> int:
@@ -28,10 +29,11 @@ def complete_line() -> int:
 
 def test_every_kind_is_registered_by_its_own_prefix():
     registered = {kind.PREFIX: kind for kind in kinds()}
-    assert registered == {"t": AfterDelay, "r": AtRequest, "d": Redeploy, "s": ServerRestart, "l:": AtLine}
+    assert registered == {"t": AfterDelay, "r": AtRequest, "d": Redeploy, "s": ServerRestart, "l:": AtLine,
+                          "w": AtStoreWrite}
     assert all(isinstance(kind.parse(text), KillPoint) for text, kind in
                [("t1", AfterDelay), ("r1", AtRequest), ("d1:0", Redeploy), ("s1", ServerRestart),
-                ("l:scrapers/idempotent.py:1:1", AtLine)])
+                ("l:scrapers/idempotent.py:1:1", AtLine), ("w1", AtStoreWrite)])
 
 
 @pytest.mark.parametrize("text", ONE_OF_EACH)

@@ -1,4 +1,4 @@
-"""`killtest explore`: kill once at every request boundary and commit-path line, and check each outcome."""
+"""`killtest explore`: kill once at every request boundary, store write and commit-path line, and check each."""
 
 from __future__ import annotations
 
@@ -10,19 +10,25 @@ import shlex
 from fixture_site.catalog import build_catalog
 from harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
 from harness.cli.shared import command_line, prepare_dirs
+from harness.design.model import Design
 from harness.design.registry import design_named
 from harness.faults.schedule import parse_schedule
 from harness.files import write_atomically
 from harness.options import options_of, replay_words
 from harness.report.render import exploration_markdown
 from harness.running.exploration import explore_design
+from harness.running.parallel import default_jobs
 from harness.running.progress import Progress
 from harness.running.runner import RunSettings
 
 
 class ExploreCommand(Command):
     name = "explore"
-    help = "kill once at every request boundary and commit-path line"
+    help = "kill once at every request boundary, store write and commit-path line"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        add_short_flag(parser, "--jobs", "-j")
 
     def run(self, args: argparse.Namespace, progress: Progress) -> int:
         design = design_named(args.design)
@@ -31,7 +37,8 @@ class ExploreCommand(Command):
         catalog = build_catalog(args.listing_pages, args.per_page)
         settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
         exploration = explore_design(design, catalog, settings, points, work_dir=args.work_dir,
-                                     prefork=not args.no_prefork, progress=progress)
+                                     prefork=not args.no_prefork, progress=progress,
+                                     jobs=args.jobs or default_jobs())
         base = os.path.join(args.out, f"explore-{design.name}")
         write_atomically(f"{base}.json", json.dumps(exploration.to_json(), indent=2) + "\n")
         write_atomically(f"{base}.md", exploration_markdown(exploration, command_line()))
@@ -41,9 +48,34 @@ class ExploreCommand(Command):
                       f" {len(exploration.broken)} broken, {exploration.schedules_per_minute} schedules/minute;"
                       f" {base}.{{json,md}}")
         if exploration.broken:
-            # Every setting explore shares with replay goes into the line, from the one option table.
-            shared = {o.dest for o in options_of("replay") if o.replayed} & {o.dest for o in options_of("explore")}
-            same = {dest: getattr(args, dest) for dest in sorted(shared) if dest != "design"}
-            replay = replay_words({"design": design.name, "schedule": exploration.broken[0].point, **same})
-            progress.done(f"replay the first: {shlex.join(['killtest', 'replay', *replay])}")
+            progress.done(f"replay the first: {replay_line(args, design, exploration.broken[0].point)}")
         return EXIT_CHECK_FAILED if design.claims_idempotence and exploration.broken else EXIT_PASSED
+
+
+def replay_line(args: argparse.Namespace, design: Design, schedule: str, **settings: object) -> str:
+    """`killtest replay ...` for one schedule, with every setting this command shares with replay
+    (`settings` override them: fuzz's shrunk catalog).
+
+    A design given by path is printed as an absolute path, so the line works from any directory."""
+    shared = {o.dest for o in options_of("replay") if o.replayed} & {o.dest for o in options_of(args.command)}
+    same = {dest: getattr(args, dest) for dest in sorted(shared) if dest != "design"}
+    replay = replay_words({"design": [design_argument(args.design, design)], "schedule": schedule, **same,
+                           **settings})
+    return shlex.join(["killtest", "replay", *replay])
+
+
+def design_argument(given: str, design: Design) -> str:
+    """What `--design` must say on a printed line: the built-in name, or the spec's absolute path."""
+    if given.endswith(".toml") or os.sep in given:
+        return os.path.abspath(design.spec_file or given)
+    return design.name
+
+
+def add_short_flag(parser: argparse.ArgumentParser, flag: str, short: str) -> None:
+    """Let `short` (`-j`) stand for the table's `flag` (`--jobs`), as make and pytest-xdist spell it.
+
+    The option table (harness/options.py) knows long flags only; argparse keeps one registry of option
+    strings per parser, shared with its groups, so the alias is added there."""
+    action = parser._option_string_actions[flag]
+    action.option_strings = [*action.option_strings, short]  # the long flag stays first, as the table names it
+    parser._option_string_actions[short] = action

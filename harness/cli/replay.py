@@ -1,16 +1,25 @@
-"""`killtest replay`: run designs once on one exact schedule, as a failure's replay line printed it."""
+"""`killtest replay`: run designs once on one exact schedule, as a failure's replay line printed it.
+
+A store-write point (`w5`) or an `r5+` is first aimed by a recording run on the same site and settings
+(harness/running/write_plans.py), so the line replays the same write whatever the directory it is
+pasted in.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 
 from harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
 from harness.cli.plans_from_args import check_points, check_recrawls, replay_plan
 from harness.cli.shared import designs_named, prepare_dirs
-from harness.faults.schedule import parse_schedule
-from harness.running.orchestrator import run_campaign
+from harness.errors import KilltestError
+from harness.faults.schedule import KillSchedule, parse_schedule
+from harness.running.campaign_plan import CampaignPlan
+from harness.running.orchestrator import run_campaign, stage
 from harness.running.progress import Progress
+from harness.running.write_plans import needs_recording, resolve_schedule
 
 
 class ReplayCommand(Command):
@@ -19,11 +28,30 @@ class ReplayCommand(Command):
 
     def run(self, args: argparse.Namespace, progress: Progress) -> int:
         designs = designs_named(args.design)
-        schedule = parse_schedule(args.schedule)  # a bad spec is refused before anything starts
+        # A bad spec is refused before anything starts; `l:complete+3:2` is in the one design's file.
+        schedule = parse_schedule(args.schedule, designs[0] if len(designs) == 1 else None)
         check_recrawls(args, designs)
         check_points(args, [schedule], designs)
         prepare_dirs(args)
-        campaign = run_campaign(replay_plan(args, designs, schedule), progress)
+        plan = aimed_plan(replay_plan(args, designs, schedule), progress)
+        campaign = run_campaign(plan, progress)
         progress.done(f"results: {os.path.join(args.out, 'replay')}.{{json,md}}"
                       f" — {'PASS' if campaign.valid else 'FAIL'}")
         return EXIT_PASSED if campaign.valid else EXIT_CHECK_FAILED
+
+
+def aimed_plan(plan: CampaignPlan, progress: Progress) -> CampaignPlan:
+    """The plan with its store-write and `r5+` points aimed, by a recording on the plan's own site and settings."""
+    schedule: KillSchedule = plan.schedules[0]
+    if not any(needs_recording(p) for p in schedule.points):
+        return plan
+    if len(plan.designs) != 1:
+        raise KilltestError("store-write and r<n>+ points are aimed at one design's writes:"
+                            " replay one design at a time")
+    design = plan.designs[0]
+    progress.step(f"[{design.name}] recording the store writes to aim {schedule.spec}")
+    with stage(plan.catalog, plan.designs, latency_s=plan.latency_s, slow_pages=plan.slow_pages,
+               pace_rps=plan.pace_rps, prefork=plan.prefork) as on:
+        on.site.set_toxics(plan.toxics, plan.toxic_seed)
+        aimed = resolve_schedule(schedule, design, on, plan.settings, work_dir=plan.work_dir)
+    return dataclasses.replace(plan, schedules=(aimed,))

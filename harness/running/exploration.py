@@ -1,8 +1,12 @@
-"""Exhaustive crash points: kill once at every request boundary and every commit-path line, check each.
+"""Exhaustive crash points: kill once at every request boundary, every store write and every commit-path
+line, and check each.
 
 Every point is one run: the first start dies exactly there, the next one finishes the crawl, and the
 outcome is held to the idempotent promises whatever the design claims, so for a design that does
-not keep them the report names the points that break them.
+not keep them the report names the points that break them. Store-write points (`w5`) reach any
+program, in any language: one recording run lists the first start's writes to its store
+(harness/running/write_plans.py). With `jobs` above 1 the points are dealt to that many processes,
+each with its own site, work dirs and servers (harness/running/parallel.py); the outcomes are the same.
 """
 
 from __future__ import annotations
@@ -19,12 +23,14 @@ from fixture_site.catalog import Catalog
 from harness.check.findings import Finding
 from harness.check.verdict import RunVerdict, Validity
 from harness.design.model import PROJECT_ROOT, Design
-from harness.faults.points import KillPoint
+from harness.faults.points import KillPoint, parse_point
 from harness.faults.points.line import AtLine, anchor_for
 from harness.faults.points.request import AtRequest
 from harness.faults.schedule import KillSchedule
 from harness.running.orchestrator import Stage, check_phase, run_phase, stage
+from harness.running.parallel import chunks, run_jobs
 from harness.running.runner import RunSettings
+from harness.running.write_plans import RecordingCache, resolve_schedule, store_write_points
 
 EXPLORE_HITS = (1, 2)  # the first and second execution of each line: a listing page, then a product
 
@@ -43,9 +49,13 @@ def commit_path_lines(design: Design) -> list[tuple[str, int]]:
     return [(relative, line) for line in sorted(lines)]
 
 
-def crash_points(design: Design, full_crawl_requests: int) -> list[KillPoint]:
-    """Every request; and, for a Python design, every statement of its commit path at its 1st and 2nd run."""
+def crash_points(design: Design, full_crawl_requests: int,
+                 store_writes: list[KillPoint] | None = None) -> list[KillPoint]:
+    """Every request; every store write strace can aim at (`store_writes`, from one recording: see
+    write_plans.store_write_points); and, for a Python design, every statement of its commit path at its
+    1st and 2nd run."""
     points: list[KillPoint] = [AtRequest(k) for k in range(1, full_crawl_requests + 1)]
+    points += store_writes or []
     if design.module is None:
         return points  # any other program: its lines cannot be traced
     # Named by function and offset, so a printed point still hits the same line after an edit above it.
@@ -87,6 +97,13 @@ class Exploration:
                 "outcomes": [dataclasses.asdict(o) for o in self.outcomes]}
 
 
+def all_crash_points(design: Design, on: Stage, settings: RunSettings, work_dir: str | None = None,
+                     cache: RecordingCache | None = None) -> list[KillPoint]:
+    """`crash_points` on the stage's catalog, the store writes found by one recording run."""
+    writes = store_write_points(design, on, settings, work_dir, cache)
+    return crash_points(design, on.site.catalog.full_crawl_requests, writes)
+
+
 def explore(design: Design, on: Stage, settings: RunSettings, work_dir: str | None = None,
             points: list[KillPoint] | None = None,
             on_progress: Callable[[str], None] = lambda message: None) -> Exploration:
@@ -95,22 +112,28 @@ def explore(design: Design, on: Stage, settings: RunSettings, work_dir: str | No
     `on` is the orchestrator's stage (site, store servers, pre-forked launchers): each point is one
     run phase and one check phase, with a fresh work dir and database, as any campaign's run.
     """
-    strict = dataclasses.replace(design, claims_idempotence=True)
-    catalog = on.site.catalog
-    points = crash_points(design, catalog.full_crawl_requests) if points is None else points
+    cache: RecordingCache = {}
+    points = all_crash_points(design, on, settings, work_dir, cache) if points is None else points
     exploration = Exploration(design.name, design.claims_idempotence, prefork=design.name in on.launchers)
     began = time.monotonic()
     for number, point in enumerate(points, start=1):
         on_progress(f"[explore {design.name}] point {number}/{len(points)}: {point.spec}")
-        history = run_phase(on, design, KillSchedule(seed=None, points=(point,)), settings, work_dir=work_dir,
-                            prefix="killtest-explore-")
-        verdict = check_phase(strict, 1, history, catalog)
-        landed = verdict.kills + verdict.kills_before_work > 0
-        problems = broken_promises(verdict)
-        exploration.outcomes.append(PointOutcome(point.spec, landed, not problems, problems,
-                                                 verdict.rows, verdict.requests))
+        exploration.outcomes.append(explore_point(design, on, settings, point, work_dir, cache))
     exploration.elapsed_s = time.monotonic() - began
     return exploration
+
+
+def explore_point(design: Design, on: Stage, settings: RunSettings, point: KillPoint, work_dir: str | None,
+                  cache: RecordingCache) -> PointOutcome:
+    """One crash point: aimed (a store write, by a recording), run, and held to the idempotent promises."""
+    strict = dataclasses.replace(design, claims_idempotence=True)
+    schedule = resolve_schedule(KillSchedule(seed=None, points=(point,)), design, on, settings, work_dir=work_dir,
+                                cache=cache)
+    history = run_phase(on, design, schedule, settings, work_dir=work_dir, prefix="killtest-explore-")
+    verdict = check_phase(strict, 1, history, on.site.catalog)
+    landed = verdict.kills + verdict.kills_before_work > 0
+    problems = broken_promises(verdict)
+    return PointOutcome(point.spec, landed, not problems, problems, verdict.rows, verdict.requests)
 
 
 def broken_promises(verdict: RunVerdict) -> list[str]:
@@ -123,15 +146,41 @@ def broken_promises(verdict: RunVerdict) -> list[str]:
 
 
 def explore_design(design: Design, catalog: Catalog, settings: RunSettings, points: list[KillPoint] | None, *,
-                   work_dir: str | None = None, prefork: bool = True, progress: Any = None) -> Exploration:
+                   work_dir: str | None = None, prefork: bool = True, progress: Any = None,
+                   jobs: int = 1) -> Exploration:
     """`explore` through the orchestrator's phases: the site, the design's store server, its pre-forked
     launcher (a Python design, when `prefork`), then every point (all crash points when `points` is None).
 
-    `progress` is a harness.running.progress.Progress, or any callable taking one line, or None.
+    `progress` is a harness.running.progress.Progress, or any callable taking one line, or None. With
+    `jobs` above 1, the points are dealt to that many processes, each with its own stage.
     """
     on_progress = _step_of(progress)
+    if jobs <= 1:
+        with stage(catalog, [design], prefork=prefork) as on:
+            return explore(design, on, settings, work_dir, points, on_progress=on_progress)
+    began = time.monotonic()
+    if points is None:
+        with stage(catalog, [design]) as on:
+            points = all_crash_points(design, on, settings, work_dir)
+    numbered = list(enumerate(point.spec for point in points))
+    parts = run_jobs(_explore_part, [(design, catalog, settings, part, work_dir, prefork, len(numbered))
+                                     for part in chunks(numbered, jobs)], jobs, on_progress)
+    exploration = Exploration(design.name, design.claims_idempotence, prefork=prefork and design.module is not None)
+    exploration.outcomes = [outcome for _, outcome in sorted(pair for part in parts for pair in part)]
+    exploration.elapsed_s = time.monotonic() - began
+    return exploration
+
+
+def _explore_part(design: Design, catalog: Catalog, settings: RunSettings, numbered: list[tuple[int, str]],
+                  work_dir: str | None, prefork: bool, total: int, lines: Any) -> list[tuple[int, PointOutcome]]:
+    """One process's share of the points, on a stage of its own."""
+    cache: RecordingCache = {}
+    outcomes = []
     with stage(catalog, [design], prefork=prefork) as on:
-        return explore(design, on, settings, work_dir, points, on_progress=on_progress)
+        for index, spec in numbered:
+            lines.put(f"[explore {design.name}] point {index + 1}/{total}: {spec}")
+            outcomes.append((index, explore_point(design, on, settings, parse_point(spec, design), work_dir, cache)))
+    return outcomes
 
 
 def _step_of(progress: Any) -> Callable[[str], None]:

@@ -3,7 +3,8 @@
 A kill point ends one start of a run. Each kind owns, in its own module:
 - its text: `parse(text, design)` reads it, `.spec` writes it back, so every schedule replays from one line;
 - its validation: `.validate(designs, workers)` before anything runs, `.check_runnable(...)` in the runner;
-- what the runner does with it: how the start is spawned (`.start_options()`), what is armed around
+- what the runner does with it: how the start is spawned (`.start_options(values)`, given the start's
+  placeholder values: `work_dir`, `store`, ...), what is armed around
   it (`.arm(site)`: the request kind installs the site's request hook), how long the runner waits
   (`.wait_s`) and what happens when that wait runs out (`.fire(target)`: kill, redeploy, restart one
   worker, crash the store's server first).
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -124,7 +125,7 @@ class KillPoint(Protocol):
 
     def check_runnable(self, design: DesignLike, workers: int, can_restart_store: bool) -> None: ...
 
-    def start_options(self) -> StartOptions: ...
+    def start_options(self, values: Mapping[str, str] | None = None) -> StartOptions: ...
 
     def arm(self, site: Any) -> Armed: ...
 
@@ -171,7 +172,9 @@ class PointKind:
             raise KilltestError(f"kill point {self.spec} names worker {self.worker}, but each start"
                                 f" has {workers}; give --workers {self.worker} or more")
 
-    def start_options(self) -> StartOptions:
+    def start_options(self, values: Mapping[str, str] | None = None) -> StartOptions:
+        """How the start is spawned; `values` are the start's placeholders (harness.design.model.Design.values):
+        a store-write point builds its strace `-P` paths from `work_dir` and `store`."""
         return StartOptions()
 
     def arm(self, site: Any) -> Armed:

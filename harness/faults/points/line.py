@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.design.model import PROJECT_ROOT
@@ -68,7 +68,7 @@ class AtLine(PointKind):
                 raise KilltestError(f"kill point {self.spec}: design {design.name!r} is not a Python module, so its"
                                     " lines cannot be traced; use request (r5) or timed (t0.4) kill points")
 
-    def start_options(self) -> StartOptions:
+    def start_options(self, values: Mapping[str, str] | None = None) -> StartOptions:
         return StartOptions(kill_at_line=(os.path.join(PROJECT_ROOT, self.path), self.line, self.hit))
 
 

@@ -1,26 +1,36 @@
 """`r5`, `r5+`: SIGKILL when the site receives the start's 5th request, before it answers (exact), or
-as soon as it has written the answer (`+`).
+after the answer, on entering the first store write the scraper makes after it (`+`, exact).
 
-`r5+` is not exact: the scraper races the signal and has sometimes stored the page already (seen
-here with a pre-forked start). The site cannot see inside the scraper; for an exact point after the
-answer, use a line point.
+`r5+` is made exact the way store-write points are (harness/faults/points/store_write.py): a
+recording of the start finds the first write-type call to the store after the scraper sent its 5th
+request (for a scraper that waits for each answer, the first after it read the answer), and strace
+kills the start on entering that call. explore, fuzz and replay resolve it so (harness/running/
+write_plans.py). Left unresolved (a server store, or a command that does not record first) it falls
+back to the site's signal once the answer is written, which races the scraper: not exact.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from harness.faults.points import Armed, DesignLike, PointKind, register
+from harness.faults.points import Armed, DesignLike, NotArmed, PointKind, StartOptions, register
+from harness.faults.points.store_write import gate_options
+from harness.faults.store_writes import InjectionPlan
 
 
 @register
 @dataclass(frozen=True)
 class AtRequest(PointKind):
     index: int  # 1-based, counting the start's own requests
-    after_response: bool = False  # False: before the site answers; True: once the answer is written
+    after_response: bool = False  # False: before the site answers; True: at the first store write after it
+    # `r5+` once a recording resolved it (harness/running/write_plans.py): strace's kill at that write,
+    # None when the start writes nothing after that answer.
+    plan: InjectionPlan | None = field(default=None, compare=False)
+    resolved: bool = field(default=False, compare=False)
 
     PREFIX = "r"
     FORM = "r<request number>[+]"
@@ -39,7 +49,12 @@ class AtRequest(PointKind):
     def spec(self) -> str:
         return f"r{self.index}{'+' if self.after_response else ''}"
 
+    def start_options(self, values: Mapping[str, str] | None = None) -> StartOptions:
+        return gate_options(self.plan, values) if self.resolved else StartOptions()
+
     def arm(self, site: Any) -> Armed:
+        if self.resolved:
+            return NotArmed()  # strace kills inside the scraper
         return RequestTrigger(self, site)
 
 

@@ -1,0 +1,75 @@
+"""`killtest fuzz`: Hypothesis over kill schedules of every kind; a failure shrinks to one replay line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
+from harness.cli.explore import add_short_flag, replay_line
+from harness.cli.shared import command_line, prepare_dirs
+from harness.design.registry import design_named
+from harness.errors import KilltestError
+from harness.files import write_atomically
+from harness.running.parallel import default_jobs
+from harness.running.progress import Progress
+from harness.running.runner import RunSettings
+
+
+class FuzzCommand(Command):
+    name = "fuzz"
+    help = "search kill schedules of every kind with Hypothesis; shrink a failure to one replay line"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        add_short_flag(parser, "--jobs", "-j")
+
+    def run(self, args: argparse.Namespace, progress: Progress) -> int:
+        try:
+            from harness.running.fuzz_plan import fuzz_design  # Hypothesis, imported only by this command
+        except ImportError as error:
+            raise KilltestError(f"killtest fuzz needs Hypothesis ({error.name} is not installed):"
+                                " pip install 'hypothesis>=6.80'") from None
+        design = design_named(args.design)
+        prepare_dirs(args)
+        settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
+        result = fuzz_design(design, settings, examples=args.examples, seed=args.seed, max_seconds=args.max_seconds,
+                             jobs=args.jobs or default_jobs(), prefork=not args.no_prefork, work_dir=args.work_dir,
+                             on_progress=progress.step)
+        base = os.path.join(args.out, f"fuzz-{design.name}")
+        replay = None
+        if result.shrunk is not None:
+            case = result.shrunk.case
+            replay = replay_line(args, design, case.schedule, listing_pages=case.pages, per_page=case.per_page)
+        write_atomically(f"{base}.json", json.dumps({**result.to_json(), "replay": replay}, indent=2) + "\n")
+        write_atomically(f"{base}.md", markdown(result, command_line(), replay))
+        failed = [t for t in result.trials if t.problems]
+        progress.done(f"fuzz {design.name}: {len(result.trials)} schedules, {len(failed)} broke a promise,"
+                      f" {result.shrink_runs} shrink runs, {result.schedules_per_minute} schedules/minute;"
+                      f" {base}.{{json,md}}")
+        if result.shrunk is None:
+            return EXIT_PASSED
+        exact = "" if result.shrunk.exact else " (not exact: it may not repeat)"
+        progress.done(f"smallest failing schedule{exact}: {result.shrunk.case.schedule} on"
+                      f" {result.shrunk.case.pages}x{result.shrunk.case.per_page} products:"
+                      f" {'; '.join(result.shrunk.problems)}")
+        progress.done(f"replay it: {replay}")
+        return EXIT_CHECK_FAILED
+
+
+def markdown(result, command: str, replay: str | None) -> str:
+    """The fuzz report: the shrunk failure and its replay line first, then every schedule tried."""
+    lines = ["# killtest fuzz", "", f"Command: `{command}`", "",
+             f"Design **{result.design}**: {len(result.trials)} schedules, {result.shrink_runs} shrink runs,"
+             f" {result.schedules_per_minute} schedules a minute ({result.elapsed_s:.1f} s in all).", ""]
+    if result.shrunk is not None:
+        lines += [f"Smallest failing schedule: `{result.shrunk.case.schedule}` on a catalog of"
+                  f" {result.shrunk.case.pages} listing pages of {result.shrunk.case.per_page}:"
+                  f" {'; '.join(result.shrunk.problems)}.", "", f"Replay: `{replay}`", ""]
+    lines += ["| catalog | schedule | exact | verdict |", "| --- | --- | --- | --- |"]
+    for trial in sorted(result.trials, key=lambda t: not t.problems):
+        verdict = "ok" if not trial.problems else "; ".join(trial.problems)
+        lines.append(f"| {trial.case.pages}x{trial.case.per_page} | `{trial.case.schedule}` |"
+                     f" {'yes' if trial.exact else 'no'} | {verdict} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,177 @@
+"""A start's store writes, as strace recorded them, and the strace injection that kills at one of them.
+
+Store-write points (`w5`, and the exact `r5+`) are made of two passes (harness/running/write_plans.py):
+1. a recording: the start runs to the end under `strace -f -yy -e trace=<writes and sends> -o LOG`
+   (`recording_prefix`); `parse_recording` keeps, in the order strace saw them, every write-type
+   system call to a file under the store path or the work dir, and every HTTP request the scraper sent;
+2. the kill: the n-th of those writes is turned into what strace's fault injection can count,
+   `-e inject=SYSCALL:signal=KILL:when=K -P PATH...` (`InjectionPlan`).
+
+Why two passes: strace counts `when=K` per traced thread and per system call (src/syscall.c,
+`tamper_with_syscall_entering`: each tcb gets its own copy of the inject counters, indexed by syscall
+number, the first time it is tampered with), and only the calls that pass `-P` are counted (the path
+filter sets TCB_FILTERED before the tampering). So "the 5th write to the store" is, from the recording,
+"the 3rd pwrite64 of that thread"; the plan is exact when no other thread or process reaches its own
+3rd pwrite64 to those paths first (`landing` checks this on the recording), and refused otherwise.
+
+The recording's paths are kept relative to the work dir, so a plan applies to any run's fresh work dir.
+Pure functions: no I/O but what strace wrote.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+# (strace 6.1 here ignored -P and the injection under --seccomp-bpf, so the gate (write_gate.py) runs
+# without it; the recording, which filters nothing, keeps it.)
+# Every system call that changes a file's content, name or durability. SQLite's rollback journal uses
+# pwrite64, fdatasync and unlink; an atomic JSON file rename; an append-only log write (or writev).
+WRITE_SYSCALLS = ("write", "pwrite64", "writev", "pwritev", "pwritev2", "fsync", "fdatasync", "sync_file_range",
+                  "rename", "renameat", "renameat2", "truncate", "ftruncate", "unlink", "unlinkat", "fallocate")
+PATH_SYSCALLS = {"rename", "renameat", "renameat2", "truncate", "unlink", "unlinkat"}  # named by path, not fd
+SEND_SYSCALLS = ("sendto", "sendmsg", "sendmmsg")  # with write and writev: how a request leaves the scraper
+HTTP_METHODS = ("GET ", "POST ", "PUT ", "HEAD ", "DELETE ", "PATCH ")
+# The harness's own files in the work dir: a start's stdout and stderr (harness/running/processes.py).
+HARNESS_FILE = re.compile(r"^start-\d+(-w\d+)?(-r\d+)?\.(out|err)$")
+
+_LINE = re.compile(r"^(?P<tid>\d+)\s+(?P<name>\w+)\((?P<args>.*)$")
+_FD_PATH = re.compile(r"^\s*-?\d+<(?P<path>(?:[^<>]|<[^<>]*>)*)>")
+_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+@dataclass(frozen=True)
+class StoreCall:
+    """One write-type call to the store: its thread, system call, paths, and its count in that thread."""
+
+    tid: int
+    syscall: str
+    paths: tuple[str, ...]  # relative to the work dir ("" is the work dir itself), or absolute outside it
+    count: int = 0  # the how-many-th call of `syscall` to the store by `tid`, 1-based: strace's `when`
+
+
+@dataclass(frozen=True)
+class InjectionPlan:
+    """What strace injects to kill a start at one store write: `inject=SYSCALL:signal=KILL:when=WHEN`."""
+
+    syscall: str
+    when: int
+    paths: tuple[str, ...]  # every store path the recording saw, relative to the work dir
+
+    def absolute_paths(self, values: Mapping[str, str]) -> list[str]:
+        """The `-P` arguments of one start: strace matches them literally, so they must be absolute."""
+        work_dir = values["work_dir"]
+        return [os.path.join(work_dir, p) if p else work_dir for p in self.paths]
+
+
+@dataclass(frozen=True)
+class Recording:
+    """A start's store writes and request sends, in the order strace saw them."""
+
+    events: tuple[tuple[str, int], ...]  # ("write", index into calls) or ("request", its 1-based number)
+    calls: tuple[StoreCall, ...]
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(sorted({p for call in self.calls for p in call.paths}))
+
+    def landing(self, call: StoreCall) -> int:
+        """The 1-based index of the write strace kills at with this call's (syscall, count): the first to reach it."""
+        return next(i for i, c in enumerate(self.calls, 1) if c.syscall == call.syscall and c.count == call.count)
+
+    def plan_for_write(self, n: int) -> InjectionPlan | None:
+        """The plan for the n-th store write; None when the start makes fewer. ValueError: strace cannot reach it."""
+        if n > len(self.calls):
+            return None
+        call = self.calls[n - 1]
+        landed = self.landing(call)
+        if landed != n:
+            raise ValueError(f"store write {n} is {call.syscall} number {call.count} of its thread, but another"
+                             f" thread or process reaches its own {call.syscall} number {call.count} first (write"
+                             f" {landed}); strace counts per thread")
+        return InjectionPlan(call.syscall, call.count, self.paths)
+
+    def write_after_request(self, k: int) -> int | None:
+        """The 1-based index of the first store write after the k-th request was sent (so after its answer
+        was read, for a scraper that waits for each answer); None when there is none."""
+        seen = False
+        for kind, value in self.events:
+            if kind == "request" and value == k:
+                seen = True
+            elif kind == "write" and seen:
+                return value + 1
+        return None
+
+    def reachable_writes(self) -> list[int]:
+        """Every n whose plan strace can carry out."""
+        return [n for n, call in enumerate(self.calls, 1) if self.landing(call) == n]
+
+
+def recording_prefix(log_path: str) -> tuple[str, ...]:
+    """strace, recording every write and send of the start and its children, with file and socket names."""
+    return ("strace", "-f", "-q", "-yy", "-s", "24", "--seccomp-bpf", "-o", log_path,
+            "-e", f"trace={','.join(WRITE_SYSCALLS + SEND_SYSCALLS)}", "--")
+
+
+def parse_recording(text: str, values: Mapping[str, str]) -> Recording:
+    """The store writes (calls to files under the work dir or the store path) and the requests of one log."""
+    work_dir, store = values["work_dir"].rstrip("/"), values.get("store", "")
+    events: list[tuple[str, int]] = []
+    calls: list[StoreCall] = []
+    counts: dict[tuple[int, str], int] = {}
+    requests = 0
+    for line in text.splitlines():
+        found = _LINE.match(line)
+        if found is None or "resumed>" in line:
+            continue
+        tid, name, args = int(found["tid"]), found["name"], found["args"]
+        if name in SEND_SYSCALLS or name in ("write", "writev"):
+            if _sends_request(args):
+                requests += 1
+                events.append(("request", requests))
+                continue
+        if name not in WRITE_SYSCALLS:
+            continue
+        paths = tuple(p for p in _paths(name, args) if _in_store(p, work_dir, store))
+        if not paths:
+            continue
+        counts[(tid, name)] = counts.get((tid, name), 0) + 1
+        events.append(("write", len(calls)))
+        calls.append(StoreCall(tid, name, tuple(_relative(p, work_dir) for p in paths), counts[(tid, name)]))
+    return Recording(tuple(events), tuple(calls))
+
+
+def _sends_request(args: str) -> bool:
+    fd = _FD_PATH.match(args)
+    if fd is None or not fd["path"].startswith(("TCP:", "TCPv6:")):
+        return False
+    data = _QUOTED.search(args)
+    return data is not None and data.group(1).startswith(HTTP_METHODS)
+
+
+def _paths(name: str, args: str) -> list[str]:
+    if name in PATH_SYSCALLS:
+        # Only the quoted path arguments: a directory fd's annotation (AT_FDCWD</dir>) is not what -P matches.
+        return [_unescape(m.group(1)) for m in _QUOTED.finditer(args)]
+    fd = _FD_PATH.match(args)
+    return [fd["path"]] if fd is not None else []
+
+
+def _in_store(path: str, work_dir: str, store: str) -> bool:
+    if path == work_dir:
+        return True  # a directory fsync after a create or a rename: part of the commit
+    if path.startswith(work_dir + "/"):
+        return HARNESS_FILE.match(path[len(work_dir) + 1:]) is None
+    return bool(store) and path.startswith(store)
+
+
+def _relative(path: str, work_dir: str) -> str:
+    if path == work_dir:
+        return ""
+    return path[len(work_dir) + 1:] if path.startswith(work_dir + "/") else path
+
+
+def _unescape(text: str) -> str:
+    return text.replace('\\"', '"').replace("\\\\", "\\")

@@ -1,0 +1,111 @@
+"""Run a start under strace, held at one store write, and SIGKILL the whole start there.
+
+    python -S write_gate.py SYSCALL WHEN PATH... -- COMMAND...
+
+strace holds the thread that enters its WHEN-th SYSCALL to one of the PATHs (`-e inject=SYSCALL:
+delay_enter=...:when=WHEN -P PATH...`: counted per thread, see harness/faults/store_writes.py) before
+the call runs. strace prints a call's name and arguments as it enters it; this gate reads strace's log
+as it is written, counts each thread's entries the same way, and at the WHEN-th SIGKILLs every other
+process of its group (the start's session), reaps them (it is their child subreaper, so the scraper
+strace traced comes back to it, not to a PID 1 that may never reap it), then SIGKILLs itself. The held
+call never runs, so the kill lands before that write, and the runner sees the start die of SIGKILL as
+with any exact point, with no zombie left in its group. Other processes of a multi-process start run
+on for the few milliseconds the gate takes to read the line (they cannot write through the held one,
+but they could send a request).
+
+Why a delay and not strace's own `signal=KILL`: strace 6.1 under `--seccomp-bpf` (which stops the
+tracee at the traced calls only, about three times faster for a Python start) did not deliver the
+injected signal here, while the delay is honoured; and `signal=KILL` kills one process, not the start.
+
+It imports only the standard library and is run by path with `-S`: it costs a start about 20 ms.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+HOLD_US = 30_000_000  # long enough for the gate to read the line; the runner's time limit covers a lost one
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def kill_start() -> None:
+    """SIGKILL every other process of this group and reap them all, then this one: the start dies whole."""
+    me, group = os.getpid(), os.getpgrp()
+    for _ in range(1000):
+        others = [pid for pid in _members(group) if pid != me]
+        for pid in others:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            pass
+        if not others:
+            break
+        time.sleep(0.001)
+    os.kill(me, signal.SIGKILL)
+
+
+def _members(group: int) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if os.getpgid(int(name)) == group:
+                    found.append(int(name))
+            except ProcessLookupError:
+                pass
+    return found
+
+
+def main(argv: list[str]) -> None:
+    split = argv.index("--")
+    syscall, when_text, *paths = argv[:split]
+    when = int(when_text)
+    ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1)  # what the start leaves behind comes back to the gate
+    read_end, write_end = os.pipe()
+    strace = ["strace", "-f", "-q", "--seccomp-bpf", "-o", f"/dev/fd/{write_end}", "-e", f"trace={syscall}",
+              "-e", f"inject={syscall}:delay_enter={HOLD_US}:when={when}"]
+    for path in paths:
+        strace += ["-P", path]
+    process = subprocess.Popen([*strace, "--", *argv[split + 1:]], pass_fds=(write_end,))
+    os.close(write_end)
+    entry = re.compile(rf"^(\d+)\s+{re.escape(syscall)}\(")
+    counts: dict[str, int] = {}
+    pending = ""  # the line being written, whose entry may not be counted yet
+    counted = False
+    with os.fdopen(read_end, "rb", buffering=0) as log:
+        while chunk := log.read(65536):
+            pending += chunk.decode("utf-8", "replace")
+            *finished, pending = pending.split("\n")
+            for line in [*finished, pending]:
+                if line is pending and (counted or "(" not in line):
+                    continue
+                if line is not pending and counted:
+                    counted = False  # this finished line was counted when it was pending
+                    continue
+                found = entry.match(line)
+                if found is None:
+                    continue
+                tid = found.group(1)
+                counts[tid] = counts.get(tid, 0) + 1
+                if counts[tid] == when:
+                    kill_start()
+                counted = line is pending
+    status = process.wait()
+    if status < 0:
+        os.kill(os.getpid(), -status)  # strace mirrors a killed command; so does the gate
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,89 @@
+"""Hypothesis strategies for kill schedules that mix every kind of point a design can take.
+
+A schedule is one to three points; each point is drawn from the kinds that apply to the design:
+request (`r5`, before the answer), after the answer (`r5+`), store write (`w45`, from the first
+start's recording), commit-path line (`l:...`, Python modules), timed (`t0.05`), redeploy
+(`d0.05:0.02`) and store-server restart (`s0.1`, PostgreSQL and Redis stores). Catalogs are small:
+1-3 listing pages of 1-4 products.
+
+`exact` tells whether a point gives the same outcome on every repeat: a timed point, a redeploy, a
+server restart, and an `r5+` that could not be aimed at a write (a server store) race the scraper.
+Only exact points are shrunk (harness/running/fuzzing.py), so a shrunk failure always reproduces.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+
+from hypothesis import strategies as st
+
+from harness.design.model import Design
+from harness.design.stores import kind_of
+from harness.faults.points import KillPoint
+from harness.faults.points.line import AtLine, anchor_for
+from harness.faults.points.redeploy import Redeploy
+from harness.faults.points.request import AtRequest
+from harness.faults.points.server_restart import ServerRestart
+from harness.faults.points.store_write import AtStoreWrite
+from harness.faults.points.timed import AfterDelay
+from harness.faults.schedule import KillSchedule
+from harness.running.exploration import commit_path_lines
+
+LISTING_PAGES = (1, 3)  # the range of a fuzzed catalog's listing pages
+PER_PAGE = (1, 4)  # and of its products per page
+MAX_POINTS = 3
+LINE_HITS = (1, 2, 3)
+DELAYS_S = (0.02, 0.05, 0.1, 0.2)  # short: a small catalog is crawled in a fraction of a second
+
+
+def file_store(design: Design) -> bool:
+    """Whether store writes can be aimed at: a file store, and strace on this machine."""
+    return kind_of(design.store.kind).server is None and shutil.which("strace") is not None
+
+
+def exact(point: KillPoint, design: Design) -> bool:
+    """Whether `point` gives the same outcome on every repeat of the same schedule."""
+    if isinstance(point, AtRequest):
+        return not point.after_response or file_store(design)
+    return isinstance(point, (AtStoreWrite, AtLine))
+
+
+def catalog_sizes() -> st.SearchStrategy[tuple[int, int]]:
+    return st.tuples(st.integers(*LISTING_PAGES), st.integers(*PER_PAGE))
+
+
+def kill_points(design: Design, requests: int, store_writes: Sequence[int], lines: Sequence[AtLine],
+                exact_only: bool = False) -> st.SearchStrategy[KillPoint]:
+    """One point of any kind the design takes, on a catalog of `requests` requests.
+
+    `store_writes` are the write numbers strace can aim at in a first start (from a recording);
+    `lines` the commit-path lines of a Python design."""
+    kinds: list[st.SearchStrategy[KillPoint]] = [st.builds(AtRequest, st.integers(1, requests))]
+    if file_store(design) or not exact_only:
+        kinds.append(st.builds(AtRequest, st.integers(1, requests), st.just(True)))
+    if store_writes and file_store(design):
+        kinds.append(st.builds(AtStoreWrite, st.sampled_from(list(store_writes))))
+    if lines:
+        kinds.append(st.sampled_from(list(lines)))
+    if not exact_only:
+        kinds.append(st.builds(AfterDelay, st.sampled_from(DELAYS_S)))
+        kinds.append(st.builds(Redeploy, st.sampled_from(DELAYS_S), st.sampled_from((0.0, 0.02))))
+        if kind_of(design.store.kind).server is not None:
+            kinds.append(st.builds(ServerRestart, st.sampled_from(DELAYS_S)))
+    return st.one_of(kinds)
+
+
+def kill_schedules(design: Design, requests: int, store_writes: Sequence[int] = (),
+                   lines: Sequence[AtLine] = (), exact_only: bool = False) -> st.SearchStrategy[KillSchedule]:
+    """One to three points, each ending one start; the start after the last runs to the end."""
+    return st.lists(kill_points(design, requests, store_writes, lines, exact_only), min_size=1,
+                    max_size=MAX_POINTS).map(lambda points: KillSchedule(seed=None, points=tuple(points)))
+
+
+def line_points(design: Design) -> list[AtLine]:
+    """The commit-path lines of a Python design at their 1st-3rd execution, named by function and offset."""
+    if design.module is None or not design.commit_path:
+        return []
+    return [AtLine(path, line, hit, anchor=anchor_for(path, line))
+            for path, line in commit_path_lines(design) for hit in LINE_HITS]

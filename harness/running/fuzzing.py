@@ -1,0 +1,246 @@
+"""`killtest fuzz`: Hypothesis searches kill schedules that break a promise, and the failure is shrunk.
+
+1. search: Hypothesis draws a small catalog and a schedule that mixes every kind of point the design
+   takes (harness/running/fuzz_schedules.py); each is one run, held to the idempotent promises as
+   explore holds its points. Hypothesis only generates here (no shrinking, no replay of its own), so a
+   timed point that races the scraper cannot make it report a FlakyFailure;
+2. shrink: the first failure is made smaller by our own greedy steps over exact points only (drop
+   the timed points, drop a point, lower a point's number, shrink the catalog), each step one run,
+   kept when it still fails. Exact runs repeat exactly, so the smallest schedule reproduces: it is
+   the one printed as a `killtest replay` line.
+
+With `jobs` above 1, that many searches run at once in their own processes (harness/running/
+parallel.py), on seeds seed, seed+1, ...; each has its own site, work dirs and servers.
+The property tests of tests/test_fuzz.py call `search` and `shrink` as the command does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+
+from fixture_site.catalog import build_catalog
+from fixture_site.server import SiteServer
+from harness.design.model import Design
+from harness.errors import KilltestError
+from harness.faults.points import parse_point
+from harness.faults.schedule import KillSchedule
+from harness.running.exploration import broken_promises
+from harness.running.fuzz_schedules import catalog_sizes, exact, file_store, kill_schedules, line_points
+from harness.running.orchestrator import Stage, check_phase, prefork_phase, run_phase, store_servers_phase
+from harness.running.runner import RunSettings
+from harness.running.write_plans import RecordingCache, record, resolve_schedule
+
+
+@dataclass(frozen=True)
+class Case:
+    """One fuzzed run: a catalog (listing pages, products per page) and a schedule."""
+
+    pages: int
+    per_page: int
+    schedule: str  # its spec
+
+
+@dataclass
+class Trial:
+    case: Case
+    problems: list[str]  # empty: every promise kept
+    exact: bool
+
+
+@dataclass
+class FuzzResult:
+    design: str
+    trials: list[Trial] = field(default_factory=list)
+    failure: Trial | None = None  # the first failure, as found
+    shrunk: Trial | None = None  # the smallest failing case, exact: it replays
+    shrink_runs: int = 0
+    elapsed_s: float = 0.0
+
+    @property
+    def schedules_per_minute(self) -> float:
+        runs = len(self.trials) + self.shrink_runs
+        return round(60 * runs / self.elapsed_s, 1) if self.elapsed_s else 0.0
+
+    def to_json(self) -> dict:
+        return {"design": self.design, "examples": len(self.trials), "elapsed_s": round(self.elapsed_s, 2),
+                "schedules_per_minute": self.schedules_per_minute, "shrink_runs": self.shrink_runs,
+                "failure": dataclasses.asdict(self.failure) if self.failure else None,
+                "shrunk": dataclasses.asdict(self.shrunk) if self.shrunk else None,
+                "trials": [dataclasses.asdict(t) for t in self.trials]}
+
+
+class Bench:
+    """Where fuzzed runs happen: the design's store servers and launcher, a site per catalog, recordings."""
+
+    def __init__(self, design: Design, run_settings: RunSettings, servers: Any, launchers: dict,
+                 work_dir: str | None) -> None:
+        self.design, self.settings, self.work_dir = design, run_settings, work_dir
+        self.servers, self.launchers = servers, launchers
+        self.recordings: dict[tuple[int, int], RecordingCache] = {}
+        self.lines = line_points(design)
+
+    @contextlib.contextmanager
+    def on(self, pages: int, per_page: int) -> Iterator[Stage]:
+        with SiteServer(build_catalog(pages, per_page)) as site:
+            yield Stage(site, self.servers, self.launchers)
+
+    def store_writes(self, on: Stage, pages: int, per_page: int) -> list[int]:
+        """The first start's store writes strace can aim at, on this catalog (one recording, cached), from
+        its first request on: a kill while it sets up its store, before any work, proves nothing."""
+        if not file_store(self.design) or self.settings.workers > 1:
+            return []
+        recording = record(self.design, (), on, self.settings, self.work_dir, self.cache(pages, per_page))
+        if recording is None:
+            return []
+        first = recording.write_after_request(1) or 1
+        return [n for n in recording.reachable_writes() if n >= first]
+
+    def cache(self, pages: int, per_page: int) -> RecordingCache:
+        return self.recordings.setdefault((pages, per_page), {})
+
+    def trial(self, case: Case, on: Stage | None = None) -> Trial:
+        """One run of the case, held to the idempotent promises; a write strace cannot reach is no failure."""
+        if on is None:
+            with self.on(case.pages, case.per_page) as stage_on:
+                return self.trial(case, stage_on)
+        points = tuple(parse_point(p, self.design) for p in case.schedule.split(","))
+        schedule = KillSchedule(seed=None, points=points)
+        is_exact = all(exact(p, self.design) for p in points)
+        try:
+            aimed = resolve_schedule(schedule, self.design, on, self.settings, work_dir=self.work_dir,
+                                     cache=self.cache(case.pages, case.per_page))
+        except KilltestError:
+            return Trial(case, [], is_exact)  # a later start's write strace cannot aim at: not a run
+        history = run_phase(on, self.design, aimed, self.settings, work_dir=self.work_dir, prefix="killtest-fuzz-")
+        strict = dataclasses.replace(self.design, claims_idempotence=True)
+        return Trial(case, broken_promises(check_phase(strict, 1, history, on.site.catalog)), is_exact)
+
+
+@contextlib.contextmanager
+def bench(design: Design, run_settings: RunSettings, *, prefork: bool = True,
+          work_dir: str | None = None) -> Iterator[Bench]:
+    """The orchestrator's store-server and pre-fork phases for one design; a site per catalog in `Bench.on`."""
+    with store_servers_phase([design]) as servers, prefork_phase([design], prefork) as launchers:
+        yield Bench(design, run_settings, servers, launchers, work_dir)
+
+
+def search(on: Bench, examples: int, seed: int, max_seconds: float | None = None,
+           on_trial: Callable[[Trial], None] = lambda trial: None) -> list[Trial]:
+    """Up to `examples` Hypothesis-drawn cases, each run once; every trial, failures included, in order."""
+    trials: list[Trial] = []
+    deadline = None if max_seconds is None else time.monotonic() + max_seconds
+
+    @hypothesis_seed(seed)
+    @settings(max_examples=examples, deadline=None, database=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(data=st.data())
+    def one_case(data: st.DataObject) -> None:
+        if deadline is not None and time.monotonic() > deadline:
+            return
+        pages, per_page = data.draw(catalog_sizes(), label="catalog")
+        with on.on(pages, per_page) as stage_on:
+            writes = on.store_writes(stage_on, pages, per_page)
+            requests = stage_on.site.catalog.full_crawl_requests
+            schedule = data.draw(kill_schedules(on.design, requests, writes, on.lines), label="schedule")
+            trial = on.trial(Case(pages, per_page, schedule.spec), stage_on)
+        trials.append(trial)
+        on_trial(trial)
+
+    one_case()
+    return trials
+
+
+def shrink(on: Bench, failing: Case, on_step: Callable[[Trial], None] = lambda trial: None) -> tuple[Trial, int]:
+    """The smallest failing case reachable from `failing` by exact steps, and how many runs it took.
+
+    When the failure needs a timed point, the case is returned as found, marked not exact."""
+    runs = 0
+    tried: dict[Case, Trial | None] = {}
+    target: set[str] = set()  # the promises the failure broke: a smaller case must break one of them
+
+    def fails(case: Case) -> Trial | None:
+        nonlocal runs
+        if case not in tried:
+            runs += 1
+            trial = on.trial(case)
+            on_step(trial)
+            same = not target or bool(target & set(broken(trial)))
+            tried[case] = trial if trial.problems and trial.exact and same else None
+        return tried[case]
+
+    points = failing.schedule.split(",")
+    exact_only = [p for p in points if exact(parse_point(p, on.design), on.design)]
+    best = fails(dataclasses.replace(failing, schedule=",".join(exact_only))) if exact_only else None
+    if best is not None:
+        target.update(broken(best)[:1])  # shrink this bug (the first it broke), not another one a smaller case shows
+    if best is None:
+        why = ("it did not repeat with its exact points alone: it needs a timed point, or the design's own"
+               " timing (a lease about as long as a start's boot)")
+        return Trial(failing, [why], False), runs
+    improved = True
+    while improved:
+        improved = False
+        for candidate in _smaller(best.case):
+            found = fails(candidate)
+            if found is not None:
+                best, improved = found, True
+                break
+    return best, runs
+
+
+def broken(trial: Trial) -> list[str]:
+    """The promises a trial broke, by name, in the checker's order: `lost 1 of 6 records (broke
+    no_lost_records)` -> no_lost_records."""
+    return [problem.rsplit("(broke ", 1)[-1].rstrip(")") for problem in trial.problems if "(broke " in problem]
+
+
+def _smaller(case: Case) -> Iterator[Case]:
+    """Cases one step smaller than `case`: fewer points, lower numbers, a smaller catalog."""
+    points = case.schedule.split(",")
+    for i in range(len(points)):
+        if len(points) > 1:
+            yield dataclasses.replace(case, schedule=",".join(points[:i] + points[i + 1:]))
+    for i, point in enumerate(points):
+        for lower in _lower(point):
+            yield dataclasses.replace(case, schedule=",".join(points[:i] + [lower] + points[i + 1:]))
+    for smaller in ((case.pages, case.per_page - 1), (case.pages - 1, case.per_page)):
+        if min(smaller) >= 1:
+            yield from _scaled(case, *smaller)
+
+
+def _scaled(case: Case, pages: int, per_page: int) -> Iterator[Case]:
+    """The case on a smaller catalog, its numbered points moved in proportion (the crawl is shorter), and
+    a few writes either side: the same place in the crawl, near enough."""
+    ratio = (pages + pages * per_page) / (case.pages + case.pages * case.per_page)  # the crawl's requests
+    for nudge in (0, -1, 1, -2, 2, -3, 3, -5, 5, -8, 8):
+        points = [_renumbered(point, ratio, nudge) for point in case.schedule.split(",")]
+        if all(points):
+            yield Case(pages, per_page, ",".join(p for p in points if p))
+        if not any(p[:1] in ("r", "w") and not p.startswith("l:") for p in case.schedule.split(",")):
+            return  # nothing numbered to nudge
+
+
+def _renumbered(point: str, ratio: float, nudge: int) -> str | None:
+    if point[:1] not in ("r", "w") or point.startswith("l:"):
+        return point
+    suffix = "+" if point.endswith("+") else ""
+    number = round(int(point[1:len(point) - len(suffix)]) * ratio) + (nudge if point[0] == "w" else 0)
+    return f"{point[0]}{number}{suffix}" if number >= 1 else None
+
+
+def _lower(point: str) -> list[str]:
+    """`w45` -> w23, w44; `r5+` -> r3+, r4+: the same kind, a smaller number."""
+    if point[:1] not in ("r", "w") or point.startswith("l:"):
+        return []
+    suffix = "+" if point.endswith("+") else ""
+    number = int(point[1:len(point) - len(suffix)])
+    return [f"{point[0]}{n}{suffix}" for n in sorted({number // 2, number - 1}) if 0 < n < number]

@@ -1,0 +1,125 @@
+"""Store-write points made exact: record the start a point will end, then aim strace at the write.
+
+A `w5` or `r5+` point names a write by its place in the start's own order of store writes; strace
+counts per thread and per system call (harness/faults/store_writes.py). So before the run, the same
+schedule's earlier points are run again, and the start the point will end is run to the end under
+strace's recording (`RecordStart`); its log says which call the point is, and the point is replaced
+by one carrying that `InjectionPlan`. For a schedule of exact points the recorded start is the very
+start the point will end (the runs are deterministic), which is what makes the point exact.
+A timed point before it (t, d) makes the recorded start one sample of many: the point stays
+reproducible in what it injects, not in what that hits.
+
+Recordings are cached by the design and the schedule before the point, so explore records once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness import lifeline
+from harness.design.model import Design
+from harness.design.stores import kind_of
+from harness.errors import KilltestError
+from harness.faults.points import KillPoint, StartOptions
+from harness.faults.points.request import AtRequest
+from harness.faults.points.store_write import AtStoreWrite, RecordStart, require_strace
+from harness.faults.schedule import KillSchedule
+from harness.faults.store_writes import Recording, parse_recording
+from harness.running.orchestrator import Stage, run_phase
+from harness.running.runner import RunSettings
+
+RecordingCache = dict[tuple[str, str], Recording | None]
+
+
+@dataclass(frozen=True)
+class _RecordAndKeepValues(RecordStart):
+    """The recording start, which also notes the work dir it ran in: the log's paths are read against it."""
+
+    def start_options(self, values: Mapping[str, str] | None = None) -> StartOptions:
+        assert values is not None
+        with open(self.log_path + ".values.json", "w", encoding="utf-8") as out:
+            json.dump(dict(values), out)
+        return super().start_options(values)
+
+
+def needs_recording(point: KillPoint) -> bool:
+    """A store-write point, or an `r5+`, not yet turned into strace's count."""
+    if isinstance(point, AtStoreWrite):
+        return not point.resolved
+    return isinstance(point, AtRequest) and point.after_response and not point.resolved
+
+
+def resolve_schedule(schedule: KillSchedule, design: Design, on: Stage, settings: RunSettings, *,
+                     work_dir: str | None = None, cache: RecordingCache | None = None) -> KillSchedule:
+    """The schedule with each store-write and `r5+` point aimed at its write; one-line errors for what cannot be."""
+    if not any(needs_recording(p) for p in schedule.points):
+        return schedule
+    server_store = kind_of(design.store.kind).server is not None
+    cache = {} if cache is None else cache
+    resolved: list[KillPoint] = []
+    for point in schedule.points:
+        if needs_recording(point):
+            if isinstance(point, AtRequest) and server_store:
+                resolved.append(point)  # no file to aim at: the site's racing signal, as documented
+                continue
+            point.validate([design], settings.workers)  # strace installed, a file store, one worker
+            recording = record(design, tuple(resolved), on, settings, work_dir, cache)
+            point = aimed(point, recording)
+        resolved.append(point)
+    return dataclasses.replace(schedule, points=tuple(resolved))
+
+
+def record(design: Design, before: tuple[KillPoint, ...], on: Stage, settings: RunSettings,
+           work_dir: str | None, cache: RecordingCache) -> Recording | None:
+    """The store writes of the start that follows `before`'s points, run to the end; None if no such start."""
+    key = (design.name, ",".join(p.spec for p in before))
+    if key in cache:
+        return cache[key]
+    require_strace("w<n>")
+    with lifeline.temp_dir(prefix="killtest-record-") as logs:  # swept if the harness dies mid-recording
+        log = os.path.join(logs, "strace.log")
+        run_phase(on, design, KillSchedule(seed=None, points=(*before, _RecordAndKeepValues(log))), settings,
+                  work_dir=work_dir, prefix="killtest-record-")
+        if not os.path.exists(log):
+            recording = None  # the crawl finished before that start
+        else:
+            with open(log + ".values.json", encoding="utf-8") as values, open(log, encoding="utf-8",
+                                                                              errors="replace") as text:
+                recording = parse_recording(text.read(), json.load(values))
+    cache[key] = recording
+    return recording
+
+
+def aimed(point: Any, recording: Recording | None) -> KillPoint:
+    """`point` carrying its injection plan; a one-line KilltestError when strace cannot reach that write."""
+    if recording is None:
+        return dataclasses.replace(point, plan=None, resolved=True)
+    write = point.index if isinstance(point, AtStoreWrite) else recording.write_after_request(point.index)
+    if write is None:
+        return dataclasses.replace(point, plan=None, resolved=True)
+    try:
+        plan = recording.plan_for_write(write)
+    except ValueError as error:
+        reachable = ", ".join(f"w{n}" for n in recording.reachable_writes()[:12])
+        raise KilltestError(f"kill point {point.spec}: {error}; points it can reach: {reachable or 'none'}") from None
+    return dataclasses.replace(point, plan=plan, resolved=True)
+
+
+def store_write_points(design: Design, on: Stage, settings: RunSettings, work_dir: str | None = None,
+                       cache: RecordingCache | None = None) -> list[KillPoint]:
+    """`w1`..`wN`: every store write of a first start that strace can aim at, from one recording.
+
+    None for a server store, a machine without strace, or more than one worker."""
+    import shutil
+
+    if kind_of(design.store.kind).server is not None or shutil.which("strace") is None or settings.workers > 1:
+        return []
+    recording = record(design, (), on, settings, work_dir, {} if cache is None else cache)
+    if recording is None:
+        return []
+    return [aimed(AtStoreWrite(n), recording) for n in recording.reachable_writes()]
