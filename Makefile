@@ -54,12 +54,15 @@ lint: $(STAMP)
 calibrate: $(STAMP)
 	$(BIN)/killtest calibrate --runs 5 --out results/calibration
 
-# How many exact kill schedules a minute this machine checks: a new interpreter per start (and the
-# first explore's 0.5 s lease) against pre-forked starts with a 0.2 s lease. A benchmark, not a test.
+# How many exact kill schedules a minute this machine checks (a benchmark, not a test): a new interpreter per
+# start against pre-forked starts for the idempotent design; then explore's schedules a minute at -j 1 and
+# -j 2 for the idempotent design, the naive control and two black-box designs reached through strace, and
+# what tracing adds to a start and to a write (harness/bench/explore_rate.py). results/bench-explore/
 bench-explore: $(STAMP)
-	$(BIN)/killtest explore --design idempotent --no-prefork --lease 0.5 --out results/bench-explore/subprocess
-	$(BIN)/killtest explore --design idempotent --no-prefork --out results/bench-explore/subprocess-short-lease
-	$(BIN)/killtest explore --design idempotent --out results/bench-explore/prefork
+	$(BIN)/killtest explore --design idempotent --no-prefork --lease 0.5 -j 1 --out results/bench-explore/subprocess
+	$(BIN)/killtest explore --design idempotent --no-prefork -j 1 --out results/bench-explore/subprocess-short-lease
+	$(BIN)/killtest explore --design idempotent -j 1 --out results/bench-explore/prefork
+	$(BIN)/python -m harness.bench.explore_rate --out results/bench-explore
 
 # Regenerate the reference tables of docs/reference/ (findings, checks, history events, spec keys, CLI
 # options) from the code; tests/test_docs.py fails when they differ.
@@ -69,7 +72,7 @@ docs: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,peers,lint]'
+	$(BIN)/python -m pip install --quiet -e '.[test,peers,lint,powerloss]'
 	touch $(STAMP)
 
 clean:

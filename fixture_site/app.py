@@ -10,6 +10,7 @@ import time
 from flask import Flask, Response, abort, g, request
 
 from fixture_site.catalog import Catalog
+from fixture_site.doors import DOOR
 from fixture_site.request_log import RequestLog
 from fixture_site.toxics import ToxicDice, toxic_named
 from fixture_site.webhooks import WebhookLog
@@ -61,7 +62,8 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
             return response  # logged when the toxic was rolled; this answer is never sent
         if fault is not None:  # the toxic rolled for this request may change the page (truncate cuts it)
             toxic_named(fault).alter(g.toxics, response)
-        log.record(request.path, response.status_code, arrived=g.get("arrived"), fault=fault)
+        log.record(request.path, response.status_code, arrived=g.get("arrived"), fault=fault,
+                   door=request.environ.get(DOOR))
         on_sent = app.config.get("ON_RESPONSE_SENT")
         if on_sent is not None:
             path = request.path
@@ -136,7 +138,8 @@ class _Injection:
         return Response(text, status, mimetype="text/plain", headers=headers)
 
     def drop(self) -> Response:
-        self.log.record(request.path, 0, arrived=g.get("arrived"), fault=g.get("fault"))
+        self.log.record(request.path, 0, arrived=g.get("arrived"), fault=g.get("fault"),
+                        door=request.environ.get(DOOR))
         request.environ[DROP] = True  # _dropping_connections drops it once Flask has returned
         return Response(status=204)
 

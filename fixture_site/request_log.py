@@ -16,6 +16,7 @@ class ServedRequest:
     path: str
     status: int  # 0: the connection was dropped before any answer (a reset or timeout toxic)
     fault: str | None = None  # the toxic the site injected into this request (fixture_site.toxics)
+    door: int | None = None  # the port it came in by, when the start was given one (fixture_site.doors)
 
 
 class RequestLog:
@@ -25,9 +26,10 @@ class RequestLog:
         self._lock = threading.Lock()
         self._served: list[ServedRequest] = []
 
-    def record(self, path: str, status: int, arrived: float | None = None, fault: str | None = None) -> None:
+    def record(self, path: str, status: int, arrived: float | None = None, fault: str | None = None,
+               door: int | None = None) -> None:
         entry = ServedRequest(t=time.monotonic() if arrived is None else arrived, path=path, status=status,
-                              fault=fault)
+                              fault=fault, door=door)
         with self._lock:
             self._served.append(entry)
 

@@ -9,6 +9,7 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from fixture_site.app import create_app
 from fixture_site.catalog import Catalog
+from fixture_site.doors import DOOR, Doors
 from fixture_site.request_log import RequestLog
 from fixture_site.toxics import ToxicDice
 from fixture_site.webhooks import WebhookLog
@@ -20,6 +21,12 @@ class _QuietHandler(WSGIRequestHandler):
 
     def log_request(self, *args, **kwargs) -> None:  # the RequestLog is the record; no per-request stderr
         pass
+
+    def make_environ(self):
+        environ = super().make_environ()
+        doors = getattr(self.server, "killtest_doors", None)  # the door it is credited to (fixture_site.doors)
+        environ[DOOR] = doors.credit(self.connection, self.client_address) if doors is not None else None
+        return environ
 
 
 class SiteServer:
@@ -36,6 +43,7 @@ class SiteServer:
         self.toxics: tuple[str, int] | None = None  # (spec, seed) of the faults being injected
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
+        self._doors: Doors | None = None
 
     def set_catalog(self, catalog: Catalog) -> None:
         """Serve `catalog` from the next request on: the site's content drifts."""
@@ -55,6 +63,24 @@ class SiteServer:
         self._app.config["ON_REQUEST"] = hook
         self._app.config["ON_RESPONSE_SENT"] = after_sent
 
+    def open_door(self) -> tuple[int, str]:
+        """A door of its own for the next start, at the run's one address: (door, base URL). Every earlier
+        start must be dead: what they sent is theirs, what comes in from now on is the new start's."""
+        if self._doors is None:
+            raise RuntimeError("the site is not being served")
+        return self._doors.rotate()
+
+    def doors_paused(self):
+        """A context in which the site takes in no connection through a door (fixture_site.doors.Doors.paused)."""
+        if self._doors is None:
+            raise RuntimeError("the site is not being served")
+        return self._doors.paused()
+
+    def close_doors(self) -> None:
+        """Close every door, once the connections already made through them are taken in."""
+        if self._doors is not None:
+            self._doors.close()
+
     @property
     def base_url(self) -> str:
         if self._server is None:
@@ -69,9 +95,14 @@ class SiteServer:
         self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="fixture-site", daemon=True)
         self._thread.start()
+        self._doors = Doors(server, self._host)
+        server.killtest_doors = self._doors  # type: ignore[attr-defined]  # read by the request handler
         return self
 
     def stop(self) -> None:
+        if self._doors is not None:
+            self._doors.stop()
+            self._doors = None
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()

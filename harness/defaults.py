@@ -53,6 +53,11 @@ EXACT_PER_PAGE = 3
 EXACT_LEASE_S = 0.2
 EXACT_TIME_LIMIT_S = 60.0
 
+# --- `killtest fuzz` (harness/running/fuzzing.py): Hypothesis over mixed schedules on small catalogs.
+# 60 schedules of about 0.5 s each: a search of a minute or two on two cores, which finds the zoo's
+# lost-record designs in its first dozen examples.
+FUZZ_EXAMPLES = 60
+
 # --- The bug zoo (harness/faults/zoo_scenarios.py): the keys a [zoo] table may leave out.
 ZOO_LISTING_PAGES = 2  # 6 products, 8 requests: a scenario runs in about a second
 ZOO_PER_PAGE = 3
@@ -85,3 +90,7 @@ BENCH_SCALE_KILLS = 3  # SIGKILLs per scaling run, at even shares of the crawl
 # A fault-table cell: 500 products at the article's pace under a fault and three kills; a design that
 # gives up slowly (Scrapy's retries, a held connection) still ends well inside four minutes.
 BENCH_FAULT_TIME_LIMIT_S = 240.0
+
+# --- A start that makes no request, prints nothing and changes no store file for this long is stuck:
+# it is stopped and the run fails for liveness, instead of waiting out the whole time limit.
+NO_PROGRESS_S = 30.0

@@ -18,7 +18,8 @@ EVENTS: dict[str, str] = {
     "run_started": "design, seed, kill_points (the schedule's points), base_url, lease_s, time_limit_s, products,"
                    " full_crawl_requests, wall_clock_at_start, reports_leases, drift and drift_seed, recrawls,"
                    " workers, toxics and toxic_seed",
-    "process_started": "start (its index), pid and pids (one per worker), crawl (1, or 2 and up for a re-crawl)",
+    "process_started": "start (its index), pid and pids (one per worker), crawl (1, or 2 and up for a re-crawl),"
+                       " door (the site's door it was given, its workers share it: fixture_site.doors)",
     "kill": "start, signal (SIGKILL, or SIGTERM for a redeploy), point, returncode (the exit status the kernel"
             " reported, -9), held_leases (the claims the store held afterwards); worker when one worker was"
             " hit, server_restart_s when the store's server was restarted",
@@ -26,9 +27,11 @@ EVENTS: dict[str, str] = {
     "process_exited": "start, returncode, held_leases (the claims the store still held when the start ended"
                       " by itself)",
     "crash": "start, returncode, stderr_tail (the last lines the start wrote to stderr): it exited with an error",
-    "time_limit": "start, returncode, held_leases: the start was stopped by the time limit",
+    "time_limit": "start, returncode, held_leases, no_progress_s (when it was stopped for making no progress"
+                  " that long, not by the time limit): the start was stopped",
     "catalog_changed": "version, changed, removed, added (SKUs), products, full_crawl_requests: the site drifted",
-    "request": "path, status, start (the start running when it arrived), fault (the network fault it met, if any)",
+    "request": "path, status, start (the start whose door it came in by; without a door, the start running when"
+               " it arrived), fault (the network fault it met, if any)",
     "side_request": "path, status, start, fault: a request for a product's image or a webhook, not a page of the"
                     " crawl",
     "webhook": "key (the idempotency key, or none), payload: a delivery the site received",
@@ -38,7 +41,8 @@ EVENTS: dict[str, str] = {
                      " printed about itself",
     "store_record": "key, fields, stamped (whether t is the design's own write time), changed_t (its last"
                     " change), unreadable (a row that could not be read): every record the store held at the end",
-    "run_finished": "outcome (completed, timed_out, crashed), wall_s, scraper_s (the time the scrapers ran)",
+    "run_finished": "outcome (completed, timed_out, crashed), wall_s, scraper_s (the time the scrapers ran),"
+                    " store_found (whether the store's file or folder existed at the end; none for a server's)",
 }
 
 

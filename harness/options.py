@@ -23,7 +23,7 @@ from typing import Any
 
 from harness import defaults as d
 
-COMMAND_NAMES = ("run", "replay", "explore", "zoo", "scale", "bench", "calibrate")
+COMMAND_NAMES = ("run", "replay", "explore", "fuzz", "zoo", "scale", "bench", "calibrate")
 
 # The --help groups, in the order --help shows them: title -> what they hold.
 GROUPS = {
@@ -122,6 +122,7 @@ def _text(value: Any) -> str:
 
 RUNS = ("run", "scale", "calibrate")  # the timed campaigns
 EXACT = ("replay", "explore")  # the commands that run exact kill points on a small catalog
+EXACT_AND_FUZZ = (*EXACT, "fuzz")  # fuzz draws its own small catalogs
 RUN_AND_REPLAY = ("run", "replay")
 _DESIGN_HELP = ("a design to test: a built-in name (naive, idempotent, zoo-...) or the path of a design spec (.toml);"
                 " repeat it or join them with commas")
@@ -135,11 +136,21 @@ OPTIONS: tuple[Option, ...] = (
     Option("--design", "the design to run", ("replay",), action="append", required=True, replayed=True),
     Option("--design", "the design to explore: a built-in name or a spec path", ("explore",), required=True),
     Option("--design", "designs to scale (names or spec paths)", ("scale",), action="append", required=True),
+    Option("--design", "the design to fuzz: a built-in name or a spec path", ("fuzz",), required=True),
     Option("--schedule", _SCHEDULE_HELP, ("run",), group="campaign"),
     Option("--schedule", "the kill points, as printed by the failure", ("replay",), required=True,
            zoo_key="schedule", replayed=True),
     Option("--only", "explore just these kill points (comma-joined, as --schedule)", ("explore",)),
     Option("--only", "run just these zoo designs (comma-joined names)", ("zoo",)),
+    Option("--examples", f"schedules Hypothesis tries before it gives up finding a failure (default {d.FUZZ_EXAMPLES})",
+           ("fuzz",), "campaign", positive(int), d.FUZZ_EXAMPLES),
+    Option("--seed", f"seed of Hypothesis's search; the same seed tries the same schedules (default {d.SEED})",
+           ("fuzz",), "campaign", int, d.SEED),
+    Option("--max-seconds", "stop searching after this many seconds (default: no limit); shrinking a failure"
+           " found in time still runs", ("fuzz",), "campaign", positive(float), metavar="SECONDS"),
+    Option("--jobs", "points (explore) or searches (fuzz) run in this many processes at once, each with its own"
+           " site, work dir and servers (default: the number of cores)", ("explore", "fuzz"), "campaign",
+           positive(int), metavar="N"),
     Option("--only", f"which parts to run, comma-joined (default {','.join(d.BENCH_PARTS)}); the others keep their"
            " figures from an earlier bench.json", ("bench",), default=",".join(d.BENCH_PARTS)),
     Option("--paces", "comma-separated site paces in requests per second, 0 for unpaced"
@@ -170,15 +181,19 @@ OPTIONS: tuple[Option, ...] = (
            d.EXACT_PER_PAGE, replayed=True),
     Option("--lease", f"lease length in seconds for designs that take one (default {d.LEASE:g})", ("run", "scale"),
            "scenario", positive(float), d.LEASE),
-    Option("--lease", f"lease length in seconds (default {d.EXACT_LEASE_S:g})", EXACT, "scenario", positive(float),
-           d.EXACT_LEASE_S, zoo_key="lease", replayed=True),
+    Option("--lease", f"lease length in seconds (default {d.EXACT_LEASE_S:g})", EXACT_AND_FUZZ, "scenario",
+           positive(float), d.EXACT_LEASE_S, zoo_key="lease", replayed=True),
     Option("--time-limit", f"seconds a run may take before it is a liveness failure (default {d.TIME_LIMIT_S:g})",
            RUNS, "scenario", positive(float), d.TIME_LIMIT_S),
     Option("--time-limit", "seconds a run may take before it is a liveness failure"
-           f" (default {d.EXACT_TIME_LIMIT_S:g})", EXACT, "scenario", positive(float), d.EXACT_TIME_LIMIT_S,
+           f" (default {d.EXACT_TIME_LIMIT_S:g})", EXACT_AND_FUZZ, "scenario", positive(float), d.EXACT_TIME_LIMIT_S,
            zoo_key="time_limit", replayed=True),
+    Option("--no-progress-timeout", "stop a start that makes no request, prints nothing and changes no store file"
+           f" for this many seconds: a liveness failure (default {d.NO_PROGRESS_S:g})", (*RUNS, "replay"),
+           "scenario", positive(float), d.NO_PROGRESS_S),
     Option("--no-prefork", "start a new interpreter for every start instead of forking one that imported the design"
-           " already (slower, and lease expiry may then race the start-up)", EXACT, "scenario", action="store_true",
+           " already (slower, and lease expiry may then race the start-up)", EXACT_AND_FUZZ, "scenario",
+           action="store_true",
            replayed=True),
     Option("--workers", f"worker processes per start, sharing one store; a kill hits them all (default {d.WORKERS})",
            RUN_AND_REPLAY, "scenario", positive(int), d.WORKERS, replayed=True),
@@ -239,7 +254,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--out", f"directory for results (default {d.OUT_DIR}/)", COMMAND_NAMES, "results", default=d.OUT_DIR),
     Option("--work-dir", "existing directory for the scrapers' stores while they run (default: system temp)", RUNS,
            "results"),
-    Option("--work-dir", "existing directory for the scrapers' stores", ("replay", "explore", "zoo", "bench"),
+    Option("--work-dir", "existing directory for the scrapers' stores", ("replay", "explore", "fuzz", "zoo", "bench"),
            "results"),
     Option("--no-plot", "skip the PNG plots", (*RUNS, "bench"), "results", action="store_true"),
     Option("--all-timelines", "draw a timeline for every run (default: each design's first run and every failed"

@@ -103,7 +103,8 @@ def test_every_named_check_answers_with_a_validity_and_findings_that_are_finding
 
 
 def test_the_checker_takes_any_object_with_the_design_traits_it_reads():
-    traits = SimpleNamespace(name="mine", claims_idempotence=True, control=False, side_effects=False)
+    traits = SimpleNamespace(name="mine", claims_idempotence=True, control=False, side_effects=False,
+                             does_not_promise=frozenset())
     h = history(KILLED_TWICE, extra_requests=["/product/2"], reports_leases=True)
     end = h.first("run_finished")["t"]
     for key, value in truth():

@@ -103,6 +103,10 @@ def test_an_interrupted_campaign_keeps_finished_runs_and_leaves_nothing_behind(s
     assert "interrupted" in stderr and "Traceback" not in stderr
     report = json.loads((out / "killtest.json").read_text())
     assert report["complete"] is False and report["runs"]
+    # The finished runs are kept, but the campaign never claims more than happened.
+    assert report["interrupted"] is True and report["valid"] is False and report["stopped_by"] == "interrupted"
+    assert "**Incomplete:**" in (out / "killtest.md").read_text() and "Verdict: **INCOMPLETE**" in \
+        (out / "killtest.md").read_text()
     assert os.listdir(work) == []
     assert all(not p.is_running() or p.status() == psutil.STATUS_ZOMBIE for p in scrapers)
 
@@ -166,6 +170,7 @@ def test_a_design_in_another_language_is_kill_tested_from_its_spec(tmp_path):
     [verdict] = json.loads((tmp_path / "killtest.json").read_text())["runs"]
     assert verdict["design"] == "node-resume" and verdict["kills"] == 2
     assert verdict["correct_records"] == 500 and verdict["missing_records"] == 0
+    assert verdict["rows"] == 500 and verdict["valid"]  # held to no duplicates, as the README says
 
 
 def test_a_regressed_design_fails_against_the_baseline_with_a_side_by_side_diff(tmp_path):

@@ -3,7 +3,9 @@
 Rule (as Flask's sansio/README): no file, socket, process, clock or server of its own, and no imports
 from harness.running, report, cli, servers, bench or design; only the floor (harness.history,
 harness.errors, ...) and fixture_site's data types. A design reaches a check as any object with
-`.name .claims_idempotence .control .side_effects` (verdict.DesignTraits). Tests build histories by
+`.name .claims_idempotence .does_not_promise .control .side_effects` (verdict.DesignTraits); the
+promises themselves are named on the floor (harness.promises), and `compose` drops the findings of
+a promise the design waived. Tests build histories by
 hand and call these functions directly; tests/test_architecture.py holds the rule.
 
 - checker.py: `check_run(design, run, history, catalog) -> RunVerdict`, the one entry

@@ -14,6 +14,7 @@ from harness.check.named_checks import Evidence, compose
 from harness.check.run_figures import count_figures
 from harness.check.verdict import DesignTraits, RunVerdict
 from harness.history import History
+from harness.promises import Promise
 
 
 def check_run(design: DesignTraits, run: int, history: History, catalog: Catalog) -> RunVerdict:
@@ -27,7 +28,10 @@ def check_run(design: DesignTraits, run: int, history: History, catalog: Catalog
     if design.side_effects and side_effects is not None:
         verdict.side_effects = side_effects.figures
     verdict.findings = [finding.value for finding, _ in composed.findings]
-    verdict.problems = [message for _, message in composed.findings]
+    # Each problem names the design's promise it broke, so a reader of any output knows what was claimed;
+    # a run that proved nothing says so in its own words (harness.promises.Promise.PROVES_SOMETHING).
+    verdict.problems = [message if finding.promise is Promise.PROVES_SOMETHING else
+                        f"{message} (broke {finding.promise.value})" for finding, message in composed.findings]
     verdict.checks = {name: result.validity.value for name, result in composed.results.items()}
     verdict.validity = composed.validity.value
     verdict.valid = composed.validity.value == "valid"

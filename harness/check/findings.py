@@ -1,4 +1,4 @@
-"""Every finding the checker can report: a code, the promise it belongs to, and one line saying what broke.
+"""Every finding the checker can report: a code, the promise it broke (harness.promises), and one line.
 
 Hypothesis's HealthCheck is the model: an Enum whose members carry their own description, so the
 reference table in the docs is generated from this file and cannot drift from the checker. The code
@@ -13,48 +13,47 @@ from __future__ import annotations
 
 from enum import Enum
 
+from harness.promises import Promise
 
-class Promise(Enum):
-    """What a finding says was broken: the groups of the docs' findings table."""
-
-    LIVENESS = "liveness"  # the crawl finishes, and no start dies by itself
-    CONTROL = "control"  # the run proved something: kills landed and bit, every check could judge it
-    RECORDS = "records"  # one correct record per product, with a truthful last change
-    REQUESTS = "requests"  # no more fetches than a full crawl plus what each kill or fault may cost
-    LEASES = "leases"  # claims are released or waited out, never abandoned
-    SIDE_EFFECTS = "side effects"  # files, webhooks and counters beyond the store
+__all__ = ["FINDINGS", "Finding", "Promise"]
 
 
 class Finding(Enum):
     """One broken promise; `Finding.LOST.value == "lost"` is its code, `.description` its one line."""
 
-    LIVENESS = ("liveness", Promise.LIVENESS, "the crawl did not finish in time")
-    CRASHED = ("crashed", Promise.LIVENESS, "a start exited by itself with an error")
-    NO_KILL_LANDED = ("no_kill_landed", Promise.CONTROL, "no kill landed on a start at work")
-    LOST = ("lost", Promise.RECORDS, "a product on the site was never stored")
-    WRONG_VALUE = ("wrong_value", Promise.RECORDS, "a stored value the site never showed")
-    NOT_ON_SITE = ("not_on_site", Promise.RECORDS, "a stored record the site does not have")
-    UNREADABLE = ("unreadable", Promise.RECORDS, "a stored row that could not be read")
-    EXTRA_ROWS = ("extra_rows", Promise.RECORDS, "more rows than products")
-    EXCESS_REQUESTS = ("excess_requests", Promise.REQUESTS, "more requests than a full crawl plus one per kill")
-    REFETCHED_AFTER_COMMIT = ("refetched_after_commit", Promise.REQUESTS,
+    LIVENESS = ("liveness", Promise.FINISHES, "the crawl did not finish in time")
+    CRASHED = ("crashed", Promise.FINISHES, "a start exited by itself with an error")
+    NO_KILL_LANDED = ("no_kill_landed", Promise.PROVES_SOMETHING, "no kill landed on a start at work")
+    LOST = ("lost", Promise.NO_LOST_RECORDS, "a product on the site was never stored")
+    WRONG_VALUE = ("wrong_value", Promise.CORRECT_VALUES, "a stored value the site never showed")
+    NOT_ON_SITE = ("not_on_site", Promise.ONLY_SITE_RECORDS, "a stored record the site does not have")
+    UNREADABLE = ("unreadable", Promise.CORRECT_VALUES, "a stored row that could not be read")
+    EXTRA_ROWS = ("extra_rows", Promise.NO_DUPLICATES, "more rows than products")
+    EXCESS_REQUESTS = ("excess_requests", Promise.BOUNDED_REQUESTS, "more requests than a full crawl plus one per kill")
+    REFETCHED_AFTER_COMMIT = ("refetched_after_commit", Promise.BOUNDED_REQUESTS,
                               "a page fetched again after its record was stored")
-    FETCHED_TWICE_BY_ONE_START = ("fetched_twice_by_one_start", Promise.REQUESTS, "a page fetched twice by one start")
-    REWROTE_UNCHANGED = ("rewrote_unchanged", Promise.RECORDS, "an unchanged record rewritten (its last change moved)")
-    LEFT_LEASES = ("left_leases", Promise.LEASES, "a start finished with claims still held")
-    IGNORED_RETRY_AFTER = ("ignored_retry_after", Promise.REQUESTS, "a request sooner than a 429's Retry-After asked")
-    MISSED_CHANGE = ("missed_change", Promise.RECORDS, "a record the site changed whose last_changed did not move")
-    MISSING_FILES = ("missing_files", Promise.SIDE_EFFECTS, "a product's current image not on disk")
-    DUPLICATE_FILES = ("duplicate_files", Promise.SIDE_EFFECTS,
+    FETCHED_TWICE_BY_ONE_START = ("fetched_twice_by_one_start", Promise.BOUNDED_REQUESTS,
+                                  "a page fetched twice by one start")
+    REWROTE_UNCHANGED = ("rewrote_unchanged", Promise.TRUTHFUL_CHANGES,
+                         "an unchanged record rewritten (its last change moved)")
+    LEFT_LEASES = ("left_leases", Promise.RELEASES_LEASES, "a start finished with claims still held")
+    IGNORED_RETRY_AFTER = ("ignored_retry_after", Promise.HONOURS_RETRY_AFTER,
+                           "a request sooner than a 429's Retry-After asked")
+    MISSED_CHANGE = ("missed_change", Promise.TRUTHFUL_CHANGES,
+                     "a record the site changed whose last_changed did not move")
+    MISSING_FILES = ("missing_files", Promise.IDEMPOTENT_SIDE_EFFECTS, "a product's current image not on disk")
+    DUPLICATE_FILES = ("duplicate_files", Promise.IDEMPOTENT_SIDE_EFFECTS,
                        "a downloaded file that repeats another's bytes, or a partial download left behind")
-    MISSING_WEBHOOKS = ("missing_webhooks", Promise.SIDE_EFFECTS, "a current record no webhook announced")
-    DUPLICATE_WEBHOOKS = ("duplicate_webhooks", Promise.SIDE_EFFECTS,
+    MISSING_WEBHOOKS = ("missing_webhooks", Promise.IDEMPOTENT_SIDE_EFFECTS, "a current record no webhook announced")
+    DUPLICATE_WEBHOOKS = ("duplicate_webhooks", Promise.IDEMPOTENT_SIDE_EFFECTS,
                           "a record version announced again under a new idempotency key, or none")
-    WRONG_COUNTER = ("wrong_counter", Promise.SIDE_EFFECTS, "a counter that does not equal the records stored")
-    CONTROL_WITHOUT_DUPLICATES = ("control_without_duplicates", Promise.CONTROL, "the naive control kept no duplicate")
+    WRONG_COUNTER = ("wrong_counter", Promise.IDEMPOTENT_SIDE_EFFECTS,
+                     "a counter that does not equal the records stored")
+    CONTROL_WITHOUT_DUPLICATES = ("control_without_duplicates", Promise.PROVES_SOMETHING,
+                                  "the naive control kept no duplicate")
     # Not a promise of the design: the harness's own check raised, so the run's verdict is unknown
     # (Jepsen's check-safe). Last, so the codes listed before it keep their historical order.
-    CHECK_FAILED = ("check_failed", Promise.CONTROL, "a check raised an error, so the run could not be judged")
+    CHECK_FAILED = ("check_failed", Promise.PROVES_SOMETHING, "a check raised an error, so the run could not be judged")
 
     promise: Promise
     description: str

@@ -10,13 +10,15 @@ so the figure is per crawl.
 from __future__ import annotations
 
 
-def requests_per_record(requests: int, distinct_records: int, crawls: int = 1) -> float:
-    """Requests per distinct stored record and crawl; every request counts when nothing was stored."""
-    return round(requests / max(1, distinct_records) / max(1, crawls), 3)
+def requests_per_record(requests: int, distinct_records: int, crawls: int = 1) -> float | None:
+    """Requests per distinct stored record and crawl; None when nothing was stored (no rate per zero records)."""
+    if not distinct_records:
+        return None
+    return round(requests / distinct_records / max(1, crawls), 3)
 
 
-def health_warning(design: str, run: int, value: float, threshold: float) -> str | None:
-    if value <= threshold:
+def health_warning(design: str, run: int, value: float | None, threshold: float) -> str | None:
+    if value is None or value <= threshold:
         return None
     return (f"WARNING: {design} run {run}: {value:g} requests per stored record, above the health threshold"
             f" {threshold:g} (crashes, lease trouble or retries cost fetches)")

@@ -20,6 +20,7 @@ from harness.check.findings import Finding
 from harness.check.side_effects import check_side_effects, side_effect_findings
 from harness.check.verdict import CheckResult, DesignTraits, RunVerdict, Validity, judged
 from harness.history import History
+from harness.promises import Promise
 
 
 @dataclass(frozen=True)
@@ -42,10 +43,15 @@ def liveness(e: Evidence) -> CheckResult:
     if v.outcome != "timed_out":
         return judged([])
     limit = required_event(e.history, "run_started")["time_limit_s"]
-    held = (e.history.first("time_limit") or {}).get("held_leases", [])
+    stopped = e.history.first("time_limit") or {}
+    held = stopped.get("held_leases", [])
     claims = (f"; the store still held {len(held)} claim(s) ({', '.join(held[:EXAMPLES])}), one of them"
               f" unfetched for {v.longest_claim_stall_s:g}s after the kill that left it") if held else ""
-    message = f"liveness: the crawl had not finished after the {limit:g}s time limit{claims}"
+    if stopped.get("no_progress_s") is not None:
+        message = (f"liveness: start {stopped['start'] + 1} made no progress (no request, no output, no store"
+                   f" change) for {stopped['no_progress_s']:g}s, so the run was stopped{claims}")
+    else:
+        message = f"liveness: the crawl had not finished after the {limit:g}s time limit{claims}"
     return judged([(Finding.LIVENESS, message)], {"time_limit_s": limit, "held_leases": len(held)})
 
 
@@ -61,11 +67,15 @@ def crash(e: Evidence) -> CheckResult:
 
 
 def kills_landed(e: Evidence) -> CheckResult:
-    """A run with kills planned must have landed one on a start at work, or it proved nothing: unknown."""
+    """A run must have landed a kill on a start at work, or it proved nothing: unknown. A run with no
+    kill planned proved nothing either: a crawl nobody interrupted says nothing about kills."""
     v = e.verdict
     figures = {"kills": v.kills, "kills_before_work": v.kills_before_work, "kills_missed": v.kills_missed}
-    if not v.kills_planned or v.kills:
+    if v.kills:
         return CheckResult(Validity.VALID, figures)
+    if not v.kills_planned:
+        return CheckResult(Validity.UNKNOWN, figures, [(
+            Finding.NO_KILL_LANDED, "no kill was planned, so this run proved nothing")])
     return CheckResult(Validity.UNKNOWN, figures, [(
         Finding.NO_KILL_LANDED, f"no kill landed on a start at work ({v.kills_before_work} before work,"
                                 f" {v.kills_missed} missed), so this run proved nothing")])
@@ -78,7 +88,10 @@ def records(e: Evidence) -> CheckResult:
     if v.missing_records:
         gave_up = f" ({v.lost_after_fault} of them after a network fault: the design gave up)" \
             if v.lost_after_fault else ""
-        found.append((Finding.LOST, f"lost {v.missing_records} of {len(e.catalog.products)} records{gave_up}"))
+        never = (e.history.first("run_finished") or {}).get("store_found") is False
+        found.append((Finding.LOST, f"the store was never created, so all {v.missing_records} records are missing"
+                                    if never and not v.rows else
+                                    f"lost {v.missing_records} of {len(e.catalog.products)} records{gave_up}"))
     if v.wrong_records:
         stale = f" ({v.stale_records} of them stale: the site changed them, the store kept the old value)" \
             if v.stale_records else ""
@@ -101,20 +114,18 @@ def network(e: Evidence) -> CheckResult:
 
 
 def duplicates(e: Evidence) -> CheckResult:
-    """A design that claims idempotence stores one row per product; fewer is a lost record, found by `records`."""
+    """One row per product; fewer is a lost record, found by `records`."""
     v, products = e.verdict, len(e.catalog.products)
-    if not e.design.claims_idempotence or v.rows <= products:
+    if v.rows <= products:
         return judged([])
     return judged([(Finding.EXTRA_ROWS, f"{v.rows} rows for {products} products (expected exactly one each)")],
                   {"rows": v.rows, "products": products})
 
 
 def requests(e: Evidence) -> CheckResult:
-    """A design that claims idempotence fetches a full crawl, plus at most a page per worker a kill
+    """A full crawl, plus at most a page per worker a kill
     interrupted and a retry per network fault; never a page again once its record is stored."""
     v = e.verdict
-    if not e.design.claims_idempotence:
-        return judged([])
     found = []
     allowed = v.minimum_requests + v.kills * v.workers + v.faulted_requests
     if v.requests > allowed:
@@ -132,10 +143,8 @@ def requests(e: Evidence) -> CheckResult:
 
 
 def drift(e: Evidence) -> CheckResult:
-    """A design that claims idempotence moves a record's last change when, and only when, the site changed it."""
+    """A record's last change when, and only when, the site changed it."""
     v = e.verdict
-    if not e.design.claims_idempotence:
-        return judged([])
     found = []
     if v.rewritten_unchanged:
         found.append((Finding.REWROTE_UNCHANGED, f"{v.rewritten_unchanged} unchanged records rewritten: their"
@@ -147,9 +156,9 @@ def drift(e: Evidence) -> CheckResult:
 
 
 def leases(e: Evidence) -> CheckResult:
-    """A start of a design that claims idempotence waits for the claims it holds before it says it is done."""
+    """A start waits for the claims it holds before it says it is done."""
     left = e.verdict.leases_left_at_exit
-    if not e.design.claims_idempotence or not left:
+    if not left:
         return judged([])
     return judged([(Finding.LEFT_LEASES, f"a start finished with {len(left)} claim(s) still held"
                                          f" ({', '.join(left[:EXAMPLES])}): it exited instead of waiting for them")],
@@ -159,7 +168,7 @@ def leases(e: Evidence) -> CheckResult:
 def control(e: Evidence) -> CheckResult:
     """The control must show what kills do to a design without the four decisions: duplicates."""
     v, design = e.verdict, e.design
-    if design.claims_idempotence or not design.control:
+    if not design.control or Promise.NO_DUPLICATES not in design.does_not_promise:
         return judged([])
     if v.kills and v.duplicated_records == 0 and v.outcome == "completed":
         return judged([(Finding.CONTROL_WITHOUT_DUPLICATES,
@@ -202,7 +211,21 @@ def compose(evidence: Evidence, checks: tuple[tuple[str, Check], ...] | None = N
         except Exception as error:  # any error of a check is the harness's, not the design's: unknown
             result = CheckResult(Validity.UNKNOWN, {}, [(
                 Finding.CHECK_FAILED, f"check {name} failed: {type(error).__name__}: {error}")])
+        result = _held_to_its_promises(result, evidence.design)
         composed.results[name] = result
         composed.findings += result.findings
     composed.validity = Validity.merge(r.validity for r in composed.results.values())
     return composed
+
+
+def _held_to_its_promises(result: CheckResult, design: DesignTraits) -> CheckResult:
+    """The result without the findings of promises the design does not make (its spec waived them).
+
+    A check that found only waived findings judged nothing the design promised: valid. The checks
+    themselves know no design's promises; this is the one place they are applied."""
+    waived = design.does_not_promise
+    kept = [(finding, message) for finding, message in result.findings if finding.promise not in waived]
+    if len(kept) == len(result.findings):
+        return result
+    validity = result.validity if kept or result.validity != Validity.INVALID else Validity.VALID
+    return CheckResult(validity, result.figures, kept)

@@ -16,6 +16,7 @@ from enum import Enum
 from typing import Protocol
 
 from harness.check.findings import Finding
+from harness.promises import Promise
 
 
 class Validity(Enum):
@@ -40,6 +41,9 @@ class DesignTraits(Protocol):
 
     @property
     def claims_idempotence(self) -> bool: ...
+
+    @property
+    def does_not_promise(self) -> frozenset[Promise]: ...  # the promises its spec waived (harness.promises)
 
     @property
     def control(self) -> bool: ...
@@ -105,7 +109,7 @@ class RunVerdict:
     leases_left_at_exit: list[str] = field(default_factory=list)  # claims a start left when it said it was done
     # The longest a page claimed by a killed start waited for another start to fetch it (seconds).
     longest_claim_stall_s: float = 0.0
-    requests_per_record: float = 0.0  # the article's health metric (harness/check/health.py)
+    requests_per_record: float | None = 0.0  # the article's health metric; None: no record stored (health.py)
     faults: dict = field(default_factory=dict)  # requests that met each network fault (harness/check/network_faults.py)
     faulted_requests: int = 0
     retries: int = 0  # retries the design reported (its `retry` events)

@@ -14,10 +14,12 @@ import argparse
 import signal
 import sys
 
+from harness import lifeline
 from harness.cli.bench import BenchCommand
 from harness.cli.calibrate import CalibrateCommand
 from harness.cli.command import EXIT_BAD_INPUT, EXIT_INTERRUPTED, Command, OneLineParser
 from harness.cli.explore import ExploreCommand
+from harness.cli.fuzz import FuzzCommand
 from harness.cli.replay import ReplayCommand
 from harness.cli.run import RunCommand
 from harness.cli.scale import ScaleCommand
@@ -27,7 +29,7 @@ from harness.running.progress import Progress
 
 # In the order `killtest --help` lists them.
 COMMANDS: dict[str, Command] = {command.name: command for command in (
-    RunCommand(), ReplayCommand(), ExploreCommand(), ZooCommand(), ScaleCommand(), BenchCommand(),
+    RunCommand(), ReplayCommand(), ExploreCommand(), FuzzCommand(), ZooCommand(), ScaleCommand(), BenchCommand(),
     CalibrateCommand())}
 
 
@@ -54,6 +56,8 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGINT, _raise_interrupt)
     try:
         args = build_parser().parse_args(argv)
+        # What a killtest that died without cleaning up left (its owner is gone); never a live run's.
+        lifeline.sweep_dead_temp_dirs([None, getattr(args, "work_dir", None)])
         sys.exit(COMMANDS[args.command].run(args, progress))
     except KilltestError as error:
         progress.done(f"killtest: error: {error}")

@@ -29,6 +29,7 @@ def timed_plan(args: argparse.Namespace, designs: list[Design], pace_rps: float,
     else:
         schedules = tuple(timed_schedule(seed, args.kills, *delay_range) for seed in run_seeds(args.seed, args.runs))
     check_points(args, schedules, designs)
+    refuse_killless(schedules, "--kills 0" if exact is None else f"--schedule {exact!r}")
     return CampaignPlan(command=command_line(), designs=tuple(designs), schedules=schedules,
                         catalog=build_catalog(args.listing_pages, args.per_page),
                         settings=run_settings(args, getattr(args, "lease", defaults.LEASE)),
@@ -44,8 +45,16 @@ def timed_plan(args: argparse.Namespace, designs: list[Design], pace_rps: float,
                                               getattr(args, "max_extra_repeats", defaults.MAX_EXTRA_REPEATS)))
 
 
+def refuse_killless(schedules: Iterable[KillSchedule], given: str) -> None:
+    """A run without a kill proves nothing, so a campaign of them is refused before anything starts."""
+    if any(not schedule.points for schedule in schedules):
+        raise KilltestError(f"{given} plans no kill, and a run without a kill proves nothing: give --kills 1 or"
+                            " more, or a --schedule with at least one kill point")
+
+
 def replay_plan(args: argparse.Namespace, designs: list[Design], schedule: KillSchedule) -> CampaignPlan:
     """The plan of `replay`: one run of each design on one exact schedule, on the small catalog."""
+    refuse_killless([schedule], f"--schedule {schedule.spec!r}")
     return CampaignPlan(command=command_line(), designs=tuple(designs), schedules=(schedule,),
                         catalog=build_catalog(args.listing_pages, args.per_page),
                         settings=run_settings(args, args.lease), slow_pages=slow_pages(args.slow_page),
@@ -58,7 +67,9 @@ def run_settings(args: argparse.Namespace, lease_s: float) -> RunSettings:
     return RunSettings(lease_s=lease_s, time_limit_s=args.time_limit,
                        recrawls=getattr(args, "recrawls", defaults.RECRAWLS),
                        workers=getattr(args, "workers", defaults.WORKERS), drift=drift(args),
-                       drift_during_s=getattr(args, "drift_during", None))
+                       drift_during_s=getattr(args, "drift_during", None),
+                       # --no-progress-timeout is the lead's to add to harness/options.py; until then, the default.
+                       no_progress_s=getattr(args, "no_progress_timeout", defaults.NO_PROGRESS_S))
 
 
 def kill_delay(text: str) -> tuple[float, float]:

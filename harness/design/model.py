@@ -20,9 +20,11 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from harness.errors import KilltestError
+from harness.promises import IDEMPOTENCE, Promise
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLACEHOLDERS = ("base_url", "work_dir", "store", "lease_s", "crawl", "dsn", "python", "spec_dir")
@@ -59,6 +61,9 @@ class Launch:
     lease_s: float
     crawl: int = 1
     dsn: str = ""
+    # Gives the next start a door of its own at the run's one site address, (door, base_url), so the site
+    # credits a request to the start that sent it (fixture_site.doors); None: every start uses base_url.
+    open_door: Callable[[], tuple[int, str]] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -67,8 +72,9 @@ class Design:
 
     name: str
     store: StoreSpec
-    # Whether the design promises one correct row per product whatever the kills; a control does not.
-    claims_idempotence: bool
+    # The old switch, kept for callers and saved specs: True holds the design to the idempotence
+    # promises (harness.promises.IDEMPOTENCE), False waives them. It always agrees with does_not_promise.
+    claims_idempotence: bool = True
     # The control (the naive design): it must show duplicates when kills land, or the kills did not bite;
     # designs that claim idempotence must beat its wall time (--check-faster).
     control: bool = False
@@ -83,6 +89,24 @@ class Design:
     # Side effects beyond the store: downloaded files, webhooks, a counter (harness/check/side_effects.py).
     side_effects: bool = False
     spec_file: str = ""
+    # The promises the design's spec waives by name; every other one is held (harness.promises).
+    does_not_promise: frozenset[Promise] = frozenset()
+
+    def __post_init__(self) -> None:
+        # claims_idempotence given True (as explore's strict copy does) holds the idempotence promises;
+        # given False by an old caller without does_not_promise, it waives them, as it always meant.
+        waived = frozenset(self.does_not_promise)
+        if self.claims_idempotence:
+            waived -= IDEMPOTENCE
+        elif not waived & IDEMPOTENCE:
+            waived |= IDEMPOTENCE
+        object.__setattr__(self, "does_not_promise", waived)
+        object.__setattr__(self, "claims_idempotence", not waived & IDEMPOTENCE)
+
+    @property
+    def promises(self) -> list[Promise]:
+        """Every promise the design is held to, in the enum's order."""
+        return [p for p in Promise if p not in self.does_not_promise]
 
     @property
     def spec_dir(self) -> str:

@@ -2,7 +2,7 @@
 
     [design]
     name = "my-scraper"
-    claims_idempotence = true
+    does_not_promise = ["bounded_requests"]   # held to every other promise (harness/promises.py)
     command = ["node", "{spec_dir}/scraper.js", "--site", "{base_url}", "--db", "{store}"]
 
     [store]
@@ -43,6 +43,7 @@ from harness.design.model import Design, StoreSpec
 from harness.design.spec_toml import SpecFile, set_argument
 from harness.design.stores import kind_of
 from harness.errors import KilltestError
+from harness.promises import IDEMPOTENCE, WAIVABLE, Promise, promise_named, waivable_names
 
 __all__ = ["DESIGN_KEYS", "SPEC_KEYS", "STORE_KEYS", "SpecFile", "load_spec", "set_argument"]
 
@@ -56,8 +57,12 @@ SPEC_KEYS: dict[str, dict[str, str]] = {
     },
     "design": {
         "name": "the design's name (letters, digits, '.', '_' and '-'); required",
-        "claims_idempotence": "true when the design promises one correct row per product whatever the kills",
-        "control": "true for the control (the naive design): it claims nothing and must show what kills do",
+        "does_not_promise": "the promises the design does not make, by name (see the promises table); every"
+                            " other one is held. Left out: the design is held to every promise",
+        "claims_idempotence": "the older switch, still read when does_not_promise is not given: false waives"
+                              " no_duplicates, bounded_requests, truthful_changes and releases_leases; true waives"
+                              " nothing",
+        "control": "true for the control (the naive design): it promises nothing and must show what kills do",
         "module": "a Python design: the module run as `python -m MODULE ARGS` (give module or command)",
         "args": "a Python design's arguments, with placeholders",
         "command": "any other program: its argv, with placeholders (give module or command)",
@@ -101,13 +106,13 @@ def load_spec(path: str) -> Design:
     name = spec.required_string(design, "design", "name")
     if not NAME.match(name):
         raise spec.error("design", "name", f"design.name {name!r} may hold only letters, digits, '.', '_' and '-'")
-    claims = design.get("claims_idempotence", False)
+    claims = design.get("claims_idempotence", True)
     if not isinstance(claims, bool):
         raise spec.error("design", "claims_idempotence", "design.claims_idempotence must be true or false")
     control = design.get("control", False)
-    if not isinstance(control, bool) or (control and claims):
-        raise spec.error("design", "control", "design.control is true only for a design that claims no idempotence"
-                                              " and must show what the kills do (the naive design)")
+    if not isinstance(control, bool):
+        raise spec.error("design", "control", "design.control must be true or false")
+    waived = _waived(spec, design, claims, control)
     side_effects = design.get("side_effects", False)
     if not isinstance(side_effects, bool):
         raise spec.error("design", "side_effects", "design.side_effects must be true or false")
@@ -125,10 +130,37 @@ def load_spec(path: str) -> Design:
         spec.check_placeholders("design", "env", value)
     spec_file = os.path.abspath(path)
     return Design(
-        name=name, store=_store(spec), claims_idempotence=claims, control=control, module=module,
+        name=name, store=_store(spec), claims_idempotence=not waived & IDEMPOTENCE, does_not_promise=waived,
+        control=control, module=module,
         args=spec.strings(design, "design", "args"), command_template=command,
         env=tuple(sorted(env.items())), commit_path=spec.strings(design, "design", "commit_path"),
         side_effects=side_effects, spec_file=spec_file)
+
+
+def _waived(spec: SpecFile, design: dict, claims: bool, control: bool) -> frozenset[Promise]:
+    """The promises the spec waives: none by default; all for a control; `does_not_promise` by name,
+    or, in an older spec without it, what `claims_idempotence = false` always meant."""
+    if control:
+        if "does_not_promise" in design or design.get("claims_idempotence") is True:
+            raise spec.error("design", "control", "a control (control = true) promises nothing: leave out"
+                                                  " does_not_promise and claims_idempotence")
+        return WAIVABLE
+    if "does_not_promise" not in design:
+        return frozenset() if claims else IDEMPOTENCE
+    names = design["does_not_promise"]
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise spec.error("design", "does_not_promise", "design.does_not_promise is a list of promise names, for"
+                                                       " example [\"bounded_requests\"]; the names:"
+                                                       f" {', '.join(waivable_names())}")
+    waived = set()
+    for name in names:
+        promise = promise_named(name)
+        if promise is None:
+            raise spec.error("design", "does_not_promise", f"design.does_not_promise names {name!r}, which is not a"
+                                                           f" promise a design can waive; the names:"
+                                                           f" {', '.join(waivable_names())}")
+        waived.add(promise)
+    return frozenset(waived)
 
 
 def _store(spec: SpecFile) -> StoreSpec:

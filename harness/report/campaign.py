@@ -26,7 +26,8 @@ class Campaign:
     comparison_figures: list[str] = field(default_factory=list)
     baseline_diffs: list[FigureDiff] = field(default_factory=list)
     complete: bool = False
-    interrupted: bool = False
+    interrupted: bool = False  # Ctrl+C or SIGTERM stopped it
+    stopped_by: str = ""  # what ended an incomplete campaign: "interrupted", or the error, in one line
     health_warnings: list[str] = field(default_factory=list)  # runs above the health threshold (not failures)
     timing: dict = field(default_factory=dict)  # seconds per phase (harness/running/phase_clock.py)
     # The designs whose spec says `control = true`: each is placed against the article's naive band.
@@ -38,7 +39,9 @@ class Campaign:
 
     @property
     def valid(self) -> bool:
-        return all(v.valid for v in self.verdicts) and not self.comparison_problems and not self.regressions
+        """Every planned run ran and kept its promises: an interrupted or failed campaign is never valid."""
+        return self.complete and all(v.valid for v in self.verdicts) and not self.comparison_problems \
+            and not self.regressions
 
     def designs(self) -> list[str]:
         return list(dict.fromkeys(v.design for v in self.verdicts))
@@ -96,7 +99,7 @@ def naive_band_gap(ours: list[float]) -> dict:
 
 def to_json(campaign: Campaign) -> dict:
     return {"command": campaign.command, "settings": campaign.settings, "complete": campaign.complete,
-            "interrupted": campaign.interrupted, "valid": campaign.valid,
+            "interrupted": campaign.interrupted, "stopped_by": campaign.stopped_by, "valid": campaign.valid,
             "runs": [v.to_json() for v in campaign.verdicts],
             "comparison_problems": campaign.comparison_problems,
             "comparison_figures": campaign.comparison_figures,

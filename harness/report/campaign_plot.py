@@ -17,7 +17,7 @@ def _plot_health(campaign: Campaign, panel, designs: list[str], runs: list[int],
     for i, design in enumerate(designs):
         by_run = {v.run: v.requests_per_record for v in campaign.of_design(design)}
         xs = [r + (i - (len(designs) - 1) / 2) * width for r in runs]
-        panel.bar(xs, [by_run.get(r, 0) for r in runs], width)
+        panel.bar(xs, [by_run.get(r) or 0 for r in runs], width)
     threshold = campaign.settings.get("health_threshold")
     if threshold:
         panel.axhline(threshold, color="red", linestyle="--", linewidth=1)

@@ -123,7 +123,16 @@ def checks_table() -> str:
     return _table(["check", "what it holds"], ((f"`{name}`", (check.__doc__ or "").strip()) for name, check in CHECKS))
 
 
+def promises_table() -> str:
+    """Every promise a design is held to by default, and whether a spec's does_not_promise may waive it."""
+    from harness.promises import MEANING, NOT_WAIVABLE, Promise
+
+    return _table(["promise", "a design that keeps it", "waivable"],
+                  ((f"`{p.value}`", MEANING[p], "no" if p in NOT_WAIVABLE else "yes") for p in Promise))
+
+
 TABLES: dict[str, Callable[[], str]] = {
+    "promises": promises_table,
     "findings": findings_table,
     "history-events": history_events_table,
     "spec-keys": spec_keys_table,

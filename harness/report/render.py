@@ -12,8 +12,11 @@ from harness.report.sections import Section, report_sections
 def _preamble(campaign: Campaign) -> list[str]:
     lines = [f"Command: `{campaign.command}`"]
     if not campaign.complete:
-        lines.append("**Incomplete:** the campaign was interrupted; only the runs below finished.")
-    lines.append(f"Verdict: **{'PASS' if campaign.valid else 'FAIL'}**")
+        why = campaign.stopped_by or "still running, or stopped before it could say why"
+        lines.append(f"**Incomplete:** the campaign did not finish ({why}); only the runs below finished, and"
+                     " they prove nothing about the runs that never ran.")
+    verdict = "PASS" if campaign.valid else "FAIL" if campaign.complete else "INCOMPLETE"
+    lines.append(f"Verdict: **{verdict}**")
     return lines
 
 

@@ -9,10 +9,12 @@ the run and the checker needs nothing else.
 from __future__ import annotations
 
 import json
+import os
 
 from fixture_site.server import SiteServer
 from harness.design.model import Design, Launch
-from harness.design.stores import stored_counter, stored_files, stored_records
+from harness.design.stores import kind_of, stored_counter, stored_files, stored_records
+from harness.errors import KilltestError
 from harness.history import History
 from harness.running.processes import Start
 
@@ -21,10 +23,20 @@ STDERR_TAIL_LINES = 5
 
 
 def add_requests(history: History, site: SiteServer, starts: list[Start], began: float) -> None:
-    """Each request the site served, credited to the start that was running when it arrived."""
+    """Each request the site served, credited to the start whose door it came in by.
+
+    Each start reaches the site through a door of its own (fixture_site.doors), so a request it sent
+    just before being killed, and that the site read after the next start began, is still the killed
+    start's. A request without a door (a test's own, on the site's port) falls back to the start
+    that was running when it arrived.
+    """
     start_times = [s.started for s in starts]
+    by_door = {start.door: start.index for start in starts if start.door is not None}
     for served in site.request_log.snapshot():
-        start = max((i for i, t in enumerate(start_times) if t <= served.t), default=None)
+        if served.door in by_door:
+            start: int | None = by_door[served.door]
+        else:
+            start = max((i for i, t in enumerate(start_times) if t <= served.t), default=None)
         # A product's image and the design's webhooks are side effects, not pages of the crawl.
         kind = "side_request" if served.path.startswith(SIDE_EFFECT_PATHS) else "request"
         history.add(kind, served.t - began, path=served.path, status=served.status, start=start,
@@ -68,6 +80,23 @@ def add_store_records(history: History, design: Design, location: str, wall_cloc
         history.add("store_record", read_at if written is None else written, key=record.key, fields=record.fields,
                     stamped=written is not None, changed_t=history_time(record.changed_at),
                     **({"unreadable": record.unreadable} if record.key is None else {}))
+
+
+def store_found(design: Design, location: str) -> bool | None:
+    """Whether the store's file or folder exists at the end; None for a store in a private server."""
+    if kind_of(design.store.kind).server is not None:
+        return None
+    return os.path.exists(location)
+
+
+def refuse_a_store_never_created(design: Design, location: str, history: History, outcome: str) -> None:
+    """A crawl that finished and left no store at all is a spec's mistake (a typo in store.path), not a lost
+    crawl: one line naming the spec's line, not "lost 500 of 500 records"."""
+    if outcome != "completed" or store_found(design, location) is not False:
+        return
+    requests = len(history.of_type("request"))
+    raise KilltestError(f"{design.store.where('path')}: the store {location} was never created, though design"
+                        f" {design.name!r} made {requests} requests and finished: check store.path")
 
 
 def stderr_tail(path: str) -> list[str]:

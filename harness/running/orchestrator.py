@@ -19,12 +19,12 @@ The plans that go through them: `run_campaign` (run, replay, scale, calibrate, b
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from fixture_site.catalog import Catalog
 from fixture_site.server import SiteServer
+from harness import lifeline
 from harness.check.baseline import compare
 from harness.check.checker import check_run
 from harness.check.compare import compare_designs, per_run_wins
@@ -83,6 +83,7 @@ def stage(catalog: Catalog, designs: Sequence[Design], *, latency_s: float = 0.0
           slow_pages: Sequence[tuple[str, float]] = (), pace_rps: float = 0.0,
           prefork: bool = False) -> Iterator[Stage]:
     """Phases 1-3 nested: the site, the store servers, the pre-forked launchers; all stopped at the end."""
+    lifeline.ensure_watchdog()  # first: if the harness is SIGKILLed from here on, nothing it started outlives it
     with site_phase(catalog, latency_s, slow_pages, pace_rps) as site, store_servers_phase(designs) as servers, \
             prefork_phase(designs, prefork) as launchers:
         yield Stage(site, servers, launchers)
@@ -92,7 +93,7 @@ def run_phase(on: Stage, design: Design, schedule: KillSchedule, settings: RunSe
               work_dir: str | None = None, prefix: str = "killtest-",
               on_progress: Callable[[str], None] = lambda message: None) -> History:
     """Phase 4: one run of `design` on `schedule`, in a fresh temporary directory and a fresh database."""
-    with tempfile.TemporaryDirectory(prefix=prefix, dir=work_dir) as scratch:
+    with lifeline.temp_dir(prefix=prefix, dir=work_dir) as scratch:
         return run_kill_test(design, schedule, on.site, scratch, settings, on_progress=on_progress,
                              launcher=on.launchers.get(design.name), dsn=on.servers.dsn_for(design),
                              restart_store=on.servers.restarter_for(design))
@@ -137,6 +138,12 @@ def run_campaign(plan: CampaignPlan, progress: Progress) -> Campaign:
         clock.lap("teardown_s")
         _compare(campaign, plan)
         campaign.complete = True
+    except KeyboardInterrupt:
+        campaign.interrupted, campaign.stopped_by = True, "interrupted"
+        raise
+    except BaseException as error:
+        campaign.stopped_by = f"{type(error).__name__}: {error}".splitlines()[0]
+        raise
     finally:
         # Whatever stopped the campaign, the runs that finished are kept, whole.
         results_phase(campaign, plan, final=True)
@@ -175,5 +182,6 @@ def _compare(campaign: Campaign, plan: CampaignPlan) -> None:
 def _one_line(label: str, v: RunVerdict) -> str:
     status = "ok" if v.valid else "FAIL: " + "; ".join(v.problems)
     return (f"{label} rows {v.rows} ({v.duplicate_ratio:.2f}/product), correct {v.correct_records},"
-            f" missing {v.missing_records}, requests {v.requests} ({v.requests_per_record:g}/record),"
+            f" missing {v.missing_records}, requests {v.requests}"
+            f"{'' if v.requests_per_record is None else f' ({v.requests_per_record:g}/record)'},"
             f" kills {v.kills}/{v.kills_planned}, wall {v.wall_s:.2f}s: {status}")

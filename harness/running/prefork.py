@@ -23,6 +23,7 @@ import subprocess
 import sys
 import traceback
 
+from harness import lifeline
 from harness.design.model import Design
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -60,6 +61,7 @@ class Zygote:
         self._process = subprocess.Popen([sys.executable, "-m", "harness.running.prefork", design.module],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                          env=design.environment(), start_new_session=True)
+        lifeline.register(self._process.pid)
         assert self._process.stdin is not None and self._process.stdout is not None  # both are pipes
         self._requests, self._replies = self._process.stdin, self._process.stdout
         if self._replies.readline().strip() != "ready":

@@ -10,10 +10,11 @@ import os
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import psutil
 
+from harness import lifeline
 from harness.design.model import Design, Launch
 from harness.errors import ScraperStartError
 from harness.faults.points import StartOptions
@@ -27,6 +28,7 @@ class Worker:
     process: subprocess.Popen  # or a harness.running.prefork.ForkedProcess
     stdout_path: str
     stderr_path: str
+    door: int | None = None  # the site's door of its start (fixture_site.doors)
 
 
 @dataclass
@@ -39,6 +41,7 @@ class Start:
     workers: list[Worker] = field(default_factory=list)
     retired: list[Worker] = field(default_factory=list)  # workers killed alone and started again
     ended: float | None = None  # when the harness saw the last worker gone (time.monotonic())
+    door_url: str | None = None  # the site's address through the start's door, which its workers share
 
     @property
     def alive_s(self) -> float:
@@ -52,6 +55,10 @@ class Start:
     @property
     def pids(self) -> list[int]:
         return [w.process.pid for w in self.workers]
+
+    @property
+    def door(self) -> int | None:
+        return self.workers[0].door if self.workers else None
 
     def wait(self, timeout_s: float) -> int:
         """The start's exit status once every worker has exited; TimeoutExpired if they have not by then.
@@ -103,8 +110,10 @@ class Start:
         alone = Start(self.index, self.started, self.crawl, [self.workers[number - 1]])
         returncode = alone.kill() if grace_s is None else alone.redeploy(grace_s)
         base = os.path.join(launch.work_dir, f"start-{self.index:03d}-w{number}-r{len(self.retired) + 1}")
+        if self.door_url is not None:  # it joins its start's door, as its fellow workers still use it
+            launch = replace(launch, base_url=self.door_url)
         worker = Worker(_spawn_one(design, launch, f"{base}.out", f"{base}.err", None, launcher),
-                        f"{base}.out", f"{base}.err")
+                        f"{base}.out", f"{base}.err", self.workers[number - 1].door)
         self.retired.append(self.workers[number - 1])
         self.workers[number - 1] = worker
         return returncode, worker.process.pid
@@ -139,15 +148,24 @@ def spawn(design: Design, launch: Launch, index: int, workers: int = 1,
     `options` is what the start's kill point asks for (harness.faults.points.StartOptions): a line to
     be killed at, run by harness.faults.tracer, or a program to run the command under.
     """
-    start = Start(index, time.monotonic(), launch.crawl)
+    door, own = through_a_door(launch)  # every earlier start is dead: what they sent stays theirs
+    start = Start(index, time.monotonic(), launch.crawl, door_url=own.base_url if door is not None else None)
     for number in range(workers):
         suffix = f"-w{number + 1}" if workers > 1 else ""
         stdout_path = os.path.join(launch.work_dir, f"start-{index:03d}{suffix}.out")
         stderr_path = os.path.join(launch.work_dir, f"start-{index:03d}{suffix}.err")
-        start.workers.append(Worker(_spawn_one(design, launch, stdout_path, stderr_path, options, launcher),
-                                    stdout_path, stderr_path))
+        start.workers.append(Worker(_spawn_one(design, own, stdout_path, stderr_path, options, launcher),
+                                    stdout_path, stderr_path, door))
     start.started = time.monotonic()
     return start
+
+
+def through_a_door(launch: Launch) -> tuple[int | None, Launch]:
+    """The launch for one start: the site through a new door of its own, when the run gives doors."""
+    if launch.open_door is None:
+        return None, launch
+    port, base_url = launch.open_door()
+    return port, replace(launch, base_url=base_url)
 
 
 def _spawn_one(design: Design, launch: Launch, stdout_path: str, stderr_path: str,
@@ -155,7 +173,9 @@ def _spawn_one(design: Design, launch: Launch, stdout_path: str, stderr_path: st
     kill_at_line = options.kill_at_line if options is not None else None
     prefix = list(options.command_prefix) if options is not None else []
     if launcher is not None and not prefix:
-        return launcher.spawn(design.arguments(launch), stdout_path, stderr_path, kill_at_line)
+        forked = launcher.spawn(design.arguments(launch), stdout_path, stderr_path, kill_at_line)
+        lifeline.register(forked.pid)
+        return forked
     # Files, not pipes: a killed scraper can never block on a full pipe, and nothing needs a reader thread.
     with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
         extra_env = {}
@@ -163,10 +183,12 @@ def _spawn_one(design: Design, launch: Launch, stdout_path: str, stderr_path: st
             where, line, hit = kill_at_line
             extra_env[ENVIRONMENT_VARIABLE] = f"{where}:{line}:{hit}"
         try:
-            return subprocess.Popen([*prefix, *design.command(launch, traced=kill_at_line is not None)],
-                                    stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                                    env=design.environment(launch, **extra_env), cwd=design.spec_dir,
-                                    start_new_session=True)
+            process = subprocess.Popen([*prefix, *design.command(launch, traced=kill_at_line is not None)],
+                                       stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                                       env=design.environment(launch, **extra_env), cwd=design.spec_dir,
+                                       start_new_session=True)
+            lifeline.register(process.pid)  # it and its session die with the harness, however it dies
+            return process
         except OSError as error:
             raise ScraperStartError(f"design {design.name!r}: cannot start {design.command(launch)[0]!r}:"
                                     f" {error.strerror}") from None

@@ -28,14 +28,23 @@ from fixture_site.catalog import Drift
 from fixture_site.server import SiteServer
 from harness import defaults
 from harness.design.model import Design, Launch
-from harness.design.stores import held_leases
+from harness.design.stores import held_leases, kind_of
 from harness.errors import KilltestError, ScraperStartError
 from harness.faults.points import Armed, KillPoint, NotArmed
 from harness.faults.schedule import KillSchedule
 from harness.history import History
-from harness.running.collect import add_requests, add_scraper_events, add_side_effects, add_store_records, stderr_tail
+from harness.running.collect import (
+    add_requests,
+    add_scraper_events,
+    add_side_effects,
+    add_store_records,
+    refuse_a_store_never_created,
+    stderr_tail,
+    store_found,
+)
 from harness.running.processes import Start, spawn
 from harness.running.site_drift import SiteDrift
+from harness.running.start_watch import Stalled, StartWatch, wait_watching
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,9 @@ class RunSettings:
     # `drift_during_s` into the killed crawl when that is set.
     drift: Drift | None = None
     drift_during_s: float | None = None
+    # A start with no request, output or store change for this long is stuck: stopped, a liveness
+    # failure that says so (harness.running.start_watch). None: only the time limit stops it.
+    no_progress_s: float | None = defaults.NO_PROGRESS_S
 
 
 @dataclass
@@ -134,6 +146,7 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
         run.drift.restore()
         if run.current is not None and run.current.running:
             run.current.kill()
+        site.close_doors()  # after taking in what the dead starts sent through them
     return _collect(run)
 
 
@@ -145,7 +158,8 @@ def _prepare(design: Design, schedule: KillSchedule, site: SiteServer, work_dir:
         point.check_runnable(design, settings.workers, restart_store is not None)
     if settings.recrawls and not design.can_recrawl:
         raise KilltestError(f"design {design.name!r} does not take {{crawl}}, so it cannot be re-crawled")
-    launch = Launch(base_url=site.base_url, work_dir=work_dir, lease_s=settings.lease_s, dsn=dsn)
+    launch = Launch(base_url=site.base_url, work_dir=work_dir, lease_s=settings.lease_s, dsn=dsn,
+                    open_door=site.open_door)
     run = _Run(design, schedule, site, settings, launch, design.store_location(launch), launcher, restart_store,
                on_progress)
     site.request_log.clear()
@@ -197,11 +211,11 @@ def _start(run: _Run, point: KillPoint | None, crawl: int) -> None:
     assert run.drift is not None
     run.drift.before_crawl(crawl)
     index = len(run.starts)
-    options = point.start_options() if point is not None else None
+    options = point.start_options(run.design.values(run.launch_for(crawl))) if point is not None else None
     run.current = spawn(run.design, run.launch_for(crawl), index, run.settings.workers, options, run.launcher)
     run.starts.append(run.current)
     run.history.add("process_started", run.current.started - run.began, start=index, pid=run.current.pids[0],
-                    pids=run.current.pids, crawl=crawl)
+                    pids=run.current.pids, crawl=crawl, door=run.current.door)
 
 
 def _wait_then_kill(run: _Run, point: KillPoint | None, armed: Armed, crawl: int) -> bool:
@@ -211,13 +225,17 @@ def _wait_then_kill(run: _Run, point: KillPoint | None, armed: Armed, crawl: int
     index = current.index
     wait_s = point.wait_s if point is not None else None
     remaining_s = max(0.0, run.deadline - time.monotonic())
+    store_file = run.location if kind_of(run.design.store.kind).server is None else None
+    watch = StartWatch(current, lambda: run.site.request_log.total, store_file, run.settings.no_progress_s,
+                       run.on_progress)
     try:
-        returncode = current.wait(remaining_s if wait_s is None else min(wait_s, remaining_s))
-    except subprocess.TimeoutExpired:
-        if wait_s is None or time.monotonic() >= run.deadline:
-            returncode = current.kill()
+        returncode = wait_watching(current, remaining_s if wait_s is None else min(wait_s, remaining_s), watch)
+    except (Stalled, subprocess.TimeoutExpired) as stop:
+        if isinstance(stop, Stalled) or wait_s is None or time.monotonic() >= run.deadline:
+            returncode = current.kill()  # stuck, or out of time: the run ends here
             run.history.add("time_limit", run.since_began(), start=index, returncode=returncode,
-                            held_leases=run.held_leases())
+                            held_leases=run.held_leases(),
+                            **({"no_progress_s": stop.idle_s} if isinstance(stop, Stalled) else {}))
             run.outcome = "timed_out"
             return False
         assert point is not None
@@ -278,11 +296,12 @@ def _collect(run: _Run) -> History:
     # The time the scrapers ran; the rest of the run's wall time is the harness's own (harness/running/phase_clock.py).
     scraper_s = sum(min(start.alive_s, ended - start.started) for start in run.starts)
     history.add("run_finished", ended - run.began, outcome=run.outcome, wall_s=round(ended - run.began, 4),
-                scraper_s=round(scraper_s, 4))
+                scraper_s=round(scraper_s, 4), store_found=store_found(design, run.location))
     history = history.sorted()
     first_crash = history.first("crash")
     if first_crash is not None and first_crash["start"] == 0 and not history.of_type("request"):
         last_line = (first_crash["stderr_tail"] or ["(no output)"])[-1]
         raise ScraperStartError(f"design {design.name!r} exited with status {first_crash['returncode']}"
                                 f" before its first request: {last_line}")
+    refuse_a_store_never_created(design, run.location, history, run.outcome)
     return history

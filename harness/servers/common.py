@@ -8,11 +8,11 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 
 import psutil
 
+from harness import lifeline
 from harness.errors import KilltestError
 
 # CI sets this so that a missing server fails the tests instead of skipping them.
@@ -83,11 +83,12 @@ class PrivateServer:
 
     def start(self):
         """Start the server in a new temporary directory on a free loopback port; wait until it answers."""
-        self._dir = tempfile.mkdtemp(prefix=f"killtest-{self.name}-")
+        self._dir = lifeline.owned_temp_dir(prefix=f"killtest-{self.name}-")
         try:
             self._prepare()
             self.port = free_loopback_port()
             self._launch()
+            lifeline.register(self.process.pid)
             self._wait_until_ready()
             return self
         except BaseException:
@@ -113,6 +114,7 @@ class PrivateServer:
         began = time.monotonic()
         self._kill_tree()
         self._launch()
+        lifeline.register(self.process.pid)
         self._wait_until_ready()
         return time.monotonic() - began
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 
+from harness import lifeline
 from harness.design.model import StoreSpec
 from harness.design.stores import QueryStore, needs
 from harness.errors import KilltestError
@@ -21,8 +23,20 @@ class SQLiteStore(QueryStore):
     def query(self, spec: StoreSpec, location: str, sql: str, spec_key: str) -> tuple[list[str], list[tuple]]:
         if not os.path.exists(location):
             return [], []  # killed before it created its store: nothing stored
+        if os.path.exists(f"{location}-journal"):
+            # Killed inside a transaction: a hot journal, which a read-only connection cannot roll back. Read a
+            # copy, rolled back as the next start's first open would, and leave the store itself as it is.
+            with lifeline.temp_dir(prefix="killtest-sqlite-") as scratch:  # swept if the harness dies here
+                copy = os.path.join(scratch, os.path.basename(location))
+                shutil.copyfile(location, copy)
+                shutil.copyfile(f"{location}-journal", f"{copy}-journal")
+                return self._read(spec, copy, sql, spec_key, f"file:{copy}")
         # Read-only URI: the harness must never be the one that changes a store it is judging.
-        db = sqlite3.connect(f"file:{location}?mode=ro", uri=True, timeout=5)
+        return self._read(spec, location, sql, spec_key, f"file:{location}?mode=ro")
+
+    def _read(self, spec: StoreSpec, location: str, sql: str, spec_key: str,
+              uri: str) -> tuple[list[str], list[tuple]]:
+        db = sqlite3.connect(uri, uri=True, timeout=5)
         try:
             cursor = db.execute(sql)
             return [d[0] for d in cursor.description or ()], cursor.fetchall()

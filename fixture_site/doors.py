@@ -1,0 +1,135 @@
+"""Doors: the site's address for a run's starts, whose listening socket is replaced at every start, so a
+request is credited to the start that connected, not to the one running when the request was read.
+
+Every start of a run is given the same base URL (a design may key its work by URL: Scrapy's
+fingerprints, a queue's job IDs), on a port of the run's own. Behind it, each start gets a fresh
+listening socket (a *door*) bound to that port: before the next start is spawned, the harness
+**rotates** the door: every connection the dead start made is taken in through the old socket and
+keeps its credit, then the old socket is closed and a new one bound to the same port. A request the
+killed start sent just before the kill, and that the site reads only after the next start began,
+is still the killed start's. Workers of one start share its door.
+
+The doors share the site's WSGI server (its app, request log and handler threads): one thread
+accepts on the open door and hands each connection to the server; the handler asks `credit` which
+door a connection's requests are credited to (None: the site's own port).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import select
+import socket
+import threading
+from collections.abc import Iterator
+
+from werkzeug.serving import BaseWSGIServer
+
+DOOR = "killtest.door"  # the WSGI environ key holding the door a request is credited to, or None
+
+
+class Doors:
+    """`door, url = doors.rotate()` before each start; `doors.close()` at the end of the run."""
+
+    def __init__(self, server: BaseWSGIServer, host: str) -> None:
+        self._server, self._host = server, host
+        self._ids = itertools.count(1)
+        self._door: tuple[int, socket.socket] | None = None  # (id, listening socket) of the open door
+        self._port: int | None = None  # the run's port, kept across rotations
+        # (fd, client address) of each connection taken in -> the id of the door it came in by
+        self._credit: dict[tuple[int, object], int] = {}
+        self._held: list[tuple[socket.socket, object]] = []  # taken in while paused (tests)
+        self._lock = threading.Lock()
+        self._wake_r, self._wake_w = os.pipe()
+        self._stopping = False
+        self._reading = threading.Event()  # cleared: connections taken in are held, not yet read
+        self._reading.set()
+        self._thread = threading.Thread(target=self._accept_forever, name="fixture-site-doors", daemon=True)
+        self._thread.start()
+
+    def rotate(self) -> tuple[int, str]:
+        """Take in all the old door's connections, close it, and open a new door on the same port."""
+        with self._lock:
+            self._close_door()
+            listening = socket.create_server((self._host, self._port or 0), backlog=128)  # SO_REUSEADDR
+            listening.setblocking(False)
+            self._port = listening.getsockname()[1]
+            door = next(self._ids)
+            self._door = (door, listening)
+        os.write(self._wake_w, b"r")
+        return door, f"http://{self._host}:{self._port}"
+
+    def close(self) -> None:
+        """The run is over: take in the last door's connections and close it; the next run gets a new port."""
+        with self._lock:
+            self._close_door()
+            self._port = None
+            self._credit = {}
+        os.write(self._wake_w, b"c")
+
+    def credit(self, connection: socket.socket, client_address: object) -> int | None:
+        """The door a connection came in by; None for the site's own port."""
+        with self._lock:
+            return self._credit.get((connection.fileno(), client_address))
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Read no connection taken in until the block ends: a site slow to read what was sent (for tests)."""
+        self._reading.clear()
+        try:
+            yield
+        finally:
+            with self._lock:
+                held, self._held = self._held, []
+                self._reading.set()
+            for connection, address in held:
+                self._server.process_request(connection, address)
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._reading.set()
+        self.close()
+        self._thread.join(timeout=5)
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+
+    def _close_door(self) -> None:
+        if self._door is not None:
+            door, listening = self._door
+            self._take_in(door, listening)
+            # Shut down first: the accepting thread's select holds the socket open past a close alone,
+            # and the port must be free for the next door at once.
+            with contextlib.suppress(OSError):
+                listening.shutdown(socket.SHUT_RDWR)
+            listening.close()
+            self._door = None
+
+    def _take_in(self, door: int, listening: socket.socket) -> None:
+        """Accept every connection waiting at the door (the lock held) and hand each to the server."""
+        while True:
+            try:
+                connection, address = listening.accept()
+            except (BlockingIOError, OSError):
+                return
+            connection.setblocking(True)
+            self._credit[(connection.fileno(), address)] = door
+            if self._reading.is_set():
+                self._server.process_request(connection, address)  # a handler thread of the site's server
+            else:
+                self._held.append((connection, address))
+
+    def _accept_forever(self) -> None:
+        while not self._stopping:
+            with self._lock:
+                current = self._door
+            watched = [self._wake_r] + ([current[1].fileno()] if current is not None else [])
+            try:
+                ready, _, _ = select.select(watched, [], [], 1.0)
+            except (OSError, ValueError):
+                continue  # the door closed under us: look again
+            if self._wake_r in ready:
+                os.read(self._wake_r, 64)
+            with self._lock:
+                if current is not None and self._door is current and current[1].fileno() in ready:
+                    self._take_in(*current)

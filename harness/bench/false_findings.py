@@ -1,0 +1,145 @@
+"""Two measurements of the harness itself: false findings on correct designs, and a soak for leaks.
+
+**False findings.** Every correct built-in design (idempotent, idempotent-pg, queue-bullmq,
+idempotent-effects) is run many times with timed kills; a finding on any of them is the harness's
+mistake (a request credited to the wrong start, a race in the checker), since these designs keep
+every promise. Runs that proved nothing (no kill landed) are counted apart: they are not findings.
+
+    python -m harness.bench.false_findings findings --runs 100 --out results/bench
+
+**Soak.** One long campaign of short runs (a small catalog), sampling the harness's own open files,
+threads, child processes and killtest temporary directories before, during and after: a harness
+that leaks one file per run shows it after two hundred.
+
+    python -m harness.bench.false_findings soak --runs 200 --out results/bench
+
+Both print their figures and write them as JSON in --out. A benchmark reports figures; it fails
+(exit 1) only on a broken promise: a false finding, or growth in what the soak samples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+import psutil
+
+from fixture_site.catalog import build_catalog
+from harness import lifeline
+from harness.design.registry import design_named
+from harness.faults.schedule import run_seeds, timed_schedule
+from harness.report.campaign import Campaign
+from harness.running.campaign_plan import CampaignPlan
+from harness.running.orchestrator import run_campaign
+from harness.running.progress import Progress
+from harness.running.runner import RunSettings
+
+CORRECT_DESIGNS = ("idempotent", "idempotent-pg", "queue-bullmq", "idempotent-effects")
+
+
+def _plan(design_names, runs: int, kills: int, listing_pages: int, per_page: int, delay: tuple[float, float],
+          out: str, name: str, workers: int = 1) -> CampaignPlan:
+    return CampaignPlan(command=" ".join(sys.argv), designs=tuple(design_named(n) for n in design_names),
+                        schedules=tuple(timed_schedule(seed, kills, *delay) for seed in run_seeds(1, runs)),
+                        catalog=build_catalog(listing_pages, per_page), settings=RunSettings(workers=workers),
+                        out_dir=out, name=name, plot=False, prefork=True, seed=1, kill_delay_s=delay)
+
+
+def false_findings(args: argparse.Namespace, progress: Progress) -> dict:
+    """Each correct design, `runs` runs with timed kills: how many findings (all false), how many proved nothing."""
+    figures: dict = {"runs_per_design": args.runs, "kills_per_run": args.kills, "kill_delay_s": args.kill_delay,
+                     "products": args.listing_pages * args.per_page, "designs": {}}
+    for name in args.designs:
+        began = time.monotonic()
+        campaign = run_campaign(_plan([name], args.runs, args.kills, args.listing_pages, args.per_page,
+                                      tuple(args.kill_delay), args.out, f"false-findings-{name}"), progress)
+        invalid = [v for v in campaign.verdicts if v.validity == "invalid"]
+        figures["designs"][name] = {
+            "runs": len(campaign.verdicts), "false_findings": sum(len(v.findings) for v in invalid),
+            "runs_with_a_finding": len(invalid),
+            "findings": sorted({code for v in invalid for code in v.findings}),
+            "problems": [f"run {v.run}: {p}" for v in invalid for p in v.problems][:20],
+            "proved_nothing": sum(v.proved_nothing for v in campaign.verdicts),
+            "kills_landed": sum(v.kills for v in campaign.verdicts),
+            "wall_s": round(time.monotonic() - began, 1)}
+        progress.done(f"{name}: {figures['designs'][name]}")
+    figures["false_findings"] = sum(d["false_findings"] for d in figures["designs"].values())
+    return figures
+
+
+def _sample(me: psutil.Process) -> dict:
+    temp = tempfile.gettempdir()
+    children = me.children(recursive=True)
+    mine = [n for n in os.listdir(temp) if n.startswith("killtest-")
+            and (lifeline.owner_of(os.path.join(temp, n)) or (0,))[0] == me.pid]
+    return {"open_files": me.num_fds(), "threads": me.num_threads(),
+            "child_processes": len(children),
+            "child_process_names": sorted({c.name() for c in children if c.is_running()}),
+            "killtest_temp_dirs": len(mine)}
+
+
+def soak(args: argparse.Namespace, progress: Progress) -> dict:
+    """`runs` short runs of one design, in one campaign; the harness's own resources sampled as it goes."""
+    me = psutil.Process()
+    samples: list[dict] = []
+    finished = [0]
+
+    class Sampling(Progress):
+        def done(self, message: str) -> None:
+            super().done(message)
+            if not message.startswith("["):
+                return  # a health warning, not a finished run's line
+            finished[0] += 1
+            if finished[0] == 1 or finished[0] % args.sample_every == 0:
+                samples.append({"after_runs": finished[0], **_sample(me)})
+
+    before = _sample(me)
+    began = time.monotonic()
+    plan = _plan([args.design], args.runs, args.kills, args.listing_pages, args.per_page, tuple(args.kill_delay),
+                 args.out, "soak-campaign", args.workers)
+    campaign: Campaign = run_campaign(plan, Sampling())
+    after = _sample(me)
+    kept = samples
+    growth = {key: after[key] - kept[0][key] for key in ("open_files", "threads", "child_processes",
+                                                          "killtest_temp_dirs")} if kept else {}
+    return {"design": args.design, "runs": len(campaign.verdicts), "workers": args.workers,
+            "products": args.listing_pages * args.per_page, "wall_s": round(time.monotonic() - began, 1),
+            "valid_runs": sum(v.valid for v in campaign.verdicts), "before_campaign": before,
+            "after_first_run": kept[0] if kept else None, "samples": kept, "after_campaign": after,
+            "growth_from_first_run_to_end": growth}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.bench.false_findings", description=__doc__.split("\n")[0])
+    parts = parser.add_subparsers(dest="part", required=True)
+    for part, runs in (("findings", 100), ("soak", 200)):
+        sub = parts.add_parser(part)
+        sub.add_argument("--runs", type=int, default=runs)
+        sub.add_argument("--kills", type=int, default=5 if part == "findings" else 2)
+        sub.add_argument("--kill-delay", type=float, nargs=2, default=[0.2, 1.0] if part == "findings" else [0.1, 0.3])
+        sub.add_argument("--listing-pages", type=int, default=10 if part == "findings" else 2)
+        sub.add_argument("--per-page", type=int, default=20 if part == "findings" else 10)
+        sub.add_argument("--out", default="results/bench")
+    parts.choices["findings"].add_argument("--designs", nargs="+", default=list(CORRECT_DESIGNS))
+    parts.choices["soak"].add_argument("--design", default="idempotent")
+    parts.choices["soak"].add_argument("--workers", type=int, default=1)
+    parts.choices["soak"].add_argument("--sample-every", type=int, default=25)
+    args = parser.parse_args(argv)
+    os.makedirs(os.path.join(args.out, "history"), exist_ok=True)
+    progress = Progress()
+    figures = false_findings(args, progress) if args.part == "findings" else soak(args, progress)
+    path = os.path.join(args.out, f"{'false-findings' if args.part == 'findings' else 'soak'}-figures.json")
+    with open(path, "w", encoding="utf-8") as out:
+        json.dump(figures, out, indent=2)
+    print(json.dumps(figures, indent=2))
+    if args.part == "findings":
+        return 1 if figures["false_findings"] else 0
+    return 1 if any(v > 0 for v in figures["growth_from_first_run_to_end"].values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,232 @@
+"""Nothing outlives the harness: a watchdog for its processes, and temporary directories that name their owner.
+
+A CI runner's timeout SIGKILLs killtest, and a SIGKILLed process runs no cleanup: its scrapers, its
+pre-fork helper, its private PostgreSQL (whose backends sit in sessions of their own) and Redis
+would run on, and its temporary directories stay. Two things make up for that:
+
+- **The watchdog**, one small process per harness (`python -m harness.lifeline PID`), in a session of
+  its own so that a signal to the harness's process group does not reach it. The harness tells it
+  every process it starts (`register`: each one leads a session of its own) and every temporary
+  directory it makes. When the harness is gone (its pidfd turns readable, or its end of the pipe
+  closes without a goodbye) the watchdog SIGKILLs each registered process still alive, every process
+  of its session and every descendant (a tracee of strace, a PostgreSQL backend), waits until they
+  are gone, then removes the directories. `PR_SET_PDEATHSIG` was the alternative: it needs a
+  `preexec_fn` on every spawn, is cleared by PostgreSQL's change of user, fires on the death of the
+  parent *thread*, and reaches no grandchild; the watchdog covers all of them from one place.
+- **Owned temporary directories**: each `killtest-*` directory holds `.killtest-owner`, the pid and
+  start time of the harness that made it. `sweep_dead_temp_dirs`, which every killtest command runs
+  first, removes the directories whose owner is gone (a watchdog killed with its harness, a machine
+  that lost power) and never one whose owner still runs, so concurrent campaigns leave each other alone.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+
+import psutil
+
+OWNER_FILE = ".killtest-owner"
+PREFIX = "killtest-"
+GOODBYE = "bye"
+_lock = threading.Lock()
+_watchdog: subprocess.Popen | None = None
+
+
+def identity(pid: int) -> tuple[int, float] | None:
+    """(pid, start time) of a running process: a pid alone may be reused by another process."""
+    try:
+        return pid, psutil.Process(pid).create_time()
+    except psutil.NoSuchProcess:
+        return None
+
+
+def _same_process(pid: int, created: float) -> psutil.Process | None:
+    try:
+        process = psutil.Process(pid)
+        return process if abs(process.create_time() - created) < 0.05 else None
+    except psutil.NoSuchProcess:
+        return None
+
+
+# The harness's side -------------------------------------------------------------------------------
+
+def ensure_watchdog() -> None:
+    """Start this process's watchdog, once; it says goodbye at a normal exit."""
+    global _watchdog
+    with _lock:
+        if _watchdog is not None and _watchdog.poll() is None:
+            return
+        me = identity(os.getpid())
+        assert me is not None
+        _watchdog = subprocess.Popen([sys.executable, "-m", "harness.lifeline", str(me[0]), repr(me[1])],
+                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     text=True, start_new_session=True)
+    atexit.register(stop_watchdog)
+
+
+def stop_watchdog() -> None:
+    """Tell the watchdog all is clean (a normal exit), and let it go."""
+    global _watchdog
+    with _lock:
+        watchdog, _watchdog = _watchdog, None
+    if watchdog is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        assert watchdog.stdin is not None
+        watchdog.stdin.write(GOODBYE + "\n")
+        watchdog.stdin.close()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        watchdog.wait(timeout=5)
+
+
+def _tell(line: str) -> None:
+    with _lock:
+        if _watchdog is None or _watchdog.stdin is None:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            _watchdog.stdin.write(line + "\n")
+            _watchdog.stdin.flush()
+
+
+def register(pid: int) -> None:
+    """A process the harness started (a session leader): the watchdog kills it and its session if the harness dies."""
+    known = identity(pid)
+    if known is not None:
+        _tell(f"pid {known[0]} {known[1]!r}")
+
+
+def owned_temp_dir(prefix: str = PREFIX, dir: str | None = None) -> str:
+    """A new temporary directory whose `.killtest-owner` names this process; the watchdog knows it."""
+    path = tempfile.mkdtemp(prefix=prefix, dir=dir)
+    me = identity(os.getpid())
+    assert me is not None
+    with open(os.path.join(path, OWNER_FILE), "w", encoding="utf-8") as owner:
+        owner.write(f"{me[0]} {me[1]!r}\n")
+    _tell(f"dir {path}")
+    return path
+
+
+@contextlib.contextmanager
+def temp_dir(prefix: str = PREFIX, dir: str | None = None) -> Iterator[str]:
+    """`owned_temp_dir` removed when the block ends."""
+    path = owned_temp_dir(prefix, dir)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def owner_of(path: str) -> tuple[int, float] | None:
+    """(pid, start time) from a directory's owner file; None when it has none (not ours, or not written yet)."""
+    try:
+        with open(os.path.join(path, OWNER_FILE), encoding="utf-8") as owner:
+            pid, created = owner.read().split()
+        return int(pid), float(created)
+    except (OSError, ValueError):
+        return None
+
+
+def sweep_dead_temp_dirs(roots: list[str | None] | None = None) -> list[str]:
+    """Remove every `killtest-*` directory under `roots` (the temp dir by default) whose owner is dead."""
+    removed = []
+    for root in dict.fromkeys(roots or [None]):
+        base = root or tempfile.gettempdir()
+        try:
+            names = [n for n in os.listdir(base) if n.startswith(PREFIX)]
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(base, name)
+            owner = owner_of(path)
+            if owner is not None and _same_process(*owner) is None:
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+    return removed
+
+
+# The watchdog's side ------------------------------------------------------------------------------
+
+def _everything_of(registered: dict[int, float]) -> list[psutil.Process]:
+    """Each registered process still alive, every member of its session, and all their descendants."""
+    found: dict[int, psutil.Process] = {}
+    sessions = set()
+    for pid, created in registered.items():
+        process = _same_process(pid, created)
+        if process is not None:
+            found[pid] = process
+            sessions.add(pid)
+        elif not psutil.pid_exists(pid):
+            sessions.add(pid)  # the leader is gone; members of its session may not be
+    for process in psutil.process_iter():
+        with contextlib.suppress(OSError, psutil.Error):
+            if process.pid != os.getpid() and os.getsid(process.pid) in sessions:
+                found[process.pid] = process
+    for process in list(found.values()):
+        with contextlib.suppress(psutil.Error):
+            for child in process.children(recursive=True):
+                found[child.pid] = child
+    return [p for pid, p in found.items() if pid != os.getpid()]
+
+
+def _kill_and_clean(registered: dict[int, float], dirs: list[str], owner: tuple[int, float]) -> None:
+    processes = _everything_of(registered)
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            process.send_signal(signal.SIGKILL)
+    psutil.wait_procs(processes, timeout=1.5)
+    for path in dirs:
+        if owner_of(path) in (owner, None):
+            shutil.rmtree(path, ignore_errors=True)
+    sweep_dead_temp_dirs([tempfile.gettempdir(), *{os.path.dirname(d) for d in dirs}])
+
+
+def watch(pid: int, created: float) -> None:
+    """Until the harness says goodbye, note what it registers; if it dies instead, kill and clean up after it."""
+    registered: dict[int, float] = {}
+    dirs: list[str] = []
+    try:
+        harness = os.pidfd_open(pid)
+    except ProcessLookupError:
+        harness = None
+    pending = ""
+    alive = harness is not None
+    while True:
+        if alive and harness is not None:
+            ready, _, _ = select.select([sys.stdin.fileno(), harness], [], [])
+            alive = harness not in ready
+        else:  # dead: read what is left in the pipe (its last registrations), but never wait on it for long
+            ready, _, _ = select.select([sys.stdin.fileno()], [], [], 0.5)
+            if not ready:
+                break
+        if sys.stdin.fileno() not in ready:
+            continue  # the harness is gone: read what it left in the pipe next
+        chunk = os.read(sys.stdin.fileno(), 65536).decode()
+        if chunk == "":
+            break  # the pipe closed without a goodbye: the harness is gone and all it said is read
+        pending += chunk
+        *lines, pending = pending.split("\n")
+        for line in lines:
+            if line == GOODBYE:
+                return
+            kind, _, rest = line.partition(" ")
+            if kind == "pid":
+                child, child_created = rest.split()
+                registered[int(child)] = float(child_created)
+            elif kind == "dir":
+                dirs.append(rest)
+    _kill_and_clean(registered, dirs, (pid, created))
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl+C is the harness's to handle
+    watch(int(sys.argv[1]), float(sys.argv[2]))

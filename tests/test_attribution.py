@@ -1,0 +1,81 @@
+"""A request is credited to the start that sent it, by the door it came in by, not by when it was read.
+
+By arrival time, a request that a killed start sent and the site read only after the next start had
+begun was credited to the next one: a false `fetched_twice_by_one_start` in a design with no leases
+(issue 16). Each start now comes in through a door of its own at the run's one address
+(fixture_site.doors).
+"""
+
+import os
+import sys
+import time
+
+from fixture_site.catalog import build_catalog
+from fixture_site.server import SiteServer
+from harness.design.model import Design, Launch, StoreSpec
+from harness.history import History
+from harness.running.collect import add_requests
+from harness.running.processes import spawn
+
+# Sends one request, says so, and waits to be killed.
+SENDER = ("import socket, sys, time, urllib.parse as u; p = u.urlsplit(sys.argv[1]);"
+          " s = socket.create_connection((p.hostname, p.port));"
+          " s.sendall(b'GET /list/0 HTTP/1.1\\r\\nHost: shop\\r\\n\\r\\n'); print('sent', flush=True); time.sleep(60)")
+DESIGN = Design(name="sender", store=StoreSpec(kind="jsonl", path="{work_dir}/r.jsonl"),
+                command_template=(sys.executable, "-c", SENDER, "{base_url}"))
+
+
+def _wait_for(condition, timeout_s=10.0):
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def _said(path: str) -> bool:
+    return os.path.exists(path) and "sent" in open(path, encoding="utf-8").read()
+
+
+def test_a_request_a_killed_start_sent_before_the_site_read_it_is_credited_to_that_start(tmp_path):
+    with SiteServer(build_catalog(listing_pages=1, products_per_page=2, seed=1)) as site:
+        launch = Launch(base_url=site.base_url, work_dir=str(tmp_path), lease_s=1.0, open_door=site.open_door)
+        began = time.monotonic()
+        with site.doors_paused():  # the site is slow to read: the request waits, unread
+            killed = spawn(DESIGN, launch, 0)
+            _wait_for(lambda: _said(killed.workers[0].stdout_path))
+            killed.kill()
+            following = spawn(DESIGN, launch, 1)  # running when the site reads the killed start's request
+            _wait_for(lambda: _said(following.workers[0].stdout_path))
+        _wait_for(lambda: site.request_log.total == 2)
+        following.kill()
+        site.close_doors()
+        history = History()
+        add_requests(history, site, [killed, following], began)
+    # Both starts were given the same address: a design may key its work by URL.
+    assert killed.door_url == following.door_url and killed.door != following.door
+    by_start = {event["start"]: event for event in history.of_type("request")}
+    assert set(by_start) == {0, 1}
+    # By arrival time it would have been the following start's: the site read it after that one began.
+    assert by_start[0]["t"] > following.started - began
+
+
+def test_a_start_that_keeps_the_address_it_was_given_is_credited_with_its_own_requests(tmp_path):
+    """A later start that reuses a stored URL comes in at the same address, through its own door."""
+    with SiteServer(build_catalog(listing_pages=1, products_per_page=2, seed=1)) as site:
+        launch = Launch(base_url=site.base_url, work_dir=str(tmp_path), lease_s=1.0, open_door=site.open_door)
+        began = time.monotonic()
+        first = spawn(DESIGN, launch, 0)
+        _wait_for(lambda: _said(first.workers[0].stdout_path))
+        first.kill()
+        _wait_for(lambda: site.request_log.total == 1)
+        assert first.door_url is not None
+        keeps_the_old_address = Design(name="keeper", store=DESIGN.store,
+                                       command_template=(sys.executable, "-c", SENDER, first.door_url))
+        later = spawn(keeps_the_old_address, launch, 1)
+        _wait_for(lambda: _said(later.workers[0].stdout_path))
+        _wait_for(lambda: site.request_log.total == 2)
+        later.kill()
+        site.close_doors()
+        history = History()
+        add_requests(history, site, [first, later], began)
+    assert [e["start"] for e in history.of_type("request")] == [0, 1]

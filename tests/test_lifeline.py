@@ -1,0 +1,174 @@
+"""Nothing outlives a SIGKILLed killtest: no process after 2 s, and no temporary directory after the next command.
+
+A CI runner's timeout SIGKILLs the harness, which then runs no cleanup of its own; the watchdog
+(harness/lifeline.py) kills what it started and removes its directories, and the next command
+sweeps what a dead run left. Concurrent campaigns never clean each other up.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import psutil
+import pytest
+
+from harness import lifeline
+from harness.design.model import PROJECT_ROOT
+from harness.servers.common import servers_required
+from harness.servers.private_postgres import PrivatePostgres
+from harness.servers.private_redis import PrivateRedis
+
+# Directories a run makes that name no owner are counted too when they have one of these prefixes.
+NOT_YET_OWNED = ("killtest-record-",)
+REPORT = os.environ.get("KILLTEST_LIFELINE_REPORT")  # a file to append the before/after lists to
+
+
+@pytest.fixture(autouse=True)
+def _reap_what_a_killed_harness_handed_to_this_process():
+    """This test process may be a child subreaper (a pre-forking test made it one: harness.running.prefork),
+    so what a SIGKILLed killtest left behind is handed to it when the watchdog kills it. Reap those
+    zombies here, or they would read as leaked processes in every later test."""
+    yield
+    until = time.monotonic() + 3
+    while time.monotonic() < until:
+        zombies = [child for child in psutil.Process().children() if child.status() == psutil.STATUS_ZOMBIE]
+        for zombie in zombies:
+            try:
+                os.waitpid(zombie.pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+        if not zombies:
+            return
+        time.sleep(0.05)
+
+
+def killtest(*args):
+    return [sys.executable, "-m", "harness", *args]
+
+
+def _server_or_skip(server) -> None:
+    try:
+        server()
+    except Exception as missing:
+        if servers_required():
+            raise
+        pytest.skip(str(missing))
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _describe(processes) -> list[str]:
+    described = []
+    for p in processes:
+        try:
+            described.append(f"{p.pid} {p.username()} {' '.join(p.cmdline())[:110]}")
+        except psutil.Error:
+            described.append(f"{p.pid} (gone)")
+    return described
+
+
+def _killtest_dirs(*roots) -> set[str]:
+    return {os.path.join(root, n) for root in roots for n in os.listdir(root) if n.startswith("killtest-")}
+
+
+@pytest.mark.parametrize("design, server, command", [
+    ("idempotent", None, "run"), ("idempotent-pg", PrivatePostgres, "run"), ("queue-bullmq", PrivateRedis, "run"),
+    ("idempotent", None, "explore"),  # explore pre-forks: the zygote and its orphaned starts too
+])
+def test_sigkill_of_killtest_mid_run_leaves_no_process_and_no_temp_dir(design, server, command, tmp_path):
+    if server is not None:
+        _server_or_skip(server)
+    work = tmp_path / "work"
+    work.mkdir()
+    tmp = tempfile.gettempdir()
+    dirs_before_run = _killtest_dirs(tmp)
+    options = ["--workers", "2", "--runs", "20", "--no-plot"] if command == "run" else []
+    harness = subprocess.Popen(killtest(command, "--design", design, *options,
+                                        "--out", str(tmp_path / "out"), "--work-dir", str(work)),
+                               cwd=PROJECT_ROOT, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        wanted = 2
+        while True:  # mid-run: both workers of a start are crawling (explore: a start and the zygote)
+            tree = psutil.Process(harness.pid).children(recursive=True)
+            scrapers = [p for p in tree if _alive(p) and "scrapers." in " ".join(p.cmdline())]
+            if len(scrapers) >= wanted:
+                break
+            assert harness.poll() is None and time.monotonic() < deadline, "no scraper started in time"
+            time.sleep(0.05)
+        # Everything the harness started, however deep, and the watchdog beside it.
+        started = [p for p in psutil.Process(harness.pid).children(recursive=True) if _alive(p)]
+        assert harness.poll() is None
+        if server is PrivatePostgres:
+            started += [c for p in started for c in p.children(recursive=True) if c not in started]
+        # This harness's directories (other campaigns may be running beside the test), and any that names
+        # no owner but has a prefix a run makes (NOT_YET_OWNED: were one made without harness.lifeline).
+        dirs = {d for d in _killtest_dirs(tmp, str(work)) - dirs_before_run
+                if (lifeline.owner_of(d) or (0,))[0] == harness.pid or d.startswith(str(work))
+                or os.path.basename(d).startswith(NOT_YET_OWNED)}
+        before = _describe(started)
+        harness.kill()
+        harness.wait()
+        killed_at = time.monotonic()
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+    time.sleep(2.0)
+    left = [p for p in started if _alive(p)]
+    dirs_left = {d for d in dirs if os.path.exists(d)}
+    # The next command sweeps whatever a dead run left, even had its watchdog died too.
+    subprocess.run(killtest("run", "--design", "nope", "--work-dir", str(work)), cwd=PROJECT_ROOT,
+                   capture_output=True, timeout=60)
+    dirs_after_next = {d for d in dirs if os.path.exists(d)}
+    if REPORT:
+        with open(REPORT, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"design": design, "command": command, "processes_before": before,
+                                  "dirs_before": sorted(dirs),
+                                  "processes_after_2s": _describe(left), "dirs_after_2s": sorted(dirs_left),
+                                  "dirs_after_next_command": sorted(dirs_after_next),
+                                  "waited_s": round(time.monotonic() - killed_at, 2)}) + "\n")
+    assert len(before) >= 3 and dirs  # two workers and the watchdog at least; a run dir at least
+    assert _describe(left) == []
+    assert dirs_after_next == set()
+
+
+def test_the_sweep_removes_only_the_directories_of_dead_owners(tmp_path):
+    mine = lifeline.owned_temp_dir(dir=str(tmp_path))
+    dead_owner = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead_owner.wait()
+    dead = tmp_path / "killtest-dead"
+    dead.mkdir()
+    (dead / lifeline.OWNER_FILE).write_text(f"{dead_owner.pid} 12345.0\n")
+    reused = tmp_path / "killtest-reused"  # a live pid, but another process than the one that wrote it
+    reused.mkdir()
+    (reused / lifeline.OWNER_FILE).write_text(f"{os.getpid()} 1.0\n")
+    unowned = tmp_path / "killtest-unowned"  # no owner file: not ours to judge (perhaps being made now)
+    unowned.mkdir()
+    removed = lifeline.sweep_dead_temp_dirs([str(tmp_path)])
+    assert sorted(removed) == sorted([str(dead), str(reused)])
+    assert os.path.isdir(mine) and unowned.is_dir()
+
+
+def test_two_live_campaigns_never_sweep_each_other(tmp_path):
+    other = subprocess.Popen([sys.executable, "-c", "import sys, time; sys.path.insert(0, '.');"
+                              " from harness import lifeline;"
+                              f" print(lifeline.owned_temp_dir(dir={str(tmp_path)!r}), flush=True); time.sleep(30)"],
+                             cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout is not None
+        theirs = other.stdout.readline().strip()
+        mine = lifeline.owned_temp_dir(dir=str(tmp_path))
+        assert lifeline.sweep_dead_temp_dirs([str(tmp_path)]) == []
+        assert os.path.isdir(theirs) and os.path.isdir(mine)
+    finally:
+        other.kill()
+        other.wait()
+    assert lifeline.sweep_dead_temp_dirs([str(tmp_path)]) == [theirs]
