@@ -191,6 +191,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("--no-progress-timeout", "stop a start that makes no request, prints nothing and changes no store file"
            f" for this many seconds: a liveness failure (default {d.NO_PROGRESS_S:g})", (*RUNS, "replay"),
            "scenario", positive(float), d.NO_PROGRESS_S),
+    Option("--strict", "hold every design to the idempotence promises even where its spec waives them, as explore"
+           " and fuzz do (their replay lines say --strict for such a design)", ("replay",), "scenario",
+           action="store_true", replayed=True),
     Option("--no-prefork", "start a new interpreter for every start instead of forking one that imported the design"
            " already (slower, and lease expiry may then race the start-up)", EXACT_AND_FUZZ, "scenario",
            action="store_true",

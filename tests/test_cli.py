@@ -2,6 +2,7 @@
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -221,3 +222,16 @@ def test_the_control_is_the_design_whose_spec_says_so_whatever_its_name(monkeypa
     printed = io.StringIO()
     run_command.print_band(None, [plain, design_named("idempotent")], Progress(printed))
     assert printed.getvalue().startswith("plain rows per product 2.00–3.00 against the published 2.6–4.3")
+
+
+def test_explores_replay_line_judges_a_design_that_waives_promises_as_explore_did(tmp_path):
+    """explore holds every design to the idempotence promises; its replay line says --strict so the
+    replay fails where explore did, not PASS on the promises the spec waives."""
+    done = run_killtest("explore", "--design", "naive", "--only", "r3", "-j", "1", "--out", str(tmp_path))
+    line = next(text for text in done.stderr.splitlines() if text.startswith("replay the first: "))
+    words = shlex.split(line.removeprefix("replay the first: "))
+    assert words[:2] == ["killtest", "replay"] and "--strict" in words
+    replayed = run_killtest(*words[1:], "--out", str(tmp_path / "replay"))
+    assert replayed.returncode == 1, replayed.stderr
+    lenient = run_killtest(*[w for w in words[1:] if w != "--strict"], "--out", str(tmp_path / "lenient"))
+    assert lenient.returncode == 0, lenient.stderr  # the naive control promises nothing of the sort

@@ -59,8 +59,10 @@ def replay_line(args: argparse.Namespace, design: Design, schedule: str, **setti
     A design given by path is printed as an absolute path, so the line works from any directory."""
     shared = {o.dest for o in options_of("replay") if o.replayed} & {o.dest for o in options_of(args.command)}
     same = {dest: getattr(args, dest) for dest in sorted(shared) if dest != "design"}
+    # explore and fuzz judge every design by the idempotence promises: the replay must judge it the same way.
+    strict = {"strict": True} if not design.claims_idempotence else {}
     replay = replay_words({"design": [design_argument(args.design, design)], "schedule": schedule, **same,
-                           **settings})
+                           **strict, **settings})
     return shlex.join(["killtest", "replay", *replay])
 
 
