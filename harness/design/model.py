@@ -21,7 +21,7 @@ import importlib.util
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from harness.errors import KilltestError
 from harness.promises import IDEMPOTENCE, Promise
@@ -102,6 +102,11 @@ class Design:
             waived |= IDEMPOTENCE
         object.__setattr__(self, "does_not_promise", waived)
         object.__setattr__(self, "claims_idempotence", not waived & IDEMPOTENCE)
+
+    def strict(self) -> Design:
+        """This design held to every idempotence promise whatever its spec waives: how explore and fuzz
+        judge it, and `replay --strict` after them."""
+        return replace(self, claims_idempotence=True)
 
     @property
     def promises(self) -> list[Promise]:

@@ -126,7 +126,7 @@ def explore(design: Design, on: Stage, settings: RunSettings, work_dir: str | No
 def explore_point(design: Design, on: Stage, settings: RunSettings, point: KillPoint, work_dir: str | None,
                   cache: RecordingCache) -> PointOutcome:
     """One crash point: aimed (a store write, by a recording), run, and held to the idempotent promises."""
-    strict = dataclasses.replace(design, claims_idempotence=True)
+    strict = design.strict()
     schedule = resolve_schedule(KillSchedule(seed=None, points=(point,)), design, on, settings, work_dir=work_dir,
                                 cache=cache)
     history = run_phase(on, design, schedule, settings, work_dir=work_dir, prefix="killtest-explore-")

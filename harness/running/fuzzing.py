@@ -121,7 +121,7 @@ class Bench:
         except KilltestError:
             return Trial(case, [], is_exact)  # a later start's write strace cannot aim at: not a run
         history = run_phase(on, self.design, aimed, self.settings, work_dir=self.work_dir, prefix="killtest-fuzz-")
-        strict = dataclasses.replace(self.design, claims_idempotence=True)
+        strict = self.design.strict()
         return Trial(case, broken_promises(check_phase(strict, 1, history, on.site.catalog)), is_exact)
 
 
