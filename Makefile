@@ -48,6 +48,9 @@ test: $(STAMP)
 # Ruff and mypy, configured in pyproject.toml; CI runs it before the tests.
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	rm -rf .typecheck && mkdir -p .typecheck/killtest
+	ln -s ../../killtest/__init__.py .typecheck/killtest/__init__.py
+	for room in harness fixture_site scrapers; do ln -s ../../$$room .typecheck/killtest/$$room; done
 	$(BIN)/mypy
 
 # Naive control at several site paces: shows which pace brings this machine nearest the published band.
@@ -62,12 +65,12 @@ bench-explore: $(STAMP)
 	$(BIN)/killtest explore --design idempotent --no-prefork --lease 0.5 -j 1 --out results/bench-explore/subprocess
 	$(BIN)/killtest explore --design idempotent --no-prefork -j 1 --out results/bench-explore/subprocess-short-lease
 	$(BIN)/killtest explore --design idempotent -j 1 --out results/bench-explore/prefork
-	$(BIN)/python -m harness.bench.explore_rate --out results/bench-explore
+	$(BIN)/python -m killtest.harness.bench.explore_rate --out results/bench-explore
 
 # Regenerate the reference tables of docs/reference/ (findings, checks, history events, spec keys, CLI
 # options) from the code; tests/test_docs.py fails when they differ.
 docs: $(STAMP)
-	$(BIN)/python -m harness.report.reference --write
+	$(BIN)/python -m killtest.harness.report.reference --write
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -76,4 +79,4 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .typecheck .pytest_cache .hypothesis build *.egg-info

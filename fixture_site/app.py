@@ -9,11 +9,11 @@ import time
 
 from flask import Flask, Response, abort, g, request
 
-from fixture_site.catalog import Catalog
-from fixture_site.doors import DOOR
-from fixture_site.request_log import RequestLog
-from fixture_site.toxics import ToxicDice, toxic_named
-from fixture_site.webhooks import WebhookLog
+from killtest.fixture_site.catalog import Catalog
+from killtest.fixture_site.doors import DOOR
+from killtest.fixture_site.request_log import RequestLog
+from killtest.fixture_site.toxics import ToxicDice, toxic_named
+from killtest.fixture_site.webhooks import WebhookLog
 
 
 def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_s: float = 0.0,
@@ -25,7 +25,7 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
     for a page slower than a design's lease. `pace_rps` (0: none) serves at most that many requests a
     second, site-wide, so a crawl takes as long on a fast machine as on the article's.
 
-    `app.config["TOXICS"]`, a fixture_site.toxics.ToxicDice when set, injects network faults.
+    `app.config["TOXICS"]`, a killtest.fixture_site.toxics.ToxicDice when set, injects network faults.
 
     `app.config["ON_REQUEST"]`, when set, is called with each request's path as it arrives, before the
     site answers, and `app.config["ON_RESPONSE_SENT"]` once the server has written the answer: the
@@ -126,7 +126,7 @@ def _inject(dice: ToxicDice, log: RequestLog):
 
 
 class _Injection:
-    """What a toxic may do to the request it was rolled for (fixture_site.toxics.Injection)."""
+    """What a toxic may do to the request it was rolled for (killtest.fixture_site.toxics.Injection)."""
 
     def __init__(self, log: RequestLog) -> None:
         self.log = log

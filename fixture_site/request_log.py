@@ -15,8 +15,8 @@ class ServedRequest:
     t: float
     path: str
     status: int  # 0: the connection was dropped before any answer (a reset or timeout toxic)
-    fault: str | None = None  # the toxic the site injected into this request (fixture_site.toxics)
-    door: int | None = None  # the port it came in by, when the start was given one (fixture_site.doors)
+    fault: str | None = None  # the toxic the site injected into this request (killtest.fixture_site.toxics)
+    door: int | None = None  # the port it came in by, when the start was given one (killtest.fixture_site.doors)
 
 
 class RequestLog:

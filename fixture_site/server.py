@@ -7,12 +7,12 @@ import threading
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
-from fixture_site.app import create_app
-from fixture_site.catalog import Catalog
-from fixture_site.doors import DOOR, Doors
-from fixture_site.request_log import RequestLog
-from fixture_site.toxics import ToxicDice
-from fixture_site.webhooks import WebhookLog
+from killtest.fixture_site.app import create_app
+from killtest.fixture_site.catalog import Catalog
+from killtest.fixture_site.doors import DOOR, Doors
+from killtest.fixture_site.request_log import RequestLog
+from killtest.fixture_site.toxics import ToxicDice
+from killtest.fixture_site.webhooks import WebhookLog
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -24,7 +24,7 @@ class _QuietHandler(WSGIRequestHandler):
 
     def make_environ(self):
         environ = super().make_environ()
-        doors = getattr(self.server, "killtest_doors", None)  # the door it is credited to (fixture_site.doors)
+        doors = getattr(self.server, "killtest_doors", None)  # the door it is credited to (killtest.fixture_site.doors)
         environ[DOOR] = doors.credit(self.connection, self.client_address) if doors is not None else None
         return environ
 
@@ -51,7 +51,7 @@ class SiteServer:
         self._app.config["CATALOG"] = catalog
 
     def set_toxics(self, toxics, seed: int = 0) -> None:
-        """Inject `toxics` (a fixture_site.toxics.Toxics; None or inactive: none) from now on, rolled with
+        """Inject `toxics` (a killtest.fixture_site.toxics.Toxics; None or inactive: none) from now on, rolled with
         `seed`: the n-th request for a path meets the same fault in every run with that seed."""
         dice = ToxicDice(toxics, seed) if toxics is not None and toxics.active else None
         self._app.config["TOXICS"] = dice
@@ -71,7 +71,7 @@ class SiteServer:
         return self._doors.rotate()
 
     def doors_paused(self):
-        """A context in which the site takes in no connection through a door (fixture_site.doors.Doors.paused)."""
+        """A context in which the site takes in no connection through a door (doors.Doors.paused)."""
         if self._doors is None:
             raise RuntimeError("the site is not being served")
         return self._doors.paused()

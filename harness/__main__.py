@@ -1,3 +1,3 @@
-from harness.cli import main
+from killtest.harness.cli import main
 
 main()

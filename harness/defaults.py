@@ -16,8 +16,8 @@ This module is on the floor: it imports nothing from the rooms (fixture_site is 
 
 from __future__ import annotations
 
-from fixture_site.catalog import DEFAULT_LISTING_PAGES, DEFAULT_PRODUCTS_PER_PAGE
-from harness.published import ARTICLE_PACE_RPS, KILL_DELAY_S, KILLS_PER_RUN, LEASE_S, RUNS_PER_DESIGN
+from killtest.fixture_site.catalog import DEFAULT_LISTING_PAGES, DEFAULT_PRODUCTS_PER_PAGE
+from killtest.harness.published import ARTICLE_PACE_RPS, KILL_DELAY_S, KILLS_PER_RUN, LEASE_S, RUNS_PER_DESIGN
 
 # --- A timed campaign (`killtest run`, `scale`, `calibrate`): the article's experiment by default.
 RUNS = RUNS_PER_DESIGN  # 5 runs per design, as the article ran them
@@ -35,7 +35,7 @@ SCALE_WORKERS = (1, 2, 4, 8)  # worker counts `killtest scale` compares
 RESULT_NAME = "killtest"  # base name of a campaign's result files
 OUT_DIR = "results"
 
-# --- The fixture site's catalog: the article's 25 listing pages of 20 products (fixture_site.catalog).
+# --- The fixture site's catalog: the article's 25 listing pages of 20 products (killtest.fixture_site.catalog).
 LISTING_PAGES = DEFAULT_LISTING_PAGES
 PER_PAGE = DEFAULT_PRODUCTS_PER_PAGE
 

@@ -9,17 +9,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from harness.files import write_atomically
+from killtest.harness.files import write_atomically
 
 # Every event type a run's history may hold, with the fields it carries besides `type` and `t`.
-# docs/reference/history.md is generated from this (python -m harness.report.reference --write), and
+# docs/reference/history.md is generated from this (python -m killtest.harness.report.reference --write), and
 # tests/test_docs.py fails when the runner adds an event that is not listed here.
 EVENTS: dict[str, str] = {
     "run_started": "design, seed, kill_points (the schedule's points), base_url, lease_s, time_limit_s, products,"
                    " full_crawl_requests, wall_clock_at_start, reports_leases, drift and drift_seed, recrawls,"
                    " workers, toxics and toxic_seed",
     "process_started": "start (its index), pid and pids (one per worker), crawl (1, or 2 and up for a re-crawl),"
-                       " door (the site's door it was given, its workers share it: fixture_site.doors)",
+                       " door (the site's door it was given, its workers share it: killtest.fixture_site.doors)",
     "kill": "start, signal (SIGKILL, or SIGTERM for a redeploy), point, returncode (the exit status the kernel"
             " reported, -9), held_leases (the claims the store held afterwards); worker when one worker was"
             " hit, server_restart_s when the store's server was restarted",

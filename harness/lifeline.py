@@ -4,7 +4,7 @@ A CI runner's timeout SIGKILLs killtest, and a SIGKILLed process runs no cleanup
 pre-fork helper, its private PostgreSQL (whose backends sit in sessions of their own) and Redis
 would run on, and its temporary directories stay. Two things make up for that:
 
-- **The watchdog**, one small process per harness (`python -m harness.lifeline PID`), in a session of
+- **The watchdog**, one small process per harness (`python -m killtest.harness.lifeline PID`), in a session of
   its own so that a signal to the harness's process group does not reach it. The harness tells it
   every process it starts (`register`: each one leads a session of its own) and every temporary
   directory it makes. When the harness is gone (its pidfd turns readable, or its end of the pipe
@@ -68,7 +68,7 @@ def ensure_watchdog() -> None:
             return
         me = identity(os.getpid())
         assert me is not None
-        _watchdog = subprocess.Popen([sys.executable, "-m", "harness.lifeline", str(me[0]), repr(me[1])],
+        _watchdog = subprocess.Popen([sys.executable, "-m", "killtest.harness.lifeline", str(me[0]), repr(me[1])],
                                      stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      text=True, start_new_session=True)
     atexit.register(stop_watchdog)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness import defaults as d
+from killtest.harness import defaults as d
 
 COMMAND_NAMES = ("run", "replay", "explore", "fuzz", "zoo", "scale", "bench", "calibrate")
 

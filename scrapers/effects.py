@@ -22,8 +22,8 @@ import sqlite3
 
 import requests
 
-from scrapers import idempotent
-from scrapers.common import (TransientPageError, emit, exchange, immediate_transaction, parse_args, parse_product,
+from killtest.scrapers import idempotent
+from killtest.scrapers.common import (TransientPageError, emit, exchange, immediate_transaction, parse_args, parse_product,
                              with_retries)
 
 IMAGE = re.compile(r'class="photo" src="([^"]+)"')

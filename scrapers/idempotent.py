@@ -20,7 +20,7 @@ import time
 
 import requests
 
-from scrapers.common import (FIRST_PAGE, LISTING_LINK, PRODUCT_LINK, TransientPageError, emit, fetch_page, parse_args,
+from killtest.scrapers.common import (FIRST_PAGE, LISTING_LINK, PRODUCT_LINK, TransientPageError, emit, fetch_page, parse_args,
                              parse_product)
 
 SOURCE = "killtest-fixture-shop"
@@ -45,7 +45,7 @@ CREATE TABLE IF NOT EXISTS records (
 );
 """
 
-# The upsert, shared with scrapers.idempotent_pg (which runs it with %s placeholders). Its WHERE clause
+# The upsert, shared with killtest.scrapers.idempotent_pg (which runs it with %s placeholders). Its WHERE clause
 # leaves an unchanged record alone, so last_changed means what it says.
 UPSERT_RECORD = (
     "INSERT INTO records (record_id, path, content_hash, data, first_seen, last_changed)"

@@ -8,7 +8,7 @@
    its lease holds, and neither waits on the other's row lock.
 
 Leases run on the database's clock (now()), the one clock every worker shares. The crawl loop is
-the SQLite design's (scrapers.idempotent); only the store underneath differs.
+the SQLite design's (killtest.scrapers.idempotent); only the store underneath differs.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from __future__ import annotations
 import psycopg
 import requests
 
-from scrapers import idempotent
-from scrapers.common import emit, parse_args
+from killtest.scrapers import idempotent
+from killtest.scrapers.common import emit, parse_args
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS frontier (

@@ -11,7 +11,7 @@ import time
 
 import requests
 
-from scrapers.common import FIRST_PAGE, LISTING_LINK, PRODUCT_LINK, emit, fetch, parse_args, parse_product
+from killtest.scrapers.common import FIRST_PAGE, LISTING_LINK, PRODUCT_LINK, emit, fetch, parse_args, parse_product
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS products (

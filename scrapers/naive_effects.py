@@ -13,8 +13,8 @@ import time
 
 import requests
 
-from scrapers.common import FIRST_PAGE, LISTING_LINK, PRODUCT_LINK, emit, fetch, parse_args, parse_product
-from scrapers.naive import SCHEMA
+from killtest.scrapers.common import FIRST_PAGE, LISTING_LINK, PRODUCT_LINK, emit, fetch, parse_args, parse_product
+from killtest.scrapers.naive import SCHEMA
 
 IMAGE = re.compile(r'class="photo" src="([^"]+)"')
 STATS = "CREATE TABLE IF NOT EXISTS stats (name TEXT PRIMARY KEY, value INTEGER NOT NULL);"

@@ -27,8 +27,8 @@ import redis.asyncio as aioredis
 import requests
 from bullmq import Queue, Worker
 
-from scrapers.common import FIRST_PAGE, LISTING_LINK, PRODUCT_LINK, emit, fetch_page, parse_product
-from scrapers.idempotent import record_id
+from killtest.scrapers.common import FIRST_PAGE, LISTING_LINK, PRODUCT_LINK, emit, fetch_page, parse_product
+from killtest.scrapers.idempotent import record_id
 
 RECORDS = "records"  # hash: record ID -> the record as JSON
 # One script, so atomic: the record (first_seen kept; data and last_changed rewritten only when the

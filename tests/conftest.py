@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, settings
 
-from fixture_site.catalog import build_catalog
-from fixture_site.server import SiteServer
-from harness.design.model import Design, StoreSpec
+from killtest.fixture_site.catalog import build_catalog
+from killtest.fixture_site.server import SiteServer
+from killtest.harness.design.model import Design, StoreSpec
 
 
 @pytest.fixture

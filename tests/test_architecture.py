@@ -43,10 +43,11 @@ def _modules() -> list[tuple[str, str]]:
 
 
 def _room_of_import(module: str) -> str | None:
-    """The room a `harness.x.y` import lands in; None for anything outside harness."""
+    """The room a `killtest.harness.x.y` import lands in; None for anything outside harness."""
     parts = module.split(".")
-    if parts[0] != "harness" or len(parts) == 1:
+    if parts[:2] != ["killtest", "harness"] or len(parts) == 2:
         return None
+    parts = parts[1:]
     return "floor" if parts[1] in FLOOR or parts[1] in ("__main__",) else parts[1]
 
 
@@ -59,6 +60,39 @@ def _imports(path: str) -> list[str]:
         elif isinstance(node, ast.Import):
             names.extend(alias.name for alias in node.names)
     return names
+
+
+def test_the_import_rule_sees_the_imports():
+    """The rule above reads real imports: a renamed package must not make it pass by seeing none."""
+    seen = Counter(_room_of_import(module) for _, path in _modules() for module in _imports(path))
+    assert seen["floor"] > 20 and seen["check"] > 10 and seen["running"] > 10, seen
+
+
+def test_no_module_imports_the_old_top_level_names():
+    """Installed, the tree is killtest.harness, killtest.scrapers, killtest.fixture_site; a bare `harness`
+    import would find a user's own package of that name, or nothing."""
+    root = os.path.dirname(HARNESS)
+    wrong = []
+    for top in ("harness", "fixture_site", "scrapers", "tests", "examples", "killtest"):
+        for folder, _, files in os.walk(os.path.join(root, top)):
+            for name in files:
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    wrong += [f"{os.path.relpath(path, root)}: {module}" for module in _imports(path)
+                              if module.split(".")[0] in ("harness", "fixture_site", "scrapers")]
+    assert wrong == []
+
+
+def test_the_wheel_lists_every_package():
+    """pyproject.toml names each package by hand (the tree installs under killtest.); a folder it forgets
+    would be missing from the wheel and fail only for users."""
+    text = open(os.path.join(os.path.dirname(HARNESS), "pyproject.toml"), encoding="utf-8").read()
+    root = os.path.dirname(HARNESS)
+    for top in ("harness", "fixture_site", "scrapers"):
+        for folder, _, files in os.walk(os.path.join(root, top)):
+            if "__init__.py" in files:
+                package = "killtest." + os.path.relpath(folder, root).replace(os.sep, ".")
+                assert f'"{package}"' in text, f"{package} is not in pyproject.toml's packages"
 
 
 def test_every_module_sits_in_a_known_room():

@@ -3,19 +3,19 @@
 By arrival time, a request that a killed start sent and the site read only after the next start had
 begun was credited to the next one: a false `fetched_twice_by_one_start` in a design with no leases
 (issue 16). Each start now comes in through a door of its own at the run's one address
-(fixture_site.doors).
+(killtest.fixture_site.doors).
 """
 
 import os
 import sys
 import time
 
-from fixture_site.catalog import build_catalog
-from fixture_site.server import SiteServer
-from harness.design.model import Design, Launch, StoreSpec
-from harness.history import History
-from harness.running.collect import add_requests
-from harness.running.processes import spawn
+from killtest.fixture_site.catalog import build_catalog
+from killtest.fixture_site.server import SiteServer
+from killtest.harness.design.model import Design, Launch, StoreSpec
+from killtest.harness.history import History
+from killtest.harness.running.collect import add_requests
+from killtest.harness.running.processes import spawn
 
 # Sends one request, says so, and waits to be killed.
 SENDER = ("import socket, sys, time, urllib.parse as u; p = u.urlsplit(sys.argv[1]);"

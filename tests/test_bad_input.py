@@ -9,18 +9,18 @@ import subprocess
 import sys
 import time
 
-from fixture_site.catalog import build_catalog
-from fixture_site.server import SiteServer
-from harness.check.checker import check_run
-from harness.design.model import PROJECT_ROOT, Design, StoreSpec
-from harness.faults.schedule import parse_schedule
-from harness.running import orchestrator, start_watch
-from harness.running.runner import RunSettings, run_kill_test
+from killtest.fixture_site.catalog import build_catalog
+from killtest.fixture_site.server import SiteServer
+from killtest.harness.check.checker import check_run
+from killtest.harness.design.model import PROJECT_ROOT, Design, StoreSpec
+from killtest.harness.faults.schedule import parse_schedule
+from killtest.harness.running import orchestrator, start_watch
+from killtest.harness.running.runner import RunSettings, run_kill_test
 from tests.test_checker import IDEMPOTENT, KILLED_TWICE, check, history
 
 
 def run_killtest(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "killtest", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=PROJECT_ROOT)
 
 

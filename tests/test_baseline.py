@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from harness.check.baseline import Thresholds, compare, regressions
-from harness.errors import KilltestError
-from harness.report.baseline_file import load_baseline
+from killtest.harness.check.baseline import Thresholds, compare, regressions
+from killtest.harness.errors import KilltestError
+from killtest.harness.report.baseline_file import load_baseline
 
 
 def run(design="idempotent", rows=500, repeated=3, kills=10, wall=6.0, missing=0, unexpected=0, valid=True,

@@ -6,14 +6,14 @@ import shlex
 import subprocess
 import sys
 
-from harness.bench.catalog_scale import kills_at_quarters
-from harness.bench.frontier_cost import frontier_seconds_per_page
-from harness.bench.overhead_run import MAKE_KILLTEST_ARGS
-from harness.design.model import PROJECT_ROOT
-from harness.faults.points.request import AtRequest
-from harness.history import History
-from harness.report.timeline import lease_waits
-from harness.running.phase_clock import PhaseClock, overhead_breakdown
+from killtest.harness.bench.catalog_scale import kills_at_quarters
+from killtest.harness.bench.frontier_cost import frontier_seconds_per_page
+from killtest.harness.bench.overhead_run import MAKE_KILLTEST_ARGS
+from killtest.harness.design.model import PROJECT_ROOT
+from killtest.harness.faults.points.request import AtRequest
+from killtest.harness.history import History
+from killtest.harness.report.timeline import lease_waits
+from killtest.harness.running.phase_clock import PhaseClock, overhead_breakdown
 
 
 def test_the_overhead_run_is_the_command_make_killtest_runs():
@@ -61,7 +61,7 @@ def test_the_frontier_benchmark_runs_the_design_over_the_whole_catalog(tmp_path)
 
 def test_a_small_scaling_bench_writes_json_markdown_and_a_plot(tmp_path):
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "harness", "bench", "--only", "scale", "--sizes", "40,80",
+    done = subprocess.run([sys.executable, "-m", "killtest", "bench", "--only", "scale", "--sizes", "40,80",
                            "--scale-kills", "1", "--out", str(out)], capture_output=True, text=True, timeout=120,
                           cwd=PROJECT_ROOT)
     assert done.returncode == 0, done.stderr

@@ -1,8 +1,8 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fixture_site.catalog import build_catalog
-from harness.published import FULL_CRAWL_REQUESTS, LISTING_PAGES, PRODUCTS
+from killtest.fixture_site.catalog import build_catalog
+from killtest.harness.published import FULL_CRAWL_REQUESTS, LISTING_PAGES, PRODUCTS
 
 
 def test_default_catalog_is_the_articles_site_of_525_pages():

@@ -8,13 +8,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.check import named_checks
-from harness.check.categories import sort_records
-from harness.check.checker import check_run
-from harness.check.findings import Finding
-from harness.check.named_checks import CHECKS, Evidence, compose
-from harness.check.run_figures import count_figures
-from harness.check.verdict import CheckResult, Validity
+from killtest.harness.check import named_checks
+from killtest.harness.check.categories import sort_records
+from killtest.harness.check.checker import check_run
+from killtest.harness.check.findings import Finding
+from killtest.harness.check.named_checks import CHECKS, Evidence, compose
+from killtest.harness.check.run_figures import count_figures
+from killtest.harness.check.verdict import CheckResult, Validity
 from tests.test_checker import CATALOG, IDEMPOTENT, KILLED_TWICE, check, history, truth
 
 VALID, INVALID, UNKNOWN = Validity.VALID, Validity.INVALID, Validity.UNKNOWN
@@ -76,7 +76,7 @@ def test_a_run_whose_check_crashed_is_reported_unknown_with_its_error(monkeypatc
 
 def test_a_crashed_check_is_a_broken_point_for_explore_not_a_run_that_proved_nothing(monkeypatch):
     """Only 'no kill landed' excuses an unknown verdict; a check that could not judge is never a pass."""
-    from harness.running.exploration import broken_promises
+    from killtest.harness.running.exploration import broken_promises
 
     monkeypatch.setattr(named_checks, "CHECKS", CHECKS + (("boom", raises),))
     v = check(IDEMPOTENT, history(KILLED_TWICE, extra_requests=["/product/2"], reports_leases=True), truth())

@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.check.findings import FINDINGS, Finding, Promise
+from killtest.harness.check.findings import FINDINGS, Finding, Promise
 
 # The codes saved result files, baselines and the bug zoo's `expect` keys hold, in their historical order.
 SAVED_CODES = [

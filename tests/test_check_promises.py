@@ -9,11 +9,11 @@ import re
 
 import pytest
 
-from harness.check.checker import check_run
-from harness.check.findings import Finding
-from harness.design.registry import built_in_designs
-from harness.design.specfile import load_spec
-from harness.promises import IDEMPOTENCE, WAIVABLE, Promise
+from killtest.harness.check.checker import check_run
+from killtest.harness.check.findings import Finding
+from killtest.harness.design.registry import built_in_designs
+from killtest.harness.design.specfile import load_spec
+from killtest.harness.promises import IDEMPOTENCE, WAIVABLE, Promise
 from tests.test_checker import CATALOG, KILLED_TWICE, history, truth
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -4,12 +4,12 @@ import signal
 
 import pytest
 
-from fixture_site.catalog import build_catalog
-from harness.check.categories import fetched_twice_by_one_start
-from harness.check.checker import check_run
-from harness.check.compare import compare_designs, per_run_wins
-from harness.design.registry import built_in_designs
-from harness.history import History
+from killtest.fixture_site.catalog import build_catalog
+from killtest.harness.check.categories import fetched_twice_by_one_start
+from killtest.harness.check.checker import check_run
+from killtest.harness.check.compare import compare_designs, per_run_wins
+from killtest.harness.design.registry import built_in_designs
+from killtest.harness.history import History
 
 CATALOG = build_catalog(listing_pages=2, products_per_page=3, seed=1)  # 6 products, 8 requests
 IDEMPOTENT, NAIVE = built_in_designs()["idempotent"], built_in_designs()["naive"]
@@ -274,7 +274,7 @@ def test_a_page_a_redeployed_worker_sent_in_its_grace_period_may_be_fetched_agai
 
 
 def test_requests_per_stored_record_counts_distinct_records_per_crawl():
-    from harness.check.health import health_warning, requests_per_record
+    from killtest.harness.check.health import health_warning, requests_per_record
 
     assert requests_per_record(525, 500) == 1.05
     assert requests_per_record(1050, 500, crawls=2) == 1.05

@@ -12,14 +12,14 @@ import time
 import psutil
 import pytest
 
-from harness.design.model import PROJECT_ROOT
+from killtest.harness.design.model import PROJECT_ROOT
 
 REQUIRED_FIELDS = {"design", "run", "seed", "kills", "rows", "distinct_records", "correct_records",
                    "missing_records", "requests", "repeated_requests", "duplicate_ratio", "wall_s", "valid"}
 
 
 def killtest(*args):
-    return [sys.executable, "-m", "harness", *args]
+    return [sys.executable, "-m", "killtest", *args]
 
 
 def run_killtest(*args, timeout=120):
@@ -182,7 +182,7 @@ def test_a_regressed_design_fails_against_the_baseline_with_a_side_by_side_diff(
     # The same name, a changed design: it now keeps its frontier in memory.
     regressed = tmp_path / "idempotent.toml"
     regressed.write_text(f'extends = "{PROJECT_ROOT}/scrapers/idempotent.toml"\n'
-                         '[design]\nname = "idempotent"\nmodule = "scrapers.zoo.memory_frontier"\n')
+                         '[design]\nname = "idempotent"\nmodule = "killtest.scrapers.zoo.memory_frontier"\n')
     done = run_killtest("run", "--design", str(regressed), *small, "--out", str(tmp_path / "bad"),
                         "--baseline", str(tmp_path / "good" / "killtest.json"))
     assert done.returncode == 1, done.stderr
@@ -196,7 +196,7 @@ def test_a_regressed_design_fails_against_the_baseline_with_a_side_by_side_diff(
 def test_help_shows_each_commands_options_in_named_groups():
     import argparse
 
-    from harness.cli import build_parser
+    from killtest.harness.cli import build_parser
 
     [commands] = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     run_help = commands.choices["run"].format_help()
@@ -208,10 +208,10 @@ def test_the_control_is_the_design_whose_spec_says_so_whatever_its_name(monkeypa
     import dataclasses
     import io
 
-    from harness.cli import run as run_command
-    from harness.cli import shared
-    from harness.design.registry import design_named
-    from harness.running.progress import Progress
+    from killtest.harness.cli import run as run_command
+    from killtest.harness.cli import shared
+    from killtest.harness.design.registry import design_named
+    from killtest.harness.running.progress import Progress
 
     plain = dataclasses.replace(design_named("naive"), name="plain")
     monkeypatch.setattr(shared, "built_in_designs", lambda: {"plain": plain, "idempotent": design_named("idempotent")})

@@ -2,7 +2,7 @@
 
 The reference tables in docs/reference/ (findings, named checks, history events, spec keys, CLI
 options) are rendered from the code by harness/report/reference.py; a table that differs from what
-the code renders now fails here, and `python -m harness.report.reference --write` (`make docs`)
+the code renders now fails here, and `python -m killtest.harness.report.reference --write` (`make docs`)
 brings it back in line.
 """
 
@@ -14,8 +14,8 @@ import re
 
 import pytest
 
-from harness.history import EVENTS
-from harness.report import reference
+from killtest.harness.history import EVENTS
+from killtest.harness.report import reference
 
 ROOT = reference.PROJECT_ROOT
 README = os.path.join(ROOT, "README.md")
@@ -123,5 +123,5 @@ def test_every_history_event_the_harness_writes_is_described():
                     written.setdefault(event, os.path.relpath(path, ROOT))
     assert {"run_started", "kill", "request", "run_finished"} <= set(written), "the scan found no history writes"
     missing = {event: where for event, where in written.items() if event not in EVENTS}
-    assert not missing, f"history events written but not in harness.history.EVENTS (and so not in" \
+    assert not missing, f"history events written but not in killtest.harness.history.EVENTS (and so not in" \
                         f" docs/reference/history.md): {missing}"

@@ -3,12 +3,12 @@
 import pytest
 import requests
 
-from fixture_site.catalog import Drift, build_catalog, changes_between, drifted, parse_drift
-from fixture_site.server import SiteServer
-from harness.check.checker import check_run
-from harness.design.registry import design_named
-from harness.faults.schedule import parse_schedule
-from harness.running.runner import RunSettings, run_kill_test
+from killtest.fixture_site.catalog import Drift, build_catalog, changes_between, drifted, parse_drift
+from killtest.fixture_site.server import SiteServer
+from killtest.harness.check.checker import check_run
+from killtest.harness.design.registry import design_named
+from killtest.harness.faults.schedule import parse_schedule
+from killtest.harness.running.runner import RunSettings, run_kill_test
 
 
 def test_a_drift_is_the_same_for_the_same_seed_and_version_and_changes_what_it_says():

@@ -4,8 +4,8 @@ import time
 import pytest
 import requests
 
-from fixture_site.server import SiteServer
-from scrapers.common import LISTING_LINK, PRODUCT_LINK, parse_product
+from killtest.fixture_site.server import SiteServer
+from killtest.scrapers.common import LISTING_LINK, PRODUCT_LINK, parse_product
 
 
 def test_site_is_served_on_loopback_with_an_ephemeral_port(site):

@@ -10,18 +10,18 @@ import tempfile
 import pytest
 from hypothesis import settings
 
-from fixture_site.catalog import build_catalog
-from fixture_site.server import SiteServer
-from harness.check.checker import check_run
-from harness.design.registry import design_named
-from harness.faults.points.line import AtLine, anchor_for
-from harness.faults.schedule import parse_schedule
-from harness.running.exploration import commit_path_lines, explore
-from harness.running.fuzzing import bench, search, shrink
-from harness.running.orchestrator import Stage
-from harness.running.prefork import Zygote
-from harness.running.runner import RunSettings, run_kill_test
-from harness.servers.for_stores import StoreServers
+from killtest.fixture_site.catalog import build_catalog
+from killtest.fixture_site.server import SiteServer
+from killtest.harness.check.checker import check_run
+from killtest.harness.design.registry import design_named
+from killtest.harness.faults.points.line import AtLine, anchor_for
+from killtest.harness.faults.schedule import parse_schedule
+from killtest.harness.running.exploration import commit_path_lines, explore
+from killtest.harness.running.fuzzing import bench, search, shrink
+from killtest.harness.running.orchestrator import Stage
+from killtest.harness.running.prefork import Zygote
+from killtest.harness.running.runner import RunSettings, run_kill_test
+from killtest.harness.servers.for_stores import StoreServers
 
 # The catalog `killtest replay --listing-pages 2 --per-page 3` builds, so a printed replay is exact.
 CATALOG = build_catalog(listing_pages=2, products_per_page=3)  # 8 requests for a full crawl

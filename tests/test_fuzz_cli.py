@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from harness.design.model import PROJECT_ROOT
+from killtest.harness.design.model import PROJECT_ROOT
 
 needs_strace = pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
 SHELL_SPEC = os.path.join("scrapers", "zoo", "done_before_record_sh.toml")
@@ -17,7 +17,7 @@ SHELL_SPEC = os.path.join("scrapers", "zoo", "done_before_record_sh.toml")
 
 def killtest(*args, cwd=PROJECT_ROOT, env=None, timeout=600):
     """`killtest ARGS` from `cwd`, as the installed command runs it."""
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "killtest", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=cwd, env={**os.environ, "PYTHONPATH": PROJECT_ROOT, **(env or {})})
 
 

@@ -15,11 +15,11 @@ import time
 import psutil
 import pytest
 
-from harness import lifeline
-from harness.design.model import PROJECT_ROOT
-from harness.servers.common import servers_required
-from harness.servers.private_postgres import PrivatePostgres
-from harness.servers.private_redis import PrivateRedis
+from killtest.harness import lifeline
+from killtest.harness.design.model import PROJECT_ROOT
+from killtest.harness.servers.common import servers_required
+from killtest.harness.servers.private_postgres import PrivatePostgres
+from killtest.harness.servers.private_redis import PrivateRedis
 
 # Directories a run makes that name no owner are counted too when they have one of these prefixes.
 NOT_YET_OWNED = ("killtest-record-",)
@@ -28,7 +28,7 @@ REPORT = os.environ.get("KILLTEST_LIFELINE_REPORT")  # a file to append the befo
 
 @pytest.fixture(autouse=True)
 def _reap_what_a_killed_harness_handed_to_this_process():
-    """This test process may be a child subreaper (a pre-forking test made it one: harness.running.prefork),
+    """This test process may be a child subreaper (a pre-forking test made it one: killtest.harness.running.prefork),
     so what a SIGKILLed killtest left behind is handed to it when the watchdog kills it. Reap those
     zombies here, or they would read as leaked processes in every later test."""
     yield
@@ -46,7 +46,7 @@ def _reap_what_a_killed_harness_handed_to_this_process():
 
 
 def killtest(*args):
-    return [sys.executable, "-m", "harness", *args]
+    return [sys.executable, "-m", "killtest", *args]
 
 
 def _server_or_skip(server) -> None:
@@ -110,7 +110,7 @@ def test_sigkill_of_killtest_mid_run_leaves_no_process_and_no_temp_dir(design, s
         if server is PrivatePostgres:
             started += [c for p in started for c in p.children(recursive=True) if c not in started]
         # This harness's directories (other campaigns may be running beside the test), and any that names
-        # no owner but has a prefix a run makes (NOT_YET_OWNED: were one made without harness.lifeline).
+        # no owner but has a prefix a run makes (NOT_YET_OWNED: were one made without killtest.harness.lifeline).
         dirs = {d for d in _killtest_dirs(tmp, str(work)) - dirs_before_run
                 if (lifeline.owner_of(d) or (0,))[0] == harness.pid or d.startswith(str(work))
                 or os.path.basename(d).startswith(NOT_YET_OWNED)}

@@ -7,10 +7,18 @@ import shlex
 
 import pytest
 
-from harness import defaults
-from harness.cli import COMMANDS, build_parser
-from harness.faults.zoo_scenarios import Scenario, zoo_entries
-from harness.options import COMMAND_NAMES, GROUPS, OPTIONS, ZOO_KEYS, ZOO_SCENARIO_KEYS, options_of, replay_words
+from killtest.harness import defaults
+from killtest.harness.cli import COMMANDS, build_parser
+from killtest.harness.faults.zoo_scenarios import Scenario, zoo_entries
+from killtest.harness.options import (
+    COMMAND_NAMES,
+    GROUPS,
+    OPTIONS,
+    ZOO_KEYS,
+    ZOO_SCENARIO_KEYS,
+    options_of,
+    replay_words,
+)
 
 
 def _subparsers() -> dict[str, argparse.ArgumentParser]:

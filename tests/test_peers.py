@@ -7,12 +7,12 @@ to what its framework documents: a full crawl stores every product once, and a g
 
 import pytest
 
-from fixture_site.catalog import build_catalog
-from fixture_site.server import SiteServer
-from harness.check.checker import check_run
-from harness.design.registry import design_named
-from harness.faults.schedule import parse_schedule
-from harness.running.runner import RunSettings, run_kill_test
+from killtest.fixture_site.catalog import build_catalog
+from killtest.fixture_site.server import SiteServer
+from killtest.harness.check.checker import check_run
+from killtest.harness.design.registry import design_named
+from killtest.harness.faults.schedule import parse_schedule
+from killtest.harness.running.runner import RunSettings, run_kill_test
 
 pytest.importorskip("scrapy", reason="the peers extra is not installed: pip install -e '.[peers]'")
 pytest.importorskip("crawlee", reason="the peers extra is not installed: pip install -e '.[peers]'")

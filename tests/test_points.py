@@ -5,16 +5,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.design.registry import design_named
-from harness.errors import KilltestError
-from harness.faults.points import Fired, KillPoint, StartOptions, kinds, parse_point
-from harness.faults.points.line import AtLine, anchor_for, resolve_anchor
-from harness.faults.points.redeploy import Redeploy
-from harness.faults.points.request import AtRequest
-from harness.faults.points.server_restart import ServerRestart
-from harness.faults.points.store_write import AtStoreWrite
-from harness.faults.points.timed import AfterDelay
-from harness.faults.schedule import parse_schedule, validate_schedule
+from killtest.harness.design.registry import design_named
+from killtest.harness.errors import KilltestError
+from killtest.harness.faults.points import Fired, KillPoint, StartOptions, kinds, parse_point
+from killtest.harness.faults.points.line import AtLine, anchor_for, resolve_anchor
+from killtest.harness.faults.points.redeploy import Redeploy
+from killtest.harness.faults.points.request import AtRequest
+from killtest.harness.faults.points.server_restart import ServerRestart
+from killtest.harness.faults.points.store_write import AtStoreWrite
+from killtest.harness.faults.points.timed import AfterDelay
+from killtest.harness.faults.schedule import parse_schedule, validate_schedule
 
 ONE_OF_EACH = {"t0.4": AfterDelay(0.4), "t0.3@2": AfterDelay(0.3, worker=2), "r5": AtRequest(5),
                "r5+": AtRequest(5, after_response=True), "d0.5:0.1": Redeploy(0.5, 0.1),
@@ -54,7 +54,7 @@ def test_a_line_point_named_by_function_and_offset_is_the_absolute_line_below_th
 
 
 def test_a_method_is_named_with_its_class_and_a_marker_by_its_comment(tmp_path, monkeypatch):
-    import harness.faults.points.line as line_kind
+    import killtest.harness.faults.points.line as line_kind
 
     monkeypatch.setattr(line_kind, "PROJECT_ROOT", str(tmp_path))
     (tmp_path / "spider.py").write_text("class Spider:\n    def parse(self):\n        a = 1\n        return a\n\n"
@@ -102,7 +102,7 @@ def test_the_error_for_a_bad_point_lists_every_registered_form():
     assert "t and d points may end with @<worker>" in str(error.value)
 
 
-def design(name="d", store="sqlite", module="scrapers.idempotent"):
+def design(name="d", store="sqlite", module="killtest.scrapers.idempotent"):
     return SimpleNamespace(name=name, store=SimpleNamespace(kind=store), module=module)
 
 

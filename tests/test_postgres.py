@@ -5,15 +5,15 @@ import os
 import psutil
 import pytest
 
-from harness.check.checker import check_run
-from harness.design.registry import design_named
-from harness.design.specfile import load_spec
-from harness.design.stores import stored_records
-from harness.errors import KilltestError
-from harness.faults.schedule import parse_schedule
-from harness.running.runner import RunSettings, run_kill_test
-from harness.servers.common import REQUIRE_SERVERS_VARIABLE, ServerUnavailable, servers_required
-from harness.servers.private_postgres import PrivatePostgres
+from killtest.harness.check.checker import check_run
+from killtest.harness.design.registry import design_named
+from killtest.harness.design.specfile import load_spec
+from killtest.harness.design.stores import stored_records
+from killtest.harness.errors import KilltestError
+from killtest.harness.faults.schedule import parse_schedule
+from killtest.harness.running.runner import RunSettings, run_kill_test
+from killtest.harness.servers.common import REQUIRE_SERVERS_VARIABLE, ServerUnavailable, servers_required
+from killtest.harness.servers.private_postgres import PrivatePostgres
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,9 @@ import sys
 
 import pytest
 
-from harness.errors import KilltestError
-from harness.faults import power_loss
-from harness.faults.power_loss import PowerLossMount, unavailable_reason
+from killtest.harness.errors import KilltestError
+from killtest.harness.faults import power_loss
+from killtest.harness.faults.power_loss import PowerLossMount, unavailable_reason
 
 REASON = unavailable_reason()
 if REASON is not None and os.environ.get("KILLTEST_REQUIRE_SERVERS") == "1":

@@ -5,13 +5,13 @@ import os
 import psutil
 import pytest
 
-from fixture_site.server import SiteServer
-from harness.check.checker import check_run
-from harness.design.registry import design_named
-from harness.faults.schedule import parse_schedule
-from harness.running.runner import RunSettings, run_kill_test
-from harness.servers.common import REQUIRE_SERVERS_VARIABLE, ServerUnavailable, servers_required
-from harness.servers.private_redis import PrivateRedis
+from killtest.fixture_site.server import SiteServer
+from killtest.harness.check.checker import check_run
+from killtest.harness.design.registry import design_named
+from killtest.harness.faults.schedule import parse_schedule
+from killtest.harness.running.runner import RunSettings, run_kill_test
+from killtest.harness.servers.common import REQUIRE_SERVERS_VARIABLE, ServerUnavailable, servers_required
+from killtest.harness.servers.private_redis import PrivateRedis
 
 
 def start_redis():

@@ -6,12 +6,12 @@ import signal
 import psutil
 import pytest
 
-from fixture_site.server import SiteServer
-from harness.check.checker import check_run
-from harness.design.registry import design_named
-from harness.errors import ScraperStartError
-from harness.faults.schedule import parse_schedule, timed_schedule
-from harness.running.runner import RunSettings, run_kill_test
+from killtest.fixture_site.server import SiteServer
+from killtest.harness.check.checker import check_run
+from killtest.harness.design.registry import design_named
+from killtest.harness.errors import ScraperStartError
+from killtest.harness.faults.schedule import parse_schedule, timed_schedule
+from killtest.harness.running.runner import RunSettings, run_kill_test
 from tests.conftest import fixture_design
 
 # Kills early in each start, so that on any machine the 525-page crawl is still running when they land.

@@ -4,12 +4,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.errors import KilltestError
-from harness.faults.points.line import AtLine
-from harness.faults.points.redeploy import Redeploy
-from harness.faults.points.request import AtRequest
-from harness.faults.points.timed import AfterDelay
-from harness.faults.schedule import parse_schedule, redeploy_schedule, request_schedule, run_seeds, timed_schedule
+from killtest.harness.errors import KilltestError
+from killtest.harness.faults.points.line import AtLine
+from killtest.harness.faults.points.redeploy import Redeploy
+from killtest.harness.faults.points.request import AtRequest
+from killtest.harness.faults.points.timed import AfterDelay
+from killtest.harness.faults.schedule import (
+    parse_schedule,
+    redeploy_schedule,
+    request_schedule,
+    run_seeds,
+    timed_schedule,
+)
 
 
 def delays(schedule):

@@ -6,9 +6,9 @@ import subprocess
 import sys
 import time
 
-from harness.design.model import PROJECT_ROOT, Launch
-from harness.design.registry import design_named
-from harness.design.stores import stored_records
+from killtest.harness.design.model import PROJECT_ROOT, Launch
+from killtest.harness.design.registry import design_named
+from killtest.harness.design.stores import stored_records
 
 
 def pairs(records):
@@ -55,7 +55,7 @@ def test_idempotent_recrawl_fetches_every_page_again_and_rewrites_nothing(site, 
 
 
 def test_idempotent_upsert_leaves_unchanged_records_alone_and_updates_changed_ones(tmp_path):
-    from scrapers import idempotent
+    from killtest.scrapers import idempotent
 
     db = idempotent.open_store(str(tmp_path / "s.sqlite"))
     idempotent.discover(db, 1, ["/product/1"])
@@ -71,7 +71,7 @@ def test_idempotent_upsert_leaves_unchanged_records_alone_and_updates_changed_on
 
 def test_idempotent_claim_reads_two_index_entries_not_the_whole_crawl(tmp_path):
     """A claim that scans the crawl's done rows makes a crawl O(n^2): 4 ms a page at 20,000 products."""
-    from scrapers import idempotent
+    from killtest.scrapers import idempotent
 
     db = idempotent.open_store(str(tmp_path / "s.sqlite"))
     plan = [row[3] for row in db.execute("EXPLAIN QUERY PLAN " + idempotent.CLAIM, (0, 1, 1, 0))]
@@ -82,7 +82,7 @@ def test_idempotent_claim_reads_two_index_entries_not_the_whole_crawl(tmp_path):
 
 
 def test_idempotent_claim_takes_the_oldest_claimable_path_and_skips_held_leases(tmp_path):
-    from scrapers import idempotent
+    from killtest.scrapers import idempotent
 
     db = idempotent.open_store(str(tmp_path / "s.sqlite"))
     idempotent.discover(db, 1, ["/a", "/b", "/c", "/d"])
@@ -97,7 +97,7 @@ def test_idempotent_claim_takes_the_oldest_claimable_path_and_skips_held_leases(
 
 
 def test_idempotent_design_waits_for_a_held_lease_instead_of_exiting(site, small_catalog, tmp_path):
-    from scrapers import idempotent
+    from killtest.scrapers import idempotent
 
     db_path = store_of("idempotent", tmp_path)
     db = idempotent.open_store(db_path)
@@ -130,7 +130,7 @@ def test_a_missing_database_directory_is_one_line_and_exit_status_2(site, tmp_pa
 
 
 def test_a_bad_lease_is_refused(site, tmp_path):
-    argv = [sys.executable, "-m", "scrapers.idempotent", "--base", site.base_url,
+    argv = [sys.executable, "-m", "killtest.scrapers.idempotent", "--base", site.base_url,
             "--db", str(tmp_path / "s.sqlite"), "--lease", "0"]
     done = subprocess.run(argv, capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=30)
     assert done.returncode == 2 and "--lease" in done.stderr

@@ -4,16 +4,16 @@ import os
 
 import pytest
 
-from fixture_site.catalog import build_catalog
-from fixture_site.server import SiteServer
-from harness.check.checker import check_run
-from harness.check.side_effects import check_side_effects, side_effect_findings
-from harness.design.registry import design_named
-from harness.design.specfile import load_spec
-from harness.errors import KilltestError
-from harness.faults.schedule import parse_schedule
-from harness.history import History
-from harness.running.runner import RunSettings, run_kill_test
+from killtest.fixture_site.catalog import build_catalog
+from killtest.fixture_site.server import SiteServer
+from killtest.harness.check.checker import check_run
+from killtest.harness.check.side_effects import check_side_effects, side_effect_findings
+from killtest.harness.design.registry import design_named
+from killtest.harness.design.specfile import load_spec
+from killtest.harness.errors import KilltestError
+from killtest.harness.faults.schedule import parse_schedule
+from killtest.harness.history import History
+from killtest.harness.running.runner import RunSettings, run_kill_test
 
 
 def run(name, schedule, tmp_path):
@@ -35,7 +35,7 @@ def test_idempotent_side_effects_survive_kills_as_one_file_one_announcement_and_
 
 
 def test_a_cut_or_refused_image_and_a_failed_webhook_are_retried_not_stored_broken(tmp_path):
-    from fixture_site.toxics import parse_toxics
+    from killtest.fixture_site.toxics import parse_toxics
 
     design = design_named("idempotent-effects")
     with SiteServer(build_catalog(3, 6, seed=9)) as site:
@@ -77,7 +77,7 @@ def test_the_side_effect_checks_read_files_deliveries_and_the_counter_from_the_h
 
 
 def test_a_download_a_killed_start_left_half_written_is_removed_and_a_live_one_is_not(tmp_path):
-    from scrapers.effects import remove_dead_downloads, save_image
+    from killtest.scrapers.effects import remove_dead_downloads, save_image
 
     name = save_image(str(tmp_path), b"\x89PNG picture")
     assert save_image(str(tmp_path), b"\x89PNG picture") == name and len(os.listdir(tmp_path)) == 1

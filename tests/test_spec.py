@@ -4,10 +4,10 @@ import textwrap
 
 import pytest
 
-from harness.design.model import Launch
-from harness.design.registry import built_in_designs, design_named
-from harness.design.specfile import load_spec
-from harness.errors import KilltestError
+from killtest.harness.design.model import Launch
+from killtest.harness.design.registry import built_in_designs, design_named
+from killtest.harness.design.specfile import load_spec
+from killtest.harness.errors import KilltestError
 
 STORE = """
 [store]
@@ -34,7 +34,7 @@ def test_the_built_in_designs_and_the_whole_zoo_are_specs():
 def test_placeholders_are_filled_for_each_start():
     design = built_in_designs()["idempotent"]
     argv = design.command(Launch("http://127.0.0.1:9", "/tmp/w", lease_s=3.0, crawl=2))
-    assert argv[1:3] == ["-m", "scrapers.idempotent"]
+    assert argv[1:3] == ["-m", "killtest.scrapers.idempotent"]
     assert argv[3:] == ["--base", "http://127.0.0.1:9", "--db", "/tmp/w/idempotent.sqlite", "--lease", "3",
                         "--crawl", "2"]
     assert design.takes_lease and design.can_recrawl and not built_in_designs()["naive"].can_recrawl
@@ -161,14 +161,14 @@ def test_the_built_in_registry_reads_no_spec_until_a_design_is_asked_for():
     import subprocess
     import sys
 
-    probe = ("import harness.design.registry as r; import harness.design.stores;"
+    probe = ("import killtest.harness.design.registry as r; import killtest.harness.design.stores;"
              " assert r._read_built_ins.cache_info().currsize == 0, 'read at import'")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
 
 
 def test_a_broken_built_in_spec_is_one_line_when_a_design_is_looked_up(tmp_path, monkeypatch):
-    from harness.design import registry
+    from killtest.harness.design import registry
 
     (tmp_path / "zoo").mkdir()
     write_spec(tmp_path, '[design]\nname = "fine"\nmodule = "a"\n' + STORE, "fine.toml")
@@ -182,7 +182,7 @@ def test_a_broken_built_in_spec_is_one_line_when_a_design_is_looked_up(tmp_path,
 
 
 def test_two_built_in_specs_with_one_name_are_refused(tmp_path):
-    from harness.design.registry import built_in_designs
+    from killtest.harness.design.registry import built_in_designs
 
     write_spec(tmp_path, '[design]\nname = "same"\nmodule = "a"\n' + STORE, "a.toml")
     second = write_spec(tmp_path, '[design]\nname = "same"\nmodule = "b"\n' + STORE, "b.toml")
@@ -191,7 +191,7 @@ def test_two_built_in_specs_with_one_name_are_refused(tmp_path):
 
 
 def test_spec_keys_describe_every_key_a_spec_may_hold_in_one_line():
-    from harness.design.specfile import DESIGN_KEYS, SPEC_KEYS, STORE_KEYS
+    from killtest.harness.design.specfile import DESIGN_KEYS, SPEC_KEYS, STORE_KEYS
 
     assert set(SPEC_KEYS) == {"", "design", "store"}
     assert DESIGN_KEYS == set(SPEC_KEYS["design"]) and STORE_KEYS == set(SPEC_KEYS["store"])

@@ -6,11 +6,11 @@ import sqlite3
 
 import pytest
 
-from harness.design.model import Launch
-from harness.design.specfile import STORE_KEYS, load_spec
-from harness.design.stores import held_leases, kind_of, store_kinds, stored_records
-from harness.errors import KilltestError
-from harness.servers.for_stores import SERVERS
+from killtest.harness.design.model import Launch
+from killtest.harness.design.specfile import STORE_KEYS, load_spec
+from killtest.harness.design.stores import held_leases, kind_of, store_kinds, stored_records
+from killtest.harness.errors import KilltestError
+from killtest.harness.servers.for_stores import SERVERS
 
 
 def spec(tmp_path, store):

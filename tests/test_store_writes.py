@@ -6,20 +6,20 @@ import tempfile
 
 import pytest
 
-from fixture_site.catalog import build_catalog
-from fixture_site.server import SiteServer
-from harness.check.checker import check_run
-from harness.design.registry import design_named
-from harness.errors import KilltestError
-from harness.faults.points import parse_point
-from harness.faults.points.store_write import AtStoreWrite
-from harness.faults.schedule import parse_schedule
-from harness.faults.store_writes import parse_recording
-from harness.running.exploration import explore_design
-from harness.running.orchestrator import Stage
-from harness.running.runner import RunSettings, run_kill_test
-from harness.running.write_plans import resolve_schedule, store_write_points
-from harness.servers.for_stores import StoreServers
+from killtest.fixture_site.catalog import build_catalog
+from killtest.fixture_site.server import SiteServer
+from killtest.harness.check.checker import check_run
+from killtest.harness.design.registry import design_named
+from killtest.harness.errors import KilltestError
+from killtest.harness.faults.points import parse_point
+from killtest.harness.faults.points.store_write import AtStoreWrite
+from killtest.harness.faults.schedule import parse_schedule
+from killtest.harness.faults.store_writes import parse_recording
+from killtest.harness.running.exploration import explore_design
+from killtest.harness.running.orchestrator import Stage
+from killtest.harness.running.runner import RunSettings, run_kill_test
+from killtest.harness.running.write_plans import resolve_schedule, store_write_points
+from killtest.harness.servers.for_stores import StoreServers
 
 needs_strace = pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
 SETTINGS = RunSettings(lease_s=0.2, time_limit_s=60)

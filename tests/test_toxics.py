@@ -3,16 +3,16 @@
 import pytest
 import requests
 
-from fixture_site.catalog import build_catalog
-from fixture_site.server import SiteServer
-from fixture_site.toxics import ToxicDice, ToxicSpecError, parse_toxics, registry
-from harness.check.categories import fetched_twice_by_one_start
-from harness.check.checker import check_run
-from harness.check.network_faults import early_after_throttle
-from harness.design.registry import design_named
-from harness.faults.schedule import parse_schedule
-from harness.history import History
-from harness.running.runner import RunSettings, run_kill_test
+from killtest.fixture_site.catalog import build_catalog
+from killtest.fixture_site.server import SiteServer
+from killtest.fixture_site.toxics import ToxicDice, ToxicSpecError, parse_toxics, registry
+from killtest.harness.check.categories import fetched_twice_by_one_start
+from killtest.harness.check.checker import check_run
+from killtest.harness.check.network_faults import early_after_throttle
+from killtest.harness.design.registry import design_named
+from killtest.harness.faults.schedule import parse_schedule
+from killtest.harness.history import History
+from killtest.harness.running.runner import RunSettings, run_kill_test
 
 ALL_FAULTS = "error=0.05,throttle=0.04,reset=0.04,truncate=0.04,timeout=0.02,hold=0.3,latency=0.001,jitter=0.001"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from fixture_site.toxics import Setting, ToxicBase, Toxics
+from killtest.fixture_site.toxics import Setting, ToxicBase, Toxics
 
 
 class Latency(ToxicBase):

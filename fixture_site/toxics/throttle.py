@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fixture_site.toxics import Injection, Setting, ToxicBase, Toxics
+from killtest.fixture_site.toxics import Injection, Setting, ToxicBase, Toxics
 
 STATUS = 429
 

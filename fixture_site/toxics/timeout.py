@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from fixture_site.toxics import Injection, Setting, ToxicBase, Toxics
+from killtest.fixture_site.toxics import Injection, Setting, ToxicBase, Toxics
 
 
 class Timeout(ToxicBase):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fixture_site.toxics import ToxicBase, Toxics
+from killtest.fixture_site.toxics import ToxicBase, Toxics
 
 
 class Truncate(ToxicBase):

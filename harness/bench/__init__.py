@@ -4,5 +4,5 @@ and plots.
 
 Rule: a benchmark reports figures from runs and fails only on a broken promise, never on a timing;
 timing-sensitive expectations live here, not in the test suite. It runs campaigns through
-harness.running like any command, and may import every room but cli.
+running like any command, and may import every room but cli.
 """

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.files import replacing
+from killtest.harness.files import replacing
 
 
 def _span(values: list) -> str:

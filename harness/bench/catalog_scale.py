@@ -5,19 +5,19 @@ from __future__ import annotations
 import os
 import statistics
 
-from fixture_site.catalog import build_catalog
-from harness import defaults
-from harness.bench.frontier_cost import frontier_seconds_per_page
-from harness.bench.site_rate import measure
-from harness.design.model import Design
-from harness.faults.points.request import AtRequest
-from harness.faults.schedule import KillSchedule
-from harness.history import History
-from harness.report.writer import history_path
-from harness.running.campaign_plan import CampaignPlan
-from harness.running.orchestrator import run_campaign, site_phase
-from harness.running.progress import Progress
-from harness.running.runner import RunSettings
+from killtest.fixture_site.catalog import build_catalog
+from killtest.harness import defaults
+from killtest.harness.bench.frontier_cost import frontier_seconds_per_page
+from killtest.harness.bench.site_rate import measure
+from killtest.harness.design.model import Design
+from killtest.harness.faults.points.request import AtRequest
+from killtest.harness.faults.schedule import KillSchedule
+from killtest.harness.history import History
+from killtest.harness.report.writer import history_path
+from killtest.harness.running.campaign_plan import CampaignPlan
+from killtest.harness.running.orchestrator import run_campaign, site_phase
+from killtest.harness.running.progress import Progress
+from killtest.harness.running.runner import RunSettings
 
 PER_PAGE = defaults.PER_PAGE  # 20 products a listing page, as on the article's site
 SITE_RATE_S = 3.0  # how long the sequential client measures the site's ceiling

@@ -1,6 +1,6 @@
 """Exact kill schedules a minute, and what strace adds: a benchmark, not a test (`make bench-explore`).
 
-    python -m harness.bench.explore_rate [--out results/bench-explore] [--points 40]
+    python -m killtest.harness.bench.explore_rate [--out results/bench-explore] [--points 40]
 
 1. schedules a minute: `explore` on the same spread of each design's crash points (requests, store
    writes, lines), at -j 1 and at -j 2: the idempotent design and the naive control (Python modules,
@@ -25,17 +25,17 @@ import tempfile
 import time
 from typing import Any
 
-from fixture_site.catalog import build_catalog
-from fixture_site.server import SiteServer
-from harness import defaults
-from harness.design.model import Launch
-from harness.design.registry import design_named
-from harness.faults.points.store_write import GATE
-from harness.faults.store_writes import recording_prefix
-from harness.files import write_atomically
-from harness.running.exploration import all_crash_points, explore_design
-from harness.running.orchestrator import stage
-from harness.running.runner import RunSettings
+from killtest.fixture_site.catalog import build_catalog
+from killtest.fixture_site.server import SiteServer
+from killtest.harness import defaults
+from killtest.harness.design.model import Launch
+from killtest.harness.design.registry import design_named
+from killtest.harness.faults.points.store_write import GATE
+from killtest.harness.faults.store_writes import recording_prefix
+from killtest.harness.files import write_atomically
+from killtest.harness.running.exploration import all_crash_points, explore_design
+from killtest.harness.running.orchestrator import stage
+from killtest.harness.running.runner import RunSettings
 
 DESIGNS = ("idempotent", "naive", "zoo-done-before-record-cmd", "zoo-done-before-record-sh")
 BLACK_BOX = "zoo-done-before-record-cmd"
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     for name in args.designs.split(","):
         figures["rates"].append(schedules_a_minute(name, args.points))
         print(json.dumps(figures["rates"][-1]), file=sys.stderr, flush=True)
-    command = " ".join(["python -m harness.bench.explore_rate", *(argv if argv is not None else sys.argv[1:])])
+    command = " ".join(["python -m killtest.harness.bench.explore_rate", *(argv if argv is not None else sys.argv[1:])])
     write_atomically(os.path.join(args.out, "explore-rate.json"), json.dumps(figures, indent=2) + "\n")
     write_atomically(os.path.join(args.out, "explore-rate.md"), markdown(figures, command))
     print(markdown(figures, command))

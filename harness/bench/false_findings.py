@@ -5,13 +5,13 @@ idempotent-effects) is run many times with timed kills; a finding on any of them
 mistake (a request credited to the wrong start, a race in the checker), since these designs keep
 every promise. Runs that proved nothing (no kill landed) are counted apart: they are not findings.
 
-    python -m harness.bench.false_findings findings --runs 100 --out results/bench
+    python -m killtest.harness.bench.false_findings findings --runs 100 --out results/bench
 
 **Soak.** One long campaign of short runs (a small catalog), sampling the harness's own open files,
 threads, child processes and killtest temporary directories before, during and after: a harness
 that leaks one file per run shows it after two hundred.
 
-    python -m harness.bench.false_findings soak --runs 200 --out results/bench
+    python -m killtest.harness.bench.false_findings soak --runs 200 --out results/bench
 
 Both print their figures and write them as JSON in --out. A benchmark reports figures; it fails
 (exit 1) only on a broken promise: a false finding, or growth in what the soak samples.
@@ -28,15 +28,15 @@ import time
 
 import psutil
 
-from fixture_site.catalog import build_catalog
-from harness import lifeline
-from harness.design.registry import design_named
-from harness.faults.schedule import run_seeds, timed_schedule
-from harness.report.campaign import Campaign
-from harness.running.campaign_plan import CampaignPlan
-from harness.running.orchestrator import run_campaign
-from harness.running.progress import Progress
-from harness.running.runner import RunSettings
+from killtest.fixture_site.catalog import build_catalog
+from killtest.harness import lifeline
+from killtest.harness.design.registry import design_named
+from killtest.harness.faults.schedule import run_seeds, timed_schedule
+from killtest.harness.report.campaign import Campaign
+from killtest.harness.running.campaign_plan import CampaignPlan
+from killtest.harness.running.orchestrator import run_campaign
+from killtest.harness.running.progress import Progress
+from killtest.harness.running.runner import RunSettings
 
 CORRECT_DESIGNS = ("idempotent", "idempotent-pg", "queue-bullmq", "idempotent-effects")
 
@@ -114,7 +114,8 @@ def soak(args: argparse.Namespace, progress: Progress) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.bench.false_findings", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m killtest.harness.bench.false_findings",
+                                     description=__doc__.split("\n")[0])
     parts = parser.add_subparsers(dest="part", required=True)
     for part, runs in (("findings", 100), ("soak", 200)):
         sub = parts.add_parser(part)

@@ -9,15 +9,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 
-from fixture_site.catalog import Catalog, Drift
-from fixture_site.toxics import parse_toxics
-from harness import defaults
-from harness.design.model import Design
-from harness.faults.schedule import request_schedule
-from harness.running.campaign_plan import CampaignPlan
-from harness.running.orchestrator import run_campaign
-from harness.running.progress import Progress
-from harness.running.runner import RunSettings
+from killtest.fixture_site.catalog import Catalog, Drift
+from killtest.fixture_site.toxics import parse_toxics
+from killtest.harness import defaults
+from killtest.harness.design.model import Design
+from killtest.harness.faults.schedule import request_schedule
+from killtest.harness.running.campaign_plan import CampaignPlan
+from killtest.harness.running.orchestrator import run_campaign
+from killtest.harness.running.progress import Progress
+from killtest.harness.running.runner import RunSettings
 
 FAULT_DESIGNS = ("naive", "idempotent", "queue-bullmq", "scrapy-jobdir", "crawlee-fs")
 EFFECT_DESIGNS = ("naive-effects", "idempotent-effects")

@@ -13,7 +13,7 @@ import time
 
 
 def frontier_seconds_per_page(products: int, per_page: int, work_dir: str | None = None) -> float:
-    from scrapers import idempotent  # the design under test, imported only by this benchmark
+    from killtest.scrapers import idempotent  # the design under test, imported only by this benchmark
 
     with tempfile.TemporaryDirectory(prefix="killtest-frontier-", dir=work_dir) as directory:
         db = idempotent.open_store(os.path.join(directory, "frontier.sqlite"))

@@ -8,8 +8,8 @@ import subprocess
 import sys
 import time
 
-from harness.design.model import PROJECT_ROOT
-from harness.running.phase_clock import overhead_breakdown
+from killtest.harness.design.model import PROJECT_ROOT
+from killtest.harness.running.phase_clock import overhead_breakdown
 
 # The experiment `make killtest` runs (keep in step with the Makefile's EXPERIMENT and killtest target).
 MAKE_KILLTEST_ARGS = ["run", "--design", "naive", "--design", "idempotent", "--runs", "5", "--kills", "10",
@@ -19,7 +19,7 @@ MAKE_KILLTEST_ARGS = ["run", "--design", "naive", "--design", "idempotent", "--r
 def measure_overhead(out_dir: str, progress) -> dict:
     """Run the main job's command once, timed from before its interpreter starts to its exit."""
     directory = os.path.join(out_dir, "overhead")
-    command = [sys.executable, "-m", "harness", *MAKE_KILLTEST_ARGS, "--out", directory]
+    command = [sys.executable, "-m", "killtest", *MAKE_KILLTEST_ARGS, "--out", directory]
     progress.step("[overhead] running make killtest's command, timed from outside")
     began = time.monotonic()
     done = subprocess.run(command, cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

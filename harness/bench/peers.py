@@ -7,14 +7,20 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fixture_site.catalog import Catalog
-from harness.check.verdict import RunVerdict
-from harness.design.model import Design
-from harness.faults.schedule import KillSchedule, redeploy_schedule, request_schedule, run_seeds, timed_schedule
-from harness.running.campaign_plan import CampaignPlan
-from harness.running.orchestrator import run_campaign
-from harness.running.progress import Progress
-from harness.running.runner import RunSettings
+from killtest.fixture_site.catalog import Catalog
+from killtest.harness.check.verdict import RunVerdict
+from killtest.harness.design.model import Design
+from killtest.harness.faults.schedule import (
+    KillSchedule,
+    redeploy_schedule,
+    request_schedule,
+    run_seeds,
+    timed_schedule,
+)
+from killtest.harness.running.campaign_plan import CampaignPlan
+from killtest.harness.running.orchestrator import run_campaign
+from killtest.harness.running.progress import Progress
+from killtest.harness.running.runner import RunSettings
 
 # Kill a start at its 20th to 150th request: past every framework's start-up, before a start at the
 # article's pace could finish the 525-request crawl alone.

@@ -1,6 +1,6 @@
 """The fixture site's own ceiling: how many pages a second one sequential client gets from it.
 
-Run as a separate process (`python -m harness.bench.site_rate BASE_URL PATHS SECONDS`) so the client
+Run as a separate process (`python -m killtest.harness.bench.site_rate BASE_URL PATHS SECONDS`) so the client
 does not share the site's interpreter: it uses requests.Session with keep-alive, as the designs do,
 and no design that fetches one page at a time can go faster than this.
 """
@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from harness.design.model import PROJECT_ROOT
+from killtest.harness.design.model import PROJECT_ROOT
 
 WINDOWS = 5
 
@@ -20,7 +20,8 @@ WINDOWS = 5
 def measure(base_url: str, paths: list[str], seconds: float = 2.0) -> float:
     """The most requests per second a sequential client got in any fifth of `seconds`, cycling through
     `paths`: a ceiling, so the best window counts (on two cores a window can lose the CPU to anything)."""
-    done = subprocess.run([sys.executable, "-m", "harness.bench.site_rate", base_url, ",".join(paths), str(seconds)],
+    done = subprocess.run([sys.executable, "-m", "killtest.harness.bench.site_rate", base_url, ",".join(paths),
+                           str(seconds)],
                           capture_output=True, text=True, timeout=seconds + 60, cwd=PROJECT_ROOT)
     if done.returncode != 0:
         raise RuntimeError(f"the site-rate client failed: {done.stderr.strip().splitlines()[-1:]}")

@@ -1,10 +1,10 @@
 """Checking: pure functions of a run's history and the site's catalog. This folder cannot do any I/O.
 
 Rule (as Flask's sansio/README): no file, socket, process, clock or server of its own, and no imports
-from harness.running, report, cli, servers, bench or design; only the floor (harness.history,
-harness.errors, ...) and fixture_site's data types. A design reaches a check as any object with
+from killtest.harness.running, report, cli, servers, bench or design; only the floor (killtest.harness.history,
+killtest.harness.errors, ...) and fixture_site's data types. A design reaches a check as any object with
 `.name .claims_idempotence .does_not_promise .control .side_effects` (verdict.DesignTraits); the
-promises themselves are named on the floor (harness.promises), and `compose` drops the findings of
+promises themselves are named on the floor (killtest.harness.promises), and `compose` drops the findings of
 a promise the design waived. Tests build histories by
 hand and call these functions directly; tests/test_architecture.py holds the rule.
 
@@ -18,5 +18,5 @@ hand and call these functions directly; tests/test_architecture.py holds the rul
   files, webhooks and counter mean for the checks
 - health.py: requests per stored record, the article's health metric
 - compare.py: designs against the control (--check-faster); baseline.py: a campaign against a saved
-  one (reading the saved file is harness.report.baseline_file's job)
+  one (reading the saved file is killtest.harness.report.baseline_file's job)
 """

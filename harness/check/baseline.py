@@ -8,7 +8,7 @@ compared per design over all its runs, in forms that do not depend on how many r
 | lost records | higher | every design |
 | wrong or unexpected records | higher | every design |
 | runs that broke a promise | a larger share | every design |
-| findings (harness.check.findings.Finding) | a code the baseline never reported | every design |
+| findings (killtest.harness.check.findings.Finding) | a code the baseline never reported | every design |
 | rows per product, worst run | higher | designs that claim idempotence |
 | repeated requests per landed kill | higher by more than `max_extra_repeats` | designs that claim idempotence |
 | mean wall time per run | higher by more than `max_slowdown_pct` percent | every design |
@@ -17,14 +17,14 @@ A control such as the naive design stores and fetches whatever its start-up and 
 allow inside the kill window, so its rows and repeated requests move with the machine's load:
 they are shown, not judged.
 
-Reading the saved file is I/O, so it lives in harness.report.baseline_file; this module only compares.
+Reading the saved file is I/O, so it lives in killtest.harness.report.baseline_file; this module only compares.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from harness import defaults
+from killtest.harness import defaults
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ import signal
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from harness.errors import KilltestError
-from harness.history import History
+from killtest.harness.errors import KilltestError
+from killtest.harness.history import History
 
 EXAMPLES = 5  # how many keys or paths of each category a verdict names
 # Two stamps of one write (first written, last changed) may differ by a rounding; a rewrite is later.

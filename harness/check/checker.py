@@ -7,14 +7,14 @@ into one verdict: valid, invalid or unknown, with a finding and a message per br
 
 from __future__ import annotations
 
-from fixture_site.catalog import Catalog
-from harness.check.categories import sort_records
-from harness.check.drift import catalog_versions, site_change_times
-from harness.check.named_checks import Evidence, compose
-from harness.check.run_figures import count_figures
-from harness.check.verdict import DesignTraits, RunVerdict
-from harness.history import History
-from harness.promises import Promise
+from killtest.fixture_site.catalog import Catalog
+from killtest.harness.check.categories import sort_records
+from killtest.harness.check.drift import catalog_versions, site_change_times
+from killtest.harness.check.named_checks import Evidence, compose
+from killtest.harness.check.run_figures import count_figures
+from killtest.harness.check.verdict import DesignTraits, RunVerdict
+from killtest.harness.history import History
+from killtest.harness.promises import Promise
 
 
 def check_run(design: DesignTraits, run: int, history: History, catalog: Catalog) -> RunVerdict:
@@ -29,7 +29,7 @@ def check_run(design: DesignTraits, run: int, history: History, catalog: Catalog
         verdict.side_effects = side_effects.figures
     verdict.findings = [finding.value for finding, _ in composed.findings]
     # Each problem names the design's promise it broke, so a reader of any output knows what was claimed;
-    # a run that proved nothing says so in its own words (harness.promises.Promise.PROVES_SOMETHING).
+    # a run that proved nothing says so in its own words (killtest.harness.promises.Promise.PROVES_SOMETHING).
     verdict.problems = [message if finding.promise is Promise.PROVES_SOMETHING else
                         f"{message} (broke {finding.promise.value})" for finding, message in composed.findings]
     verdict.checks = {name: result.validity.value for name, result in composed.results.items()}

@@ -1,6 +1,6 @@
 """Compare designs across a campaign: an idempotent design must beat the control's wall time.
 
-Pure functions of the verdicts and each design's traits (harness.check.verdict.DesignTraits);
+Pure functions of the verdicts and each design's traits (killtest.harness.check.verdict.DesignTraits);
 `compare_designs` judges (--check-faster), `per_run_wins` is a figure for the report.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from harness.check.verdict import DesignTraits, RunVerdict
+from killtest.harness.check.verdict import DesignTraits, RunVerdict
 
 
 def compare_designs(verdicts: list[RunVerdict], designs: Mapping[str, DesignTraits]) -> list[str]:

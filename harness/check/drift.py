@@ -7,8 +7,8 @@ carry a last change no earlier than the site's; one it never changed must not ha
 
 from __future__ import annotations
 
-from fixture_site.catalog import Catalog, drifted, parse_drift
-from harness.history import History
+from killtest.fixture_site.catalog import Catalog, drifted, parse_drift
+from killtest.harness.history import History
 
 
 def catalog_versions(catalog: Catalog, history: History) -> list[Catalog]:

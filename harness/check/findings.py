@@ -1,4 +1,4 @@
-"""Every finding the checker can report: a code, the promise it broke (harness.promises), and one line.
+"""Every finding the checker can report: a code, the promise it broke (killtest.harness.promises), and one line.
 
 Hypothesis's HealthCheck is the model: an Enum whose members carry their own description, so the
 reference table in the docs is generated from this file and cannot drift from the checker. The code
@@ -6,14 +6,14 @@ reference table in the docs is generated from this file and cannot drift from th
 rename one without a migration, saved baselines compare by it.
 
 Members keep their historical order (the zoo's spec error lists the codes in it); the order in which
-a verdict reports them is the order of the checks, harness.check.named_checks.CHECKS.
+a verdict reports them is the order of the checks, killtest.harness.check.named_checks.CHECKS.
 """
 
 from __future__ import annotations
 
 from enum import Enum
 
-from harness.promises import Promise
+from killtest.harness.promises import Promise
 
 __all__ = ["FINDINGS", "Finding", "Promise"]
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from fixture_site.catalog import Catalog
-from harness.check.categories import EXAMPLES, RecordSets, required_event
-from harness.check.findings import Finding
-from harness.check.side_effects import check_side_effects, side_effect_findings
-from harness.check.verdict import CheckResult, DesignTraits, RunVerdict, Validity, judged
-from harness.history import History
-from harness.promises import Promise
+from killtest.fixture_site.catalog import Catalog
+from killtest.harness.check.categories import EXAMPLES, RecordSets, required_event
+from killtest.harness.check.findings import Finding
+from killtest.harness.check.side_effects import check_side_effects, side_effect_findings
+from killtest.harness.check.verdict import CheckResult, DesignTraits, RunVerdict, Validity, judged
+from killtest.harness.history import History
+from killtest.harness.promises import Promise
 
 
 @dataclass(frozen=True)

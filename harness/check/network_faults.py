@@ -1,4 +1,4 @@
-"""What the site's network faults did in a run, read from the history (fixture_site.toxics injects them).
+"""What the site's network faults did in a run, read from the history (killtest.fixture_site.toxics injects them).
 
 The checker tells a design that retried safely (every record right, one extra request per fault at
 most) from one that stored a broken record (`wrong_value`), gave up (`lost`, `crashed`) or came back
@@ -10,10 +10,10 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 
-from fixture_site.toxics import parse_toxics
-from fixture_site.toxics.throttle import STATUS as THROTTLE_STATUS
-from harness.check.categories import required_event
-from harness.history import History
+from killtest.fixture_site.toxics import parse_toxics
+from killtest.fixture_site.toxics.throttle import STATUS as THROTTLE_STATUS
+from killtest.harness.check.categories import required_event
+from killtest.harness.history import History
 
 # Requests that arrive this soon after a 429 were already on their way (another worker, another slot).
 IN_FLIGHT_S = 0.05

@@ -1,7 +1,7 @@
 """Count one run's figures from its history and the site's ground truth: the verdict before it is judged.
 
-Every figure is derived from the categories in harness.check.categories, not counted a second way;
-the named checks (harness.check.named_checks) then read these figures and decide what was broken.
+Every figure is derived from the categories in killtest.harness.check.categories, not counted a second way;
+the named checks (killtest.harness.check.named_checks) then read these figures and decide what was broken.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 
-from fixture_site.catalog import Catalog
-from harness.check.categories import (
+from killtest.fixture_site.catalog import Catalog
+from killtest.harness.check.categories import (
     EXAMPLES,
     KillFinding,
     RecordSets,
@@ -21,11 +21,11 @@ from harness.check.categories import (
     required_event,
     sort_kills,
 )
-from harness.check.drift import all_paths_by_sku, minimum_requests
-from harness.check.health import requests_per_record
-from harness.check.network_faults import early_after_throttle, fault_counts, faulted_paths
-from harness.check.verdict import RunVerdict
-from harness.history import History
+from killtest.harness.check.drift import all_paths_by_sku, minimum_requests
+from killtest.harness.check.health import requests_per_record
+from killtest.harness.check.network_faults import early_after_throttle, fault_counts, faulted_paths
+from killtest.harness.check.verdict import RunVerdict
+from killtest.harness.history import History
 
 
 def count_figures(design: str, run: int, history: History, versions: list[Catalog],

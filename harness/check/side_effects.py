@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 
-from fixture_site.catalog import Catalog
-from harness.check.findings import Finding
-from harness.history import History
+from killtest.fixture_site.catalog import Catalog
+from killtest.harness.check.findings import Finding
+from killtest.harness.history import History
 
 PARTIAL_SUFFIXES = (".tmp", ".part", ".partial")
 

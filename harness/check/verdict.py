@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Protocol
 
-from harness.check.findings import Finding
-from harness.promises import Promise
+from killtest.harness.check.findings import Finding
+from killtest.harness.promises import Promise
 
 
 class Validity(Enum):
@@ -34,7 +34,7 @@ _RANK = {Validity.VALID: 0, Validity.UNKNOWN: 1, Validity.INVALID: 2}
 
 
 class DesignTraits(Protocol):
-    """What the checks need to know of a design (harness.design.model.Design has it); check/ never imports design/."""
+    """What the checks need to know of a design (design.model.Design has it); check/ never imports design/."""
 
     @property
     def name(self) -> str: ...
@@ -43,7 +43,7 @@ class DesignTraits(Protocol):
     def claims_idempotence(self) -> bool: ...
 
     @property
-    def does_not_promise(self) -> frozenset[Promise]: ...  # the promises its spec waived (harness.promises)
+    def does_not_promise(self) -> frozenset[Promise]: ...  # the promises its spec waived (killtest.harness.promises)
 
     @property
     def control(self) -> bool: ...

@@ -14,18 +14,18 @@ import argparse
 import signal
 import sys
 
-from harness import lifeline
-from harness.cli.bench import BenchCommand
-from harness.cli.calibrate import CalibrateCommand
-from harness.cli.command import EXIT_BAD_INPUT, EXIT_INTERRUPTED, Command, OneLineParser
-from harness.cli.explore import ExploreCommand
-from harness.cli.fuzz import FuzzCommand
-from harness.cli.replay import ReplayCommand
-from harness.cli.run import RunCommand
-from harness.cli.scale import ScaleCommand
-from harness.cli.zoo import ZooCommand
-from harness.errors import KilltestError
-from harness.running.progress import Progress
+from killtest.harness import lifeline
+from killtest.harness.cli.bench import BenchCommand
+from killtest.harness.cli.calibrate import CalibrateCommand
+from killtest.harness.cli.command import EXIT_BAD_INPUT, EXIT_INTERRUPTED, Command, OneLineParser
+from killtest.harness.cli.explore import ExploreCommand
+from killtest.harness.cli.fuzz import FuzzCommand
+from killtest.harness.cli.replay import ReplayCommand
+from killtest.harness.cli.run import RunCommand
+from killtest.harness.cli.scale import ScaleCommand
+from killtest.harness.cli.zoo import ZooCommand
+from killtest.harness.errors import KilltestError
+from killtest.harness.running.progress import Progress
 
 # In the order `killtest --help` lists them.
 COMMANDS: dict[str, Command] = {command.name: command for command in (

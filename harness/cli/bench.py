@@ -11,14 +11,14 @@ import json
 import os
 import sys
 
-from fixture_site.catalog import build_catalog
-from harness import defaults
-from harness.cli.command import EXIT_PASSED, Command
-from harness.cli.shared import command_line, counts, designs_named
-from harness.design.registry import design_named
-from harness.errors import KilltestError
-from harness.files import write_atomically
-from harness.running.progress import Progress
+from killtest.fixture_site.catalog import build_catalog
+from killtest.harness import defaults
+from killtest.harness.cli.command import EXIT_PASSED, Command
+from killtest.harness.cli.shared import command_line, counts, designs_named
+from killtest.harness.design.registry import design_named
+from killtest.harness.errors import KilltestError
+from killtest.harness.files import write_atomically
+from killtest.harness.running.progress import Progress
 
 
 class BenchCommand(Command):
@@ -28,11 +28,11 @@ class BenchCommand(Command):
 
     def run(self, args: argparse.Namespace, progress: Progress) -> int:
         # The parts import plotting and peers' code: only `killtest bench` pays for them.
-        from harness.bench.bench_tables import plot_peers, plot_scale
-        from harness.bench.catalog_scale import run_scale
-        from harness.bench.fault_table import EFFECT_DESIGNS, FAULT_DESIGNS, run_faults
-        from harness.bench.overhead_run import measure_overhead
-        from harness.bench.peers import peer_scenarios, run_peers
+        from killtest.harness.bench.bench_tables import plot_peers, plot_scale
+        from killtest.harness.bench.catalog_scale import run_scale
+        from killtest.harness.bench.fault_table import EFFECT_DESIGNS, FAULT_DESIGNS, run_faults
+        from killtest.harness.bench.overhead_run import measure_overhead
+        from killtest.harness.bench.peers import peer_scenarios, run_peers
 
         parts = [p.strip() for p in args.only.split(",") if p.strip()]
         unknown = [p for p in parts if p not in defaults.BENCH_PARTS]
@@ -85,7 +85,7 @@ def earlier_bench(path: str) -> dict:
 
 
 def write_bench(results: dict, out: str, path: str) -> None:
-    from harness.bench.bench_tables import bench_markdown
+    from killtest.harness.bench.bench_tables import bench_markdown
 
     write_atomically(path, json.dumps(results, indent=2) + "\n")
     write_atomically(os.path.join(out, "bench.md"), bench_markdown(results))

@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 
-from harness.cli.command import EXIT_PASSED, Command
-from harness.cli.plans_from_args import timed_plan
-from harness.cli.shared import control_design, prepare_dirs
-from harness.errors import KilltestError
-from harness.files import write_atomically
-from harness.published import PUBLISHED_NAIVE_ROWS_PER_PRODUCT
-from harness.report.campaign import summarise
-from harness.running.orchestrator import run_campaign
-from harness.running.progress import Progress
+from killtest.harness.cli.command import EXIT_PASSED, Command
+from killtest.harness.cli.plans_from_args import timed_plan
+from killtest.harness.cli.shared import control_design, prepare_dirs
+from killtest.harness.errors import KilltestError
+from killtest.harness.files import write_atomically
+from killtest.harness.published import PUBLISHED_NAIVE_ROWS_PER_PRODUCT
+from killtest.harness.report.campaign import summarise
+from killtest.harness.running.orchestrator import run_campaign
+from killtest.harness.running.progress import Progress
 
 
 class CalibrateCommand(Command):

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 from typing import ClassVar, NoReturn
 
-from harness.errors import KilltestError
-from harness.options import GROUPS, options_of
-from harness.running.progress import Progress
+from killtest.harness.errors import KilltestError
+from killtest.harness.options import GROUPS, options_of
+from killtest.harness.running.progress import Progress
 
 EXIT_PASSED = 0
 EXIT_CHECK_FAILED = 1  # a run broke a promise, a verdict was wrong, a design regressed

@@ -7,19 +7,19 @@ import json
 import os
 import shlex
 
-from fixture_site.catalog import build_catalog
-from harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
-from harness.cli.shared import command_line, prepare_dirs
-from harness.design.model import Design
-from harness.design.registry import design_named
-from harness.faults.schedule import parse_schedule
-from harness.files import write_atomically
-from harness.options import options_of, replay_words
-from harness.report.render import exploration_markdown
-from harness.running.exploration import explore_design
-from harness.running.parallel import default_jobs
-from harness.running.progress import Progress
-from harness.running.runner import RunSettings
+from killtest.fixture_site.catalog import build_catalog
+from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
+from killtest.harness.cli.shared import command_line, prepare_dirs
+from killtest.harness.design.model import Design
+from killtest.harness.design.registry import design_named
+from killtest.harness.faults.schedule import parse_schedule
+from killtest.harness.files import write_atomically
+from killtest.harness.options import options_of, replay_words
+from killtest.harness.report.render import exploration_markdown
+from killtest.harness.running.exploration import explore_design
+from killtest.harness.running.parallel import default_jobs
+from killtest.harness.running.progress import Progress
+from killtest.harness.running.runner import RunSettings
 
 
 class ExploreCommand(Command):

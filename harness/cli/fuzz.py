@@ -6,15 +6,15 @@ import argparse
 import json
 import os
 
-from harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
-from harness.cli.explore import add_short_flag, replay_line
-from harness.cli.shared import command_line, prepare_dirs
-from harness.design.registry import design_named
-from harness.errors import KilltestError
-from harness.files import write_atomically
-from harness.running.parallel import default_jobs
-from harness.running.progress import Progress
-from harness.running.runner import RunSettings
+from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
+from killtest.harness.cli.explore import add_short_flag, replay_line
+from killtest.harness.cli.shared import command_line, prepare_dirs
+from killtest.harness.design.registry import design_named
+from killtest.harness.errors import KilltestError
+from killtest.harness.files import write_atomically
+from killtest.harness.running.parallel import default_jobs
+from killtest.harness.running.progress import Progress
+from killtest.harness.running.runner import RunSettings
 
 
 class FuzzCommand(Command):
@@ -27,7 +27,7 @@ class FuzzCommand(Command):
 
     def run(self, args: argparse.Namespace, progress: Progress) -> int:
         try:
-            from harness.running.fuzz_plan import fuzz_design  # Hypothesis, imported only by this command
+            from killtest.harness.running.fuzz_plan import fuzz_design  # Hypothesis, imported only by this command
         except ImportError as error:
             raise KilltestError(f"killtest fuzz needs Hypothesis ({error.name} is not installed):"
                                 " pip install 'hypothesis>=6.80'") from None

@@ -6,17 +6,17 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable
 
-from fixture_site.catalog import Drift, build_catalog, parse_drift
-from fixture_site.toxics import Toxics, ToxicSpecError, parse_toxics
-from harness import defaults
-from harness.check.baseline import Thresholds
-from harness.cli.shared import command_line
-from harness.design.model import Design
-from harness.errors import KilltestError
-from harness.faults.schedule import KillSchedule, parse_schedule, run_seeds, timed_schedule, validate_schedule
-from harness.report.baseline_file import load_baseline
-from harness.running.campaign_plan import CampaignPlan
-from harness.running.runner import RunSettings
+from killtest.fixture_site.catalog import Drift, build_catalog, parse_drift
+from killtest.fixture_site.toxics import Toxics, ToxicSpecError, parse_toxics
+from killtest.harness import defaults
+from killtest.harness.check.baseline import Thresholds
+from killtest.harness.cli.shared import command_line
+from killtest.harness.design.model import Design
+from killtest.harness.errors import KilltestError
+from killtest.harness.faults.schedule import KillSchedule, parse_schedule, run_seeds, timed_schedule, validate_schedule
+from killtest.harness.report.baseline_file import load_baseline
+from killtest.harness.running.campaign_plan import CampaignPlan
+from killtest.harness.running.runner import RunSettings
 
 
 def timed_plan(args: argparse.Namespace, designs: list[Design], pace_rps: float, name: str) -> CampaignPlan:

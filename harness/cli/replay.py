@@ -11,15 +11,15 @@ import argparse
 import dataclasses
 import os
 
-from harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
-from harness.cli.plans_from_args import check_points, check_recrawls, replay_plan
-from harness.cli.shared import designs_named, prepare_dirs
-from harness.errors import KilltestError
-from harness.faults.schedule import KillSchedule, parse_schedule
-from harness.running.campaign_plan import CampaignPlan
-from harness.running.orchestrator import run_campaign, stage
-from harness.running.progress import Progress
-from harness.running.write_plans import needs_recording, resolve_schedule
+from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
+from killtest.harness.cli.plans_from_args import check_points, check_recrawls, replay_plan
+from killtest.harness.cli.shared import designs_named, prepare_dirs
+from killtest.harness.errors import KilltestError
+from killtest.harness.faults.schedule import KillSchedule, parse_schedule
+from killtest.harness.running.campaign_plan import CampaignPlan
+from killtest.harness.running.orchestrator import run_campaign, stage
+from killtest.harness.running.progress import Progress
+from killtest.harness.running.write_plans import needs_recording, resolve_schedule
 
 
 class ReplayCommand(Command):

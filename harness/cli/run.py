@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import os
 
-from harness.check.baseline import diff_table
-from harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
-from harness.cli.plans_from_args import timed_plan
-from harness.cli.shared import designs_named, prepare_dirs
-from harness.design.model import Design
-from harness.report.campaign import Campaign, summarise
-from harness.running.orchestrator import run_campaign
-from harness.running.progress import Progress
+from killtest.harness.check.baseline import diff_table
+from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
+from killtest.harness.cli.plans_from_args import timed_plan
+from killtest.harness.cli.shared import designs_named, prepare_dirs
+from killtest.harness.design.model import Design
+from killtest.harness.report.campaign import Campaign, summarise
+from killtest.harness.running.orchestrator import run_campaign
+from killtest.harness.running.progress import Progress
 
 
 class RunCommand(Command):

@@ -7,13 +7,13 @@ import dataclasses
 import json
 import os
 
-from harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
-from harness.cli.plans_from_args import timed_plan
-from harness.cli.shared import command_line, counts, designs_named, prepare_dirs
-from harness.files import write_atomically
-from harness.report.scaling_table import plot_scaling, scaling_markdown, scaling_rows
-from harness.running.orchestrator import run_campaign
-from harness.running.progress import Progress
+from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
+from killtest.harness.cli.plans_from_args import timed_plan
+from killtest.harness.cli.shared import command_line, counts, designs_named, prepare_dirs
+from killtest.harness.files import write_atomically
+from killtest.harness.report.scaling_table import plot_scaling, scaling_markdown, scaling_rows
+from killtest.harness.running.orchestrator import run_campaign
+from killtest.harness.running.progress import Progress
 
 
 class ScaleCommand(Command):

@@ -7,9 +7,9 @@ import os
 import shlex
 import sys
 
-from harness.design.model import Design
-from harness.design.registry import built_in_designs, design_named
-from harness.errors import KilltestError
+from killtest.harness.design.model import Design
+from killtest.harness.design.registry import built_in_designs, design_named
+from killtest.harness.errors import KilltestError
 
 
 def designs_named(names: list[str]) -> list[Design]:

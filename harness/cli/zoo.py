@@ -6,13 +6,13 @@ import argparse
 import json
 import os
 
-from harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
-from harness.cli.shared import command_line, prepare_dirs
-from harness.faults.zoo_scenarios import selected, zoo_entries
-from harness.files import write_atomically
-from harness.report.zoo_table import zoo_markdown
-from harness.running.progress import Progress
-from harness.running.zoo_runs import run_zoo
+from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
+from killtest.harness.cli.shared import command_line, prepare_dirs
+from killtest.harness.faults.zoo_scenarios import selected, zoo_entries
+from killtest.harness.files import write_atomically
+from killtest.harness.report.zoo_table import zoo_markdown
+from killtest.harness.running.progress import Progress
+from killtest.harness.running.zoo_runs import run_zoo
 
 
 class ZooCommand(Command):

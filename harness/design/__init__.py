@@ -1,7 +1,7 @@
 """Design: what a scraper under test is, read from its TOML spec, and how its store is read back.
 
 Rule: this room describes designs and reads their stores; it never starts a process, a site or a
-server and never judges a run. It imports only the floor (harness.errors and the other floor
+server and never judges a run. It imports only the floor (errors and the other floor
 modules) and fixture_site's data (the catalog's field names), nothing from faults, running, check,
 report, servers, bench or cli. Nothing is read at import: the built-in specs are read when a
 design is first looked up, and the store kinds when a store is first checked or read.

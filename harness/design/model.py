@@ -23,8 +23,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from harness.errors import KilltestError
-from harness.promises import IDEMPOTENCE, Promise
+from killtest.harness.errors import KilltestError
+from killtest.harness.promises import IDEMPOTENCE, Promise
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLACEHOLDERS = ("base_url", "work_dir", "store", "lease_s", "crawl", "dsn", "python", "spec_dir")
@@ -62,7 +62,7 @@ class Launch:
     crawl: int = 1
     dsn: str = ""
     # Gives the next start a door of its own at the run's one site address, (door, base_url), so the site
-    # credits a request to the start that sent it (fixture_site.doors); None: every start uses base_url.
+    # credits a request to the start that sent it (killtest.fixture_site.doors); None: every start uses base_url.
     open_door: Callable[[], tuple[int, str]] | None = field(default=None, compare=False)
 
 
@@ -73,7 +73,7 @@ class Design:
     name: str
     store: StoreSpec
     # The old switch, kept for callers and saved specs: True holds the design to the idempotence
-    # promises (harness.promises.IDEMPOTENCE), False waives them. It always agrees with does_not_promise.
+    # promises (killtest.harness.promises.IDEMPOTENCE), False waives them. It always agrees with does_not_promise.
     claims_idempotence: bool = True
     # The control (the naive design): it must show duplicates when kills land, or the kills did not bite;
     # designs that claim idempotence must beat its wall time (--check-faster).
@@ -89,7 +89,7 @@ class Design:
     # Side effects beyond the store: downloaded files, webhooks, a counter (harness/check/side_effects.py).
     side_effects: bool = False
     spec_file: str = ""
-    # The promises the design's spec waives by name; every other one is held (harness.promises).
+    # The promises the design's spec waives by name; every other one is held (killtest.harness.promises).
     does_not_promise: frozenset[Promise] = frozenset()
 
     def __post_init__(self) -> None:
@@ -143,7 +143,7 @@ class Design:
     def store_location(self, launch: Launch) -> str:
         """The file, folder or DSN the harness reads the records from; the store kind says which."""
         # Imported here: the store kinds read Designs, so they import this module first.
-        from harness.design.stores import store_location
+        from killtest.harness.design.stores import store_location
 
         return store_location(self, launch)
 
@@ -157,21 +157,24 @@ class Design:
         return [part.format_map(values) for part in self.args]
 
     def command(self, launch: Launch, traced: bool = False) -> list[str]:
-        """The start's argv; `traced` runs a Python design under harness.faults.tracer, which kills it at a line."""
+        """The start's argv; `traced` runs a Python design under faults/tracer.py, which kills it at a line."""
         if self.module is None:
             if traced:
                 raise KilltestError(f"design {self.name!r} is not a Python module, so its lines cannot be traced;"
                                     " use request (r5) or timed (t0.4) kill points")
             values = self.values(launch)
             return [part.format_map(values) for part in self.command_template]
-        runner = ["-m", "harness.faults.tracer", self.module] if traced else ["-m", self.module]
+        runner = ["-m", "killtest.harness.faults.tracer", self.module] if traced else ["-m", self.module]
         return [sys.executable, *runner, *self.arguments(launch)]
 
     def environment(self, launch: Launch | None = None, **extra: str) -> dict[str, str]:
         env = dict(os.environ)
-        # The spec's own directory too, so a user's Python design next to its spec is importable.
-        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(filter(None, [PROJECT_ROOT, self.spec_dir,
-                                                                         env.get("PYTHONPATH")])))
+        if self.module is not None:
+            # A module design runs on killtest's interpreter (where killtest itself is importable) and is
+            # found from the user's project: the spec's directory, then the directory killtest runs in.
+            # A command design keeps the environment of its own interpreter: killtest adds nothing to it.
+            env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(filter(None, [*self.import_path,
+                                                                             env.get("PYTHONPATH")])))
         env["PYTHONUNBUFFERED"] = "1"
         if launch is not None:
             values = self.values(launch)
@@ -180,9 +183,23 @@ class Design:
         return env
 
     @property
+    def import_path(self) -> list[str]:
+        """Where a module design is looked for, besides killtest's own packages: the spec's directory and
+        the directory killtest was started in (the user's project), as `python -m` would."""
+        return list(dict.fromkeys([self.spec_dir, os.getcwd()]))
+
+    @property
     def source_file(self) -> str:
-        """The design module's file, found without importing it."""
-        spec = importlib.util.find_spec(self.module) if self.module else None
+        """The design module's file, found without running it (a package's __init__ may be imported)."""
+        added = [path for path in self.import_path if path not in sys.path]
+        sys.path[:0] = added
+        try:
+            spec = importlib.util.find_spec(self.module) if self.module else None
+        except ImportError:
+            spec = None
+        finally:
+            for path in added:
+                sys.path.remove(path)
         if spec is None or spec.origin is None:
             raise KilltestError(f"design {self.name!r}: cannot find the Python module {self.module!r}")
         return spec.origin

@@ -10,9 +10,9 @@ import functools
 import glob
 import os
 
-from harness.design.model import PROJECT_ROOT, Design
-from harness.design.specfile import load_spec
-from harness.errors import KilltestError
+from killtest.harness.design.model import PROJECT_ROOT, Design
+from killtest.harness.design.specfile import load_spec
+from killtest.harness.errors import KilltestError
 
 # The built-in designs are specs like any user's: scrapers/*.toml, the bug zoo in scrapers/zoo/ and
 # other frameworks' crawlers in scrapers/peers/ (which need the `peers` extra to run).

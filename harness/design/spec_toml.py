@@ -11,8 +11,8 @@ import re
 import string
 import sys
 
-from harness.design.model import PLACEHOLDERS
-from harness.errors import KilltestError
+from killtest.harness.design.model import PLACEHOLDERS
+from killtest.harness.errors import KilltestError
 
 if sys.version_info >= (3, 11):
     import tomllib

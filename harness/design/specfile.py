@@ -38,12 +38,12 @@ from __future__ import annotations
 import os
 import re
 
-from fixture_site.catalog import TRUTH_FIELDS
-from harness.design.model import Design, StoreSpec
-from harness.design.spec_toml import SpecFile, set_argument
-from harness.design.stores import kind_of
-from harness.errors import KilltestError
-from harness.promises import IDEMPOTENCE, WAIVABLE, Promise, promise_named, waivable_names
+from killtest.fixture_site.catalog import TRUTH_FIELDS
+from killtest.harness.design.model import Design, StoreSpec
+from killtest.harness.design.spec_toml import SpecFile, set_argument
+from killtest.harness.design.stores import kind_of
+from killtest.harness.errors import KilltestError
+from killtest.harness.promises import IDEMPOTENCE, WAIVABLE, Promise, promise_named, waivable_names
 
 __all__ = ["DESIGN_KEYS", "SPEC_KEYS", "STORE_KEYS", "SpecFile", "load_spec", "set_argument"]
 

@@ -6,8 +6,8 @@ spec, its validation and what the runner does with it), kill schedules and their
 (tracer.py), and the bug zoo's scenarios read from the zoo designs' specs (zoo_scenarios.py). The
 site's own network faults live with the site, in fixture_site/toxics/.
 
-Import rule: faults may import harness.design, harness.check and the floor (harness.errors, history,
-files, published, defaults, options); never harness.running, harness.report, harness.cli,
-harness.servers or harness.bench. What a point needs from a run reaches it through the small
-protocols of harness.faults.points (Target, Armed), which the runner implements.
+Import rule: faults may import design, check and the floor (errors, history,
+files, published, defaults, options); never running, report, cli,
+servers or bench. What a point needs from a run reaches it through the small
+protocols of faults.points (Target, Armed), which the runner implements.
 """

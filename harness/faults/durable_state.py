@@ -1,6 +1,6 @@
 """What a power cut leaves of a directory: each directory's durable names, each file's durable bytes.
 
-The bookkeeping of harness.faults.power_loss_fs, kept apart from its FUSE operations so it can be
+The bookkeeping of killtest.harness.faults.power_loss_fs, kept apart from its FUSE operations so it can be
 read (and tested) as plain functions of a directory: take a snapshot, compare the live directory
 with the durable state, and rewrite the directory to that state.
 """

@@ -17,8 +17,8 @@ import subprocess
 import sys
 from typing import IO, Any
 
-from harness import lifeline
-from harness.errors import KilltestError
+from killtest.harness import lifeline
+from killtest.harness.errors import KilltestError
 
 READY_TIMEOUT_S = 10.0
 
@@ -35,7 +35,7 @@ def unavailable_reason() -> str | None:
 
 
 class PowerLossMount:
-    """A running harness.faults.power_loss_fs over one directory."""
+    """A running killtest.harness.faults.power_loss_fs over one directory."""
 
     def __init__(self, directory: str) -> None:
         reason = unavailable_reason()
@@ -54,7 +54,7 @@ class PowerLossMount:
         os.mkdir(self.backing)
         _move_files(self.directory, self.backing)
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "harness.faults.power_loss_fs", self.backing, self.directory],
+            [sys.executable, "-m", "killtest.harness.faults.power_loss_fs", self.backing, self.directory],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         lifeline.register(self._process.pid)  # the watchdog ends it if the harness dies
         try:

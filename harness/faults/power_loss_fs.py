@@ -14,7 +14,7 @@ The model, the one POSIX promises and LazyFS (dsrhaslab/lazyfs) implements:
 - what existed when the file system was mounted is durable.
 Hard links, symlinks and special files are refused (ENOSYS): stores do not use them.
 
-Run by the harness as `python -m harness.faults.power_loss_fs BACKING MOUNTPOINT`. It prints `ready`
+Run by the harness as `python -m killtest.harness.faults.power_loss_fs BACKING MOUNTPOINT`. It prints `ready`
 once mounted, then reads one command a line on stdin and answers one JSON line on stdout:
 `lose` (a power cut: the backing directory becomes the durable state; the answer says what was lost;
 every process using the mount must be dead by then), `state` (what a cut would lose now, changing
@@ -32,9 +32,9 @@ import sys
 import threading
 from typing import Any
 
-from harness.faults.durable_state import differences, rebuild, snapshot
+from killtest.harness.faults.durable_state import differences, rebuild, snapshot
 
-try:  # the `powerloss` extra; harness.faults.power_loss names what to install when it is missing
+try:  # the `powerloss` extra; killtest.harness.faults.power_loss names what to install when it is missing
     import mfusepy as fuse
 except (ImportError, OSError):  # pragma: no cover - OSError: mfusepy found no libfuse on the machine
     fuse = None
@@ -224,7 +224,7 @@ def main(argv: list[str]) -> int:
               " apt-get install fuse3)", file=sys.stderr)
         return 2
     if len(argv) != 2:
-        print("usage: python -m harness.faults.power_loss_fs BACKING MOUNTPOINT", file=sys.stderr)
+        print("usage: python -m killtest.harness.faults.power_loss_fs BACKING MOUNTPOINT", file=sys.stderr)
         return 2
     backing, mountpoint = (os.path.realpath(path) for path in argv)
     operations = LossyPassthrough(backing)

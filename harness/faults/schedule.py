@@ -15,12 +15,12 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.errors import KilltestError
-from harness.faults.points import DesignLike, KillPoint, parse_point
-from harness.faults.points.redeploy import Redeploy
-from harness.faults.points.request import AtRequest
-from harness.faults.points.timed import AfterDelay
-from harness.published import KILL_DELAY_S, KILLS_PER_RUN
+from killtest.harness.errors import KilltestError
+from killtest.harness.faults.points import DesignLike, KillPoint, parse_point
+from killtest.harness.faults.points.redeploy import Redeploy
+from killtest.harness.faults.points.request import AtRequest
+from killtest.harness.faults.points.timed import AfterDelay
+from killtest.harness.published import KILL_DELAY_S, KILLS_PER_RUN
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Run a Python design with a tracer that SIGKILLs its own process at the n-th execution of one line.
 
-    KILLTEST_KILL_AT=/abs/path/file.py:LINE:HIT python -m harness.faults.tracer MODULE [ARGS...]
+    KILLTEST_KILL_AT=/abs/path/file.py:LINE:HIT python -m killtest.harness.faults.tracer MODULE [ARGS...]
 
 The tracer fires before the line runs, so the process dies with everything up to the line before
 done and nothing of the line itself: an exact crash point, the same on every repeat.

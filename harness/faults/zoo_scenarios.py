@@ -2,9 +2,10 @@
 
 Each zoo design's spec (scrapers/zoo/*.toml) carries a [zoo] table: the mistake, the finding the
 checker must report, and the scenario that exposes it (a kill schedule, and where needed a lease,
-a slow page or a re-crawl). The keys a [zoo] table may hold are harness.options.ZOO_KEYS, so each
+a slow page or a re-crawl). The keys a [zoo] table may hold are killtest.harness.options.ZOO_KEYS, so each
 scenario key is an option of `killtest replay`, and a scenario's replay line is made by the same
-table (harness.options.replay_words). harness.running.zoo_runs runs them; harness.report.zoo_table shows them.
+table (killtest.harness.options.replay_words). running/zoo_runs.py runs them;
+report/zoo_table.py shows them.
 """
 
 from __future__ import annotations
@@ -13,21 +14,21 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from fixture_site.catalog import parse_drift
-from harness.check.findings import FINDINGS
-from harness.defaults import (
+from killtest.fixture_site.catalog import parse_drift
+from killtest.harness.check.findings import FINDINGS
+from killtest.harness.defaults import (
     ZOO_DRIFT_SEED,
     ZOO_LEASE_S,
     ZOO_LISTING_PAGES,
     ZOO_PER_PAGE,
     ZOO_TIME_LIMIT_S,
 )
-from harness.design.model import Design
-from harness.design.registry import built_in_designs
-from harness.design.specfile import SpecFile
-from harness.errors import KilltestError
-from harness.faults.schedule import parse_schedule
-from harness.options import ZOO_KEYS, replay_words
+from killtest.harness.design.model import Design
+from killtest.harness.design.registry import built_in_designs
+from killtest.harness.design.specfile import SpecFile
+from killtest.harness.errors import KilltestError
+from killtest.harness.faults.schedule import parse_schedule
+from killtest.harness.options import ZOO_KEYS, replay_words
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class Scenario:
     recrawls: int = 0
     slow_pages: tuple[tuple[str, float], ...] = ()
     time_limit_s: float = ZOO_TIME_LIMIT_S
-    drift: str = ""  # how the site changes before each re-crawl (fixture_site.catalog.parse_drift)
+    drift: str = ""  # how the site changes before each re-crawl (killtest.fixture_site.catalog.parse_drift)
 
     def describe(self) -> str:
         """The scenario in a table cell: the kills, then whatever else it needs."""
@@ -72,7 +73,7 @@ class Scenario:
 class ZooEntry:
     design: Design
     mistake: str
-    expect: str  # a finding code (harness.check.findings.Finding)
+    expect: str  # a finding code (killtest.harness.check.findings.Finding)
     scenario: Scenario
 
 

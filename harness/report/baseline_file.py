@@ -1,6 +1,6 @@
 """Read a saved campaign (a killtest.json copied aside) as the baseline to compare a run with.
 
-The comparison itself is a pure function of two lists of runs (harness.check.baseline); reading the
+The comparison itself is a pure function of two lists of runs (killtest.harness.check.baseline); reading the
 file is I/O, so it lives here, where the room may touch files.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from harness.errors import KilltestError
+from killtest.harness.errors import KilltestError
 
 
 def load_baseline(path: str) -> list[dict]:

@@ -6,9 +6,9 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.check.baseline import FigureDiff, regressions
-from harness.check.verdict import RunVerdict
-from harness.published import PUBLISHED_NAIVE_ROWS_PER_PRODUCT, PUBLISHED_WALL_S
+from killtest.harness.check.baseline import FigureDiff, regressions
+from killtest.harness.check.verdict import RunVerdict
+from killtest.harness.published import PUBLISHED_NAIVE_ROWS_PER_PRODUCT, PUBLISHED_WALL_S
 
 # Which columns of the article's table belong to which shipped design.
 PUBLISHED_COLUMNS = {"naive": ("naive_rows", "naive_requests"),

@@ -7,9 +7,9 @@ import matplotlib
 matplotlib.use("Agg")  # files only; no display is needed or wanted
 import matplotlib.pyplot as plt  # noqa: E402
 
-from harness.files import replacing  # noqa: E402
-from harness.published import published_run  # noqa: E402
-from harness.report.campaign import PUBLISHED_COLUMNS, Campaign  # noqa: E402
+from killtest.harness.files import replacing  # noqa: E402
+from killtest.harness.published import published_run  # noqa: E402
+from killtest.harness.report.campaign import PUBLISHED_COLUMNS, Campaign  # noqa: E402
 
 
 def _plot_health(campaign: Campaign, panel, designs: list[str], runs: list[int], width: float) -> None:

@@ -1,13 +1,13 @@
 """The reference tables of docs/reference/, rendered from the code so that they cannot drift from it.
 
 Each table sits in a Markdown file between `<!-- generated: NAME -->` and `<!-- end generated -->`;
-the prose around it is written by hand. `python -m harness.report.reference --write` (`make docs`)
+the prose around it is written by hand. `python -m killtest.harness.report.reference --write` (`make docs`)
 rewrites every block; `--check` exits 1 naming the stale ones, as tests/test_docs.py does.
 
-The sources: findings from `harness.check.findings.Finding`, the named checks from
-`harness.check.named_checks.CHECKS`, history events from
-`harness.history.EVENTS`, spec keys from `harness.design.specfile.SPEC_KEYS`, command-line options
-from `harness.options.OPTIONS`. Each is imported when its table is rendered, so one missing source
+The sources: findings from `killtest.harness.check.findings.Finding`, the named checks from
+`killtest.harness.check.named_checks.CHECKS`, history events from
+`killtest.harness.history.EVENTS`, spec keys from `killtest.harness.design.specfile.SPEC_KEYS`, command-line options
+from `killtest.harness.options.OPTIONS`. Each is imported when its table is rendered, so one missing source
 names itself instead of hiding the others.
 """
 
@@ -21,10 +21,10 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from harness.errors import KilltestError
+from killtest.harness.errors import KilltestError
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-WRITE_COMMAND = "python -m harness.report.reference --write"
+WRITE_COMMAND = "python -m killtest.harness.report.reference --write"
 BLOCK = re.compile(r"(?P<open><!-- generated: (?P<name>[a-z-]+) -->\n)(?P<body>.*?)(?P<close><!-- end generated -->)",
                    re.S)
 
@@ -45,7 +45,7 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
 
 def findings_table() -> str:
     """Every finding a run can report: its code (in killtest.json) and what happened."""
-    from harness.check.findings import Finding
+    from killtest.harness.check.findings import Finding
 
     def promise(finding: object) -> str:
         broken = getattr(finding, "promise", None)
@@ -57,22 +57,22 @@ def findings_table() -> str:
 
 def history_events_table() -> str:
     """Every event type of a run's history and the fields it carries besides `type` and `t`."""
-    from harness.history import EVENTS
+    from killtest.harness.history import EVENTS
 
     return _table(["event", "fields"], ((f"`{name}`", fields) for name, fields in EVENTS.items()))
 
 
 def spec_keys_table() -> str:
     """Every key a design spec may set, as `section.key` (a top-level key alone), the [zoo] keys last."""
-    from harness.design.specfile import SPEC_KEYS
+    from killtest.harness.design.specfile import SPEC_KEYS
 
     rows = []
     for section, keys in SPEC_KEYS.items():
         for key, description in keys.items():
             top_level = section in ("", None, "top", "top-level")
             rows.append((f"`{key}`" if top_level else f"`{section}.{key}`", description))
-    # A zoo design's [zoo] table: its keys live with the options they set (harness.options).
-    from harness.options import ZOO_KEYS
+    # A zoo design's [zoo] table: its keys live with the options they set (killtest.harness.options).
+    from killtest.harness.options import ZOO_KEYS
 
     rows += [(f"`zoo.{key}`", description) for key, description in ZOO_KEYS.items()]
     return _table(["key", "meaning"], rows)
@@ -104,7 +104,7 @@ def cli_options_table() -> str:
 
     A flag that means something else to another command (bench's --runs) is a row of its own.
     """
-    from harness import options
+    from killtest.harness import options
 
     groups = {None: "each command's own options", **getattr(options, "GROUPS", {})}
     parts = []
@@ -118,14 +118,14 @@ def cli_options_table() -> str:
 
 def checks_table() -> str:
     """The named checks a run's verdict is composed of, in the order they run, each with its docstring."""
-    from harness.check.named_checks import CHECKS
+    from killtest.harness.check.named_checks import CHECKS
 
     return _table(["check", "what it holds"], ((f"`{name}`", (check.__doc__ or "").strip()) for name, check in CHECKS))
 
 
 def promises_table() -> str:
     """Every promise a design is held to by default, and whether a spec's does_not_promise may waive it."""
-    from harness.promises import MEANING, NOT_WAIVABLE, Promise
+    from killtest.harness.promises import MEANING, NOT_WAIVABLE, Promise
 
     return _table(["promise", "a design that keeps it", "waivable"],
                   ((f"`{p.value}`", MEANING[p], "no" if p in NOT_WAIVABLE else "yes") for p in Promise))
@@ -190,7 +190,7 @@ def write_all(root: str = PROJECT_ROOT) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.report.reference",
+    parser = argparse.ArgumentParser(prog="python -m killtest.harness.report.reference",
                                      description="render the generated reference tables of docs/ from the code")
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--write", action="store_true", help="rewrite every generated block in README.md and docs/")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import html
 import re
 
-from harness.report.campaign import Campaign
-from harness.report.sections import Section, report_sections
+from killtest.harness.report.campaign import Campaign
+from killtest.harness.report.sections import Section, report_sections
 
 
 def _preamble(campaign: Campaign) -> list[str]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.files import replacing
-from harness.report.campaign import Campaign
+from killtest.harness.files import replacing
+from killtest.harness.report.campaign import Campaign
 
 
 def scaling_rows(campaigns: list[tuple[int, Campaign]]) -> list[dict]:

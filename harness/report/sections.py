@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.check.baseline import diff_table
-from harness.published import KILLS_PER_RUN, PRODUCTS, PUBLISHED_RUNS, published_run
-from harness.report.campaign import PUBLISHED_COLUMNS, Campaign, summarise
+from killtest.harness.check.baseline import diff_table
+from killtest.harness.published import KILLS_PER_RUN, PRODUCTS, PUBLISHED_RUNS, published_run
+from killtest.harness.report.campaign import PUBLISHED_COLUMNS, Campaign, summarise
 
 
 @dataclass

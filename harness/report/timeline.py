@@ -7,9 +7,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from harness.check.categories import claim_stalls, required_event  # noqa: E402
-from harness.files import replacing  # noqa: E402
-from harness.history import History  # noqa: E402
+from killtest.harness.check.categories import claim_stalls, required_event  # noqa: E402
+from killtest.harness.files import replacing  # noqa: E402
+from killtest.harness.history import History  # noqa: E402
 
 # A kill's downtime lasts milliseconds; drawn at its real width it would vanish at this scale.
 KILL_BAND_MIN_S = 0.05

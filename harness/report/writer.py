@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import os
 
-from harness.check.verdict import RunVerdict
-from harness.files import write_atomically
-from harness.report.campaign import Campaign, to_json
-from harness.report.render import markdown, summary_page
+from killtest.harness.check.verdict import RunVerdict
+from killtest.harness.files import write_atomically
+from killtest.harness.report.campaign import Campaign, to_json
+from killtest.harness.report.render import markdown, summary_page
 
 
 def history_path(out_dir: str, name: str, design: str, run: int) -> str:
@@ -44,9 +44,9 @@ def write_results(campaign: Campaign, out_dir: str, name: str, plot: bool = True
     written = [f"{base}.json", f"{base}.md"]
     if plot_file:
         # matplotlib is slow to import: only when plots are wanted
-        from harness.history import History
-        from harness.report.campaign_plot import plot_campaign
-        from harness.report.timeline import plot_timeline
+        from killtest.harness.history import History
+        from killtest.harness.report.campaign_plot import plot_campaign
+        from killtest.harness.report.timeline import plot_timeline
 
         plot_campaign(campaign, f"{base}.png")
         os.makedirs(os.path.join(out_dir, "timelines"), exist_ok=True)

@@ -7,7 +7,7 @@ pre-fork, runs, checks, results) through which every plan goes: a campaign (camp
 exploration of every crash point (exploration.py) and the bug zoo (zoo_runs.py). progress.py and
 phase_clock.py report where the time goes.
 
-Import rule: running may import harness.faults, harness.design, harness.check, harness.report,
-harness.servers and the floor (harness.errors, history, files, published, defaults, options); never
-harness.cli or harness.bench, which import it. The history is the only thing it hands the checker.
+Import rule: running may import faults, design, check, report,
+servers and the floor (errors, history, files, published, defaults, options); never
+cli or bench, which import it. The history is the only thing it hands the checker.
 """

@@ -1,7 +1,7 @@
 """What one campaign runs, and where its results go: the plan `run_campaign` carries out.
 
 Commands build plans (run, replay, scale, calibrate, and the bench's parts); the orchestrator
-(harness.running.orchestrator) runs them through its phases.
+(killtest.harness.running.orchestrator) runs them through its phases.
 """
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ import os
 import sys
 from dataclasses import dataclass
 
-from fixture_site.catalog import Catalog
-from fixture_site.toxics import Toxics
-from harness import defaults
-from harness.check.baseline import Thresholds
-from harness.design.model import Design
-from harness.faults.schedule import KillSchedule
-from harness.running.runner import RunSettings
+from killtest.fixture_site.catalog import Catalog
+from killtest.fixture_site.toxics import Toxics
+from killtest.harness import defaults
+from killtest.harness.check.baseline import Thresholds
+from killtest.harness.design.model import Design
+from killtest.harness.faults.schedule import KillSchedule
+from killtest.harness.running.runner import RunSettings
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class CampaignPlan:
     kill_delay_s: tuple[float, float] | None = None
     baseline_runs: tuple[dict, ...] = ()  # the runs of a saved campaign to compare with (harness/check/baseline.py)
     thresholds: Thresholds = Thresholds()
-    toxics: Toxics | None = None  # network faults the site injects (fixture_site.toxics)
+    toxics: Toxics | None = None  # network faults the site injects (killtest.fixture_site.toxics)
     toxic_seed: int = 1  # run r rolls its faults with toxic_seed + r - 1, the same for every design
     health_threshold: float = defaults.HEALTH_THRESHOLD  # warn above this many requests per stored record
 

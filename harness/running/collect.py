@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import os
 
-from fixture_site.server import SiteServer
-from harness.design.model import Design, Launch
-from harness.design.stores import kind_of, stored_counter, stored_files, stored_records
-from harness.errors import KilltestError
-from harness.history import History
-from harness.running.processes import Start
+from killtest.fixture_site.server import SiteServer
+from killtest.harness.design.model import Design, Launch
+from killtest.harness.design.stores import kind_of, stored_counter, stored_files, stored_records
+from killtest.harness.errors import KilltestError
+from killtest.harness.history import History
+from killtest.harness.running.processes import Start
 
 SIDE_EFFECT_PATHS = ("/image/", "/webhook")
 STDERR_TAIL_LINES = 5
@@ -25,7 +25,7 @@ STDERR_TAIL_LINES = 5
 def add_requests(history: History, site: SiteServer, starts: list[Start], began: float) -> None:
     """Each request the site served, credited to the start whose door it came in by.
 
-    Each start reaches the site through a door of its own (fixture_site.doors), so a request it sent
+    Each start reaches the site through a door of its own (killtest.fixture_site.doors), so a request it sent
     just before being killed, and that the site read after the next start began, is still the killed
     start's. A request without a door (a test's own, on the site's port) falls back to the start
     that was running when it arrived.

@@ -19,18 +19,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fixture_site.catalog import Catalog
-from harness.check.findings import Finding
-from harness.check.verdict import RunVerdict, Validity
-from harness.design.model import PROJECT_ROOT, Design
-from harness.faults.points import KillPoint, parse_point
-from harness.faults.points.line import AtLine, anchor_for
-from harness.faults.points.request import AtRequest
-from harness.faults.schedule import KillSchedule
-from harness.running.orchestrator import Stage, check_phase, run_phase, stage
-from harness.running.parallel import chunks, run_jobs
-from harness.running.runner import RunSettings
-from harness.running.write_plans import RecordingCache, resolve_schedule, store_write_points
+from killtest.fixture_site.catalog import Catalog
+from killtest.harness.check.findings import Finding
+from killtest.harness.check.verdict import RunVerdict, Validity
+from killtest.harness.design.model import PROJECT_ROOT, Design
+from killtest.harness.faults.points import KillPoint, parse_point
+from killtest.harness.faults.points.line import AtLine, anchor_for
+from killtest.harness.faults.points.request import AtRequest
+from killtest.harness.faults.schedule import KillSchedule
+from killtest.harness.running.orchestrator import Stage, check_phase, run_phase, stage
+from killtest.harness.running.parallel import chunks, run_jobs
+from killtest.harness.running.runner import RunSettings
+from killtest.harness.running.write_plans import RecordingCache, resolve_schedule, store_write_points
 
 EXPLORE_HITS = (1, 2)  # the first and second execution of each line: a listing page, then a product
 
@@ -151,7 +151,7 @@ def explore_design(design: Design, catalog: Catalog, settings: RunSettings, poin
     """`explore` through the orchestrator's phases: the site, the design's store server, its pre-forked
     launcher (a Python design, when `prefork`), then every point (all crash points when `points` is None).
 
-    `progress` is a harness.running.progress.Progress, or any callable taking one line, or None. With
+    `progress` is a killtest.harness.running.progress.Progress, or any callable taking one line, or None. With
     `jobs` above 1, the points are dealt to that many processes, each with its own stage.
     """
     on_progress = _step_of(progress)

@@ -11,10 +11,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from harness.design.model import Design
-from harness.running.fuzzing import FuzzResult, Trial, bench, search, shrink
-from harness.running.parallel import run_jobs
-from harness.running.runner import RunSettings
+from killtest.harness.design.model import Design
+from killtest.harness.running.fuzzing import FuzzResult, Trial, bench, search, shrink
+from killtest.harness.running.parallel import run_jobs
+from killtest.harness.running.runner import RunSettings
 
 SHRINK_TRIES = 3  # failures a fuzz tries to shrink to an exact schedule before it reports one as found
 

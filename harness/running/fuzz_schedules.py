@@ -18,17 +18,17 @@ from collections.abc import Sequence
 
 from hypothesis import strategies as st
 
-from harness.design.model import Design
-from harness.design.stores import kind_of
-from harness.faults.points import KillPoint
-from harness.faults.points.line import AtLine, anchor_for
-from harness.faults.points.redeploy import Redeploy
-from harness.faults.points.request import AtRequest
-from harness.faults.points.server_restart import ServerRestart
-from harness.faults.points.store_write import AtStoreWrite
-from harness.faults.points.timed import AfterDelay
-from harness.faults.schedule import KillSchedule
-from harness.running.exploration import commit_path_lines
+from killtest.harness.design.model import Design
+from killtest.harness.design.stores import kind_of
+from killtest.harness.faults.points import KillPoint
+from killtest.harness.faults.points.line import AtLine, anchor_for
+from killtest.harness.faults.points.redeploy import Redeploy
+from killtest.harness.faults.points.request import AtRequest
+from killtest.harness.faults.points.server_restart import ServerRestart
+from killtest.harness.faults.points.store_write import AtStoreWrite
+from killtest.harness.faults.points.timed import AfterDelay
+from killtest.harness.faults.schedule import KillSchedule
+from killtest.harness.running.exploration import commit_path_lines
 
 LISTING_PAGES = (1, 3)  # the range of a fuzzed catalog's listing pages
 PER_PAGE = (1, 4)  # and of its products per page

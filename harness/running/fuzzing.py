@@ -27,17 +27,17 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from fixture_site.catalog import build_catalog
-from fixture_site.server import SiteServer
-from harness.design.model import Design
-from harness.errors import KilltestError
-from harness.faults.points import parse_point
-from harness.faults.schedule import KillSchedule
-from harness.running.exploration import broken_promises
-from harness.running.fuzz_schedules import catalog_sizes, exact, file_store, kill_schedules, line_points
-from harness.running.orchestrator import Stage, check_phase, prefork_phase, run_phase, store_servers_phase
-from harness.running.runner import RunSettings
-from harness.running.write_plans import RecordingCache, record, resolve_schedule
+from killtest.fixture_site.catalog import build_catalog
+from killtest.fixture_site.server import SiteServer
+from killtest.harness.design.model import Design
+from killtest.harness.errors import KilltestError
+from killtest.harness.faults.points import parse_point
+from killtest.harness.faults.schedule import KillSchedule
+from killtest.harness.running.exploration import broken_promises
+from killtest.harness.running.fuzz_schedules import catalog_sizes, exact, file_store, kill_schedules, line_points
+from killtest.harness.running.orchestrator import Stage, check_phase, prefork_phase, run_phase, store_servers_phase
+from killtest.harness.running.runner import RunSettings
+from killtest.harness.running.write_plans import RecordingCache, record, resolve_schedule
 
 
 @dataclass(frozen=True)

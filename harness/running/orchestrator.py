@@ -1,19 +1,19 @@
 """The one orchestrator (Jepsen's `run!`): every command's runs go through the same named phases.
 
 Phases, in the order they nest:
-1. `site_phase`: the fixture site, with its latency, pace and slow pages (fixture_site.server);
+1. `site_phase`: the fixture site, with its latency, pace and slow pages (killtest.fixture_site.server);
 2. `store_servers_phase`: the private PostgreSQL/Redis servers the designs' stores need, a fresh
-   database for every run (harness.servers.for_stores);
-3. `prefork_phase`: one pre-forked launcher per Python design when asked (harness.running.prefork);
+   database for every run (killtest.harness.servers.for_stores);
+3. `prefork_phase`: one pre-forked launcher per Python design when asked (killtest.harness.running.prefork);
    `stage` nests these three: the setup every plan shares;
 4. `run_phase`: one kill-test run of one design on one schedule, in a temporary work directory
-   (harness.running.runner.run_kill_test), giving its history;
-5. `check_phase`: the history checked against the catalog (harness.check.checker.check_run);
+   (killtest.harness.running.runner.run_kill_test), giving its history;
+5. `check_phase`: the history checked against the catalog (killtest.harness.check.checker.check_run);
 6. `results_phase`: the campaign's result files, rewritten after every run and once at the end
-   (harness.report.writer).
+   (killtest.harness.report.writer).
 
 The plans that go through them: `run_campaign` (run, replay, scale, calibrate, bench) below,
-`explore_design` (harness.running.exploration), `run_zoo` (harness.running.zoo_runs).
+`explore_design` (killtest.harness.running.exploration), `run_zoo` (killtest.harness.running.zoo_runs).
 """
 
 from __future__ import annotations
@@ -22,25 +22,25 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from fixture_site.catalog import Catalog
-from fixture_site.server import SiteServer
-from harness import lifeline
-from harness.check.baseline import compare
-from harness.check.checker import check_run
-from harness.check.compare import compare_designs, per_run_wins
-from harness.check.health import health_warning
-from harness.check.verdict import RunVerdict
-from harness.design.model import Design
-from harness.faults.schedule import KillSchedule
-from harness.history import History
-from harness.report.campaign import Campaign
-from harness.report.writer import history_path, write_json, write_results
-from harness.running.campaign_plan import CampaignPlan
-from harness.running.phase_clock import PhaseClock
-from harness.running.prefork import Zygote
-from harness.running.progress import Progress
-from harness.running.runner import RunSettings, run_kill_test
-from harness.servers.for_stores import StoreServers
+from killtest.fixture_site.catalog import Catalog
+from killtest.fixture_site.server import SiteServer
+from killtest.harness import lifeline
+from killtest.harness.check.baseline import compare
+from killtest.harness.check.checker import check_run
+from killtest.harness.check.compare import compare_designs, per_run_wins
+from killtest.harness.check.health import health_warning
+from killtest.harness.check.verdict import RunVerdict
+from killtest.harness.design.model import Design
+from killtest.harness.faults.schedule import KillSchedule
+from killtest.harness.history import History
+from killtest.harness.report.campaign import Campaign
+from killtest.harness.report.writer import history_path, write_json, write_results
+from killtest.harness.running.campaign_plan import CampaignPlan
+from killtest.harness.running.phase_clock import PhaseClock
+from killtest.harness.running.prefork import Zygote
+from killtest.harness.running.progress import Progress
+from killtest.harness.running.runner import RunSettings, run_kill_test
+from killtest.harness.servers.for_stores import StoreServers
 
 __all__ = ["Stage", "check_phase", "prefork_phase", "results_phase", "run_campaign", "run_phase",
            "site_phase", "stage", "store_servers_phase"]

@@ -2,7 +2,7 @@
 
 A job is a module-level function and its arguments (they travel by pickle to a fresh interpreter:
 `spawn`, never `fork`, because the harness runs the site's threads and fork would copy them mid-step).
-Each job builds its own stage (harness.running.orchestrator.stage) inside its process, so no two jobs
+Each job builds its own stage (killtest.harness.running.orchestrator.stage) inside its process, so no two jobs
 share a port, a database or a directory; each job process is a child subreaper, as a pre-forking
 harness is, so what a killed start leaves behind is reaped. Their progress lines come back through one queue and are
 printed by the caller's thread as they arrive.
@@ -51,7 +51,7 @@ PR_SET_CHILD_SUBREAPER = 36
 
 def become_subreaper() -> None:
     """Make this job process the child subreaper of what its starts leave: a shell design's children,
-    orphaned by a kill, come back to it to be reaped (harness.running.processes), not to a PID 1 that
+    orphaned by a kill, come back to it to be reaped (killtest.harness.running.processes), not to a PID 1 that
     may never reap them and so keep the start's process group alive."""
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 

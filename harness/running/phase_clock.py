@@ -2,7 +2,7 @@
 
 A campaign's clock splits its time into phases (starting the site and servers, the runs, checking
 and writing after each run, stopping, the final plots). Inside a run, the scrapers' own time is
-what their starts lived, spawn to reap (harness.running.processes.Start.alive_s); everything else in a run
+what their starts lived, spawn to reap (killtest.harness.running.processes.Start.alive_s); everything else in a run
 is the harness too: spawning, reaping, reading the store.
 """
 

@@ -7,7 +7,7 @@ helper that forks the start and exits at once, so the start is orphaned and hand
 which has made itself a child subreaper (prctl PR_SET_CHILD_SUBREAPER). The harness then reaps the
 start itself and reads the exit status the kernel reports, -9 for SIGKILL, as with subprocess.
 
-    python -m harness.running.prefork MODULE      (driven by Zygote below; one JSON request a line on stdin)
+    python -m killtest.harness.running.prefork MODULE      (driven by Zygote below; one JSON request a line on stdin)
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import subprocess
 import sys
 import traceback
 
-from harness import lifeline
-from harness.design.model import Design
+from killtest.harness import lifeline
+from killtest.harness.design.model import Design
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -58,7 +58,7 @@ class Zygote:
         if design.module is None:
             raise ValueError(f"design {design.name!r} is not a Python module: it cannot be pre-forked")
         self.design = design
-        self._process = subprocess.Popen([sys.executable, "-m", "harness.running.prefork", design.module],
+        self._process = subprocess.Popen([sys.executable, "-m", "killtest.harness.running.prefork", design.module],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                          env=design.environment(), start_new_session=True)
         lifeline.register(self._process.pid)
@@ -100,7 +100,7 @@ def _run_start(module: str, request: dict) -> None:
     os.dup2(devnull, 0)
     os.close(devnull)
     if request["kill_at"]:
-        from harness.faults.tracer import install
+        from killtest.harness.faults.tracer import install
 
         install(*request["kill_at"])
     sys.argv = [module, *request["arguments"]]

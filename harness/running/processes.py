@@ -14,21 +14,21 @@ from dataclasses import dataclass, field, replace
 
 import psutil
 
-from harness import lifeline
-from harness.design.model import Design, Launch
-from harness.errors import ScraperStartError
-from harness.faults.points import StartOptions
-from harness.faults.tracer import ENVIRONMENT_VARIABLE
+from killtest.harness import lifeline
+from killtest.harness.design.model import Design, Launch
+from killtest.harness.errors import ScraperStartError
+from killtest.harness.faults.points import StartOptions
+from killtest.harness.faults.tracer import ENVIRONMENT_VARIABLE
 
 POLL_S = 0.005
 
 
 @dataclass
 class Worker:
-    process: subprocess.Popen  # or a harness.running.prefork.ForkedProcess
+    process: subprocess.Popen  # or a killtest.harness.running.prefork.ForkedProcess
     stdout_path: str
     stderr_path: str
-    door: int | None = None  # the site's door of its start (fixture_site.doors)
+    door: int | None = None  # the site's door of its start (killtest.fixture_site.doors)
 
 
 @dataclass
@@ -145,8 +145,8 @@ def spawn(design: Design, launch: Launch, index: int, workers: int = 1,
           options: StartOptions | None = None, launcher=None) -> Start:
     """Start `workers` copies of the design, each in its own session, output to files in the work dir.
 
-    `options` is what the start's kill point asks for (harness.faults.points.StartOptions): a line to
-    be killed at, run by harness.faults.tracer, or a program to run the command under.
+    `options` is what the start's kill point asks for (killtest.harness.faults.points.StartOptions): a line to
+    be killed at, run by killtest.harness.faults.tracer, or a program to run the command under.
     """
     door, own = through_a_door(launch)  # every earlier start is dead: what they sent stays theirs
     start = Start(index, time.monotonic(), launch.crawl, door_url=own.base_url if door is not None else None)
@@ -220,7 +220,7 @@ def reap_group(group: int, patience_s: float = 2.0) -> None:
 def _reap_orphans_in(group: int) -> None:
     """Reap the dead members of `group` that were handed to this process.
 
-    A harness that pre-forks is a child subreaper (harness.running.prefork), so what a killed start left
+    A harness that pre-forks is a child subreaper (killtest.harness.running.prefork), so what a killed start left
     behind becomes our child when it dies; as a zombie it would keep the group alive.
     """
     for child in psutil.Process().children():

@@ -7,11 +7,11 @@ finish, and write the history.
    point (`point.arm`: the request kind hooks the site), wait for the point (`point.wait_s`), then
    kill and record: the point fires (`point.fire`) or fired by itself (a request or line point), and
    the runner writes `kill`, `worker_restarted`, `time_limit`, `process_exited` or `crash`;
-3. collect the history (harness.running.collect): requests, scraper events, store records, side
+3. collect the history (killtest.harness.running.collect): requests, scraper events, store records, side
    effects, then `run_finished`.
-The runner knows no kill-point kind by name: it asks the point (harness.faults.points).
+The runner knows no kill-point kind by name: it asks the point (killtest.harness.faults.points).
 
-Each start is one or more worker processes (harness.running.processes), each in a process group of its
+Each start is one or more worker processes (killtest.harness.running.processes), each in a process group of its
 own, so a kill reaches every process the scraper made. Whatever happens, timeouts and Ctrl+C included,
 no process outlives the run.
 """
@@ -24,16 +24,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from fixture_site.catalog import Drift
-from fixture_site.server import SiteServer
-from harness import defaults
-from harness.design.model import Design, Launch
-from harness.design.stores import held_leases, kind_of
-from harness.errors import KilltestError, ScraperStartError
-from harness.faults.points import Armed, KillPoint, NotArmed
-from harness.faults.schedule import KillSchedule
-from harness.history import History
-from harness.running.collect import (
+from killtest.fixture_site.catalog import Drift
+from killtest.fixture_site.server import SiteServer
+from killtest.harness import defaults
+from killtest.harness.design.model import Design, Launch
+from killtest.harness.design.stores import held_leases, kind_of
+from killtest.harness.errors import KilltestError, ScraperStartError
+from killtest.harness.faults.points import Armed, KillPoint, NotArmed
+from killtest.harness.faults.schedule import KillSchedule
+from killtest.harness.history import History
+from killtest.harness.running.collect import (
     add_requests,
     add_scraper_events,
     add_side_effects,
@@ -42,9 +42,9 @@ from harness.running.collect import (
     stderr_tail,
     store_found,
 )
-from harness.running.processes import Start, spawn
-from harness.running.site_drift import SiteDrift
-from harness.running.start_watch import Stalled, StartWatch, wait_watching
+from killtest.harness.running.processes import Start, spawn
+from killtest.harness.running.site_drift import SiteDrift
+from killtest.harness.running.start_watch import Stalled, StartWatch, wait_watching
 
 
 @dataclass(frozen=True)
@@ -57,12 +57,12 @@ class RunSettings:
     # must rewrite no unchanged record and add no row. Only for designs that take {crawl}.
     recrawls: int = 0
     workers: int = 1  # worker processes per start, on one store; every kill point hits them all
-    # The site's content drifts (fixture_site.catalog.drifted): before every re-crawl, and once
+    # The site's content drifts (killtest.fixture_site.catalog.drifted): before every re-crawl, and once
     # `drift_during_s` into the killed crawl when that is set.
     drift: Drift | None = None
     drift_during_s: float | None = None
     # A start with no request, output or store change for this long is stuck: stopped, a liveness
-    # failure that says so (harness.running.start_watch). None: only the time limit stops it.
+    # failure that says so (killtest.harness.running.start_watch). None: only the time limit stops it.
     no_progress_s: float | None = defaults.NO_PROGRESS_S
 
 
@@ -128,7 +128,7 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
                   dsn: str = "", restart_store: Callable[[], float] | None = None) -> History:
     """Kill-test `design` once against `site`; its store goes in `work_dir` (or the database `dsn`).
 
-    Returns the run's history. `launcher`, a harness.running.prefork.Zygote for this design, forks each start
+    Returns the run's history. `launcher`, a killtest.harness.running.prefork.Zygote for this design, forks each start
     instead of executing a new interpreter: the same process behaviour without the start-up cost.
     `restart_store` crashes and restarts the store's server (for `s` kill points).
     """

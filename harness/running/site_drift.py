@@ -1,6 +1,6 @@
 """The site's content drifting during a run: each change a `catalog_changed` event in the history.
 
-Before every re-crawl the site changes (fixture_site.catalog.drifted), and once during the killed
+Before every re-crawl the site changes (killtest.fixture_site.catalog.drifted), and once during the killed
 crawl when the run asks for it; when the run ends the first catalog is put back, so the next
 design's run starts from the same site.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 import threading
 import time
 
-from fixture_site.catalog import Drift, changes_between, drifted
-from fixture_site.server import SiteServer
-from harness.history import History
+from killtest.fixture_site.catalog import Drift, changes_between, drifted
+from killtest.fixture_site.server import SiteServer
+from killtest.harness.history import History
 
 
 class SiteDrift:

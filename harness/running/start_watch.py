@@ -14,7 +14,7 @@ import subprocess
 import time
 from collections.abc import Callable
 
-from harness.running.processes import Start
+from killtest.harness.running.processes import Start
 
 LOOK_EVERY_S = 0.5
 SAY_EVERY_S = 5.0

@@ -21,17 +21,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness import lifeline
-from harness.design.model import Design
-from harness.design.stores import kind_of
-from harness.errors import KilltestError
-from harness.faults.points import KillPoint, StartOptions
-from harness.faults.points.request import AtRequest
-from harness.faults.points.store_write import AtStoreWrite, RecordStart, require_strace
-from harness.faults.schedule import KillSchedule
-from harness.faults.store_writes import Recording, parse_recording
-from harness.running.orchestrator import Stage, run_phase
-from harness.running.runner import RunSettings
+from killtest.harness import lifeline
+from killtest.harness.design.model import Design
+from killtest.harness.design.stores import kind_of
+from killtest.harness.errors import KilltestError
+from killtest.harness.faults.points import KillPoint, StartOptions
+from killtest.harness.faults.points.request import AtRequest
+from killtest.harness.faults.points.store_write import AtStoreWrite, RecordStart, require_strace
+from killtest.harness.faults.schedule import KillSchedule
+from killtest.harness.faults.store_writes import Recording, parse_recording
+from killtest.harness.running.orchestrator import Stage, run_phase
+from killtest.harness.running.runner import RunSettings
 
 RecordingCache = dict[tuple[str, str], Recording | None]
 

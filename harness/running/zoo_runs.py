@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from fixture_site.catalog import build_catalog, parse_drift
-from harness.defaults import ZOO_DRIFT_SEED, ZOO_LISTING_PAGES, ZOO_PER_PAGE, ZOO_REFERENCE_DESIGN
-from harness.design.registry import design_named
-from harness.faults.schedule import parse_schedule
-from harness.faults.zoo_scenarios import ZooEntry
-from harness.running.orchestrator import check_phase, run_phase, stage
-from harness.running.runner import RunSettings
+from killtest.fixture_site.catalog import build_catalog, parse_drift
+from killtest.harness.defaults import ZOO_DRIFT_SEED, ZOO_LISTING_PAGES, ZOO_PER_PAGE, ZOO_REFERENCE_DESIGN
+from killtest.harness.design.registry import design_named
+from killtest.harness.faults.schedule import parse_schedule
+from killtest.harness.faults.zoo_scenarios import ZooEntry
+from killtest.harness.running.orchestrator import check_phase, run_phase, stage
+from killtest.harness.running.runner import RunSettings
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 Rule: each server binds 127.0.0.1 on a free port, keeps its data in a temporary directory removed
 when it stops, and is started and stopped by the harness alone (never the machine's own PostgreSQL
-or Redis). It may import the floor and harness.design (to know which stores need which server).
+or Redis). It may import the floor and design (to know which stores need which server).
 
 - common.py: finding binaries, a free loopback port, the start/probe/stop life of any private server
 - private_postgres.py, private_redis.py: the two servers

@@ -12,8 +12,8 @@ import time
 
 import psutil
 
-from harness import lifeline
-from harness.errors import KilltestError
+from killtest.harness import lifeline
+from killtest.harness.errors import KilltestError
 
 # CI sets this so that a missing server fails the tests instead of skipping them.
 REQUIRE_SERVERS_VARIABLE = "KILLTEST_REQUIRE_SERVERS"
@@ -155,7 +155,7 @@ class PrivateServer:
         """SIGKILL the server and every process it started, and reap those handed to this process.
 
         PostgreSQL's backends put themselves in sessions of their own, so killing the server's group
-        misses them; and a harness that is a child subreaper (harness.running.prefork) inherits them when the
+        misses them; and a harness that is a child subreaper (killtest.harness.running.prefork) inherits them when the
         server dies, so unreaped they would stay as zombies.
         """
         process = self.process

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from harness.design.model import Design
-from harness.design.stores import kind_of
-from harness.errors import KilltestError
-from harness.servers.common import PrivateServer
-from harness.servers.private_postgres import PrivatePostgres
-from harness.servers.private_redis import PrivateRedis
+from killtest.harness.design.model import Design
+from killtest.harness.design.stores import kind_of
+from killtest.harness.errors import KilltestError
+from killtest.harness.servers.common import PrivateServer
+from killtest.harness.servers.private_postgres import PrivatePostgres
+from killtest.harness.servers.private_redis import PrivateRedis
 
 # Every private server, by the name a store kind gives as its `server`.
 SERVERS: dict[str, type[PrivateServer]] = {server.name: server for server in (PrivatePostgres, PrivateRedis)}

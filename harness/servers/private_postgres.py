@@ -12,8 +12,8 @@ import pwd
 import signal
 import subprocess
 
-from harness.errors import KilltestError
-from harness.servers.common import PrivateServer, ServerUnavailable, find_binary
+from killtest.harness.errors import KilltestError
+from killtest.harness.servers.common import PrivateServer, ServerUnavailable, find_binary
 
 DEBIAN_BIN = "/usr/lib/postgresql/*/bin/"
 INSTALL_HINT = "install PostgreSQL (Debian: apt-get install postgresql) or skip the PostgreSQL designs"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from harness.servers.common import PrivateServer, find_binary
+from killtest.harness.servers.common import PrivateServer, find_binary
 
 INSTALL_HINT = "install Redis (Debian: apt-get install redis-server) or skip the Redis designs"
 

@@ -6,8 +6,8 @@ no later start fetches it again. Timed kills rarely land in that gap; an exact c
 
 from __future__ import annotations
 
-from scrapers import idempotent
-from scrapers.zoo.transactions import in_transaction, mark_page_done
+from killtest.scrapers import idempotent
+from killtest.scrapers.zoo.transactions import in_transaction, mark_page_done
 
 
 def complete(db, crawl, path, discovered=(), record=None) -> None:

@@ -6,7 +6,7 @@ else to do and stops, so that page is never fetched again.
 
 from __future__ import annotations
 
-from scrapers import idempotent
+from killtest.scrapers import idempotent
 
 
 def crawl_site(db, crawl, base, session, lease_s) -> None:

@@ -6,7 +6,7 @@ longer has, and every count built on it drifts upwards.
 
 from __future__ import annotations
 
-from scrapers import idempotent
+from killtest.scrapers import idempotent
 
 
 def sweep(db, crawl) -> int:

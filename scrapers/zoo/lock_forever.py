@@ -5,7 +5,7 @@ The next start waits for the lock, as the correct design waits for a lease, and 
 
 from __future__ import annotations
 
-from scrapers import idempotent
+from killtest.scrapers import idempotent
 
 LOCK_S = 10 * 365 * 24 * 3600.0  # "until released": a killed start never releases it
 

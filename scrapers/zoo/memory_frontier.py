@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import requests
 
-from scrapers import idempotent
-from scrapers.common import FIRST_PAGE, LISTING_LINK, PRODUCT_LINK, emit, fetch, parse_args, parse_product
-from scrapers.zoo.transactions import in_transaction
+from killtest.scrapers import idempotent
+from killtest.scrapers.common import FIRST_PAGE, LISTING_LINK, PRODUCT_LINK, emit, fetch, parse_args, parse_product
+from killtest.scrapers.zoo.transactions import in_transaction
 
 
 def crawl_site(db, base: str, session: requests.Session) -> None:

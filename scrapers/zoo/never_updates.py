@@ -6,7 +6,7 @@ the site changes: a re-crawl fetches the new price and throws it away.
 
 from __future__ import annotations
 
-from scrapers import idempotent
+from killtest.scrapers import idempotent
 
 # The correct upsert's INSERT, with "do nothing" where it should update changed content.
 INSERT_ONCE = idempotent.UPSERT_RECORD.split(" ON CONFLICT")[0] + " ON CONFLICT (record_id) DO NOTHING"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 
-from scrapers import idempotent
+from killtest.scrapers import idempotent
 
 
 def record_id(sku: str) -> str:

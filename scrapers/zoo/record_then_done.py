@@ -7,8 +7,8 @@ harmless; with anything that counts or notifies per fetch it is not. killtest re
 
 from __future__ import annotations
 
-from scrapers import idempotent
-from scrapers.zoo.transactions import in_transaction, mark_page_done
+from killtest.scrapers import idempotent
+from killtest.scrapers.zoo.transactions import in_transaction, mark_page_done
 
 
 def complete(db, crawl, path, discovered=(), record=None) -> None:

@@ -5,7 +5,7 @@ The rows stay right and one per product; only a re-crawl shows that every record
 
 from __future__ import annotations
 
-from scrapers import idempotent
+from killtest.scrapers import idempotent
 
 # The correct upsert without its last clause, "WHERE the content changed": every write moves last_changed.
 UPSERT_ALWAYS = idempotent.UPSERT_RECORD.split(" WHERE records.content_hash")[0]

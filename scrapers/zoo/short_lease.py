@@ -11,8 +11,8 @@ import threading
 
 import requests
 
-from scrapers import idempotent
-from scrapers.common import emit, parse_args
+from killtest.scrapers import idempotent
+from killtest.scrapers.common import emit, parse_args
 
 LEASE_S = 0.2
 WORKERS = 2

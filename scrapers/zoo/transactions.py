@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from scrapers import idempotent
+from killtest.scrapers import idempotent
 
 
 def in_transaction(db: sqlite3.Connection, work, *args) -> None:

@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from harness.design.model import Design, Launch, StoreSpec
-from harness.errors import KilltestError
+from killtest.harness.design.model import Design, Launch, StoreSpec
+from killtest.harness.errors import KilltestError
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from harness.design.model import StoreSpec
-from harness.design.stores import (
+from killtest.harness.design.model import StoreSpec
+from killtest.harness.design.stores import (
     COUNTER_NEEDS_A_QUERY,
     LEASES_NEED_A_QUERY,
     StoreBase,

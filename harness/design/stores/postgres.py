@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from harness.design.model import StoreSpec
-from harness.design.stores import QueryStore, ServerStore, needs
-from harness.errors import KilltestError
+from killtest.harness.design.model import StoreSpec
+from killtest.harness.design.stores import QueryStore, ServerStore, needs
+from killtest.harness.errors import KilltestError
 
 
 class PostgresStore(ServerStore, QueryStore):

@@ -1,15 +1,22 @@
 """The redis store kind: the harness's private Redis, records a hash of JSON objects, leases a list or a set.
 
-This module is harness.design.stores.redis; `import redis` below is redis-py (imports are absolute).
+This module is killtest.harness.design.stores.redis; `import redis` below is redis-py (imports are absolute).
 """
 
 from __future__ import annotations
 
 import json
 
-from harness.design.model import StoreSpec
-from harness.design.stores import COUNTER_NEEDS_A_QUERY, ServerStore, StoredRecord, needs, record_from_row, refuses
-from harness.errors import KilltestError
+from killtest.harness.design.model import StoreSpec
+from killtest.harness.design.stores import (
+    COUNTER_NEEDS_A_QUERY,
+    ServerStore,
+    StoredRecord,
+    needs,
+    record_from_row,
+    refuses,
+)
+from killtest.harness.errors import KilltestError
 
 
 class RedisStore(ServerStore):

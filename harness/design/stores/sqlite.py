@@ -6,10 +6,10 @@ import os
 import shutil
 import sqlite3
 
-from harness import lifeline
-from harness.design.model import StoreSpec
-from harness.design.stores import QueryStore, needs
-from harness.errors import KilltestError
+from killtest.harness import lifeline
+from killtest.harness.design.model import StoreSpec
+from killtest.harness.design.stores import QueryStore, needs
+from killtest.harness.errors import KilltestError
 
 
 class SQLiteStore(QueryStore):

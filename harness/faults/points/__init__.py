@@ -13,8 +13,8 @@ The runner asks the point and knows no kind by name, so a new kind (store-write 
 power loss) is one module here plus its test: define a class on `PointKind` and decorate it with
 `@register`. The kinds are found by listing this package, so nothing else needs an edit.
 
-Import rule: this package is part of harness/faults and may import harness.design, harness.check and
-the floor (harness.errors, ...); never harness.running, which imports it. What a point needs from a
+Import rule: this package is part of harness/faults and may import killtest.harness.design, killtest.harness.check and
+the floor (killtest.harness.errors, ...); never killtest.harness.running, which imports it. What a point needs from a
 run comes in as the small `Target` protocol below.
 """
 
@@ -26,14 +26,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from harness.errors import KilltestError
+from killtest.harness.errors import KilltestError
 
 
 @dataclass(frozen=True)
 class StartOptions:
     """How the runner spawns a start that a point will end."""
 
-    # (absolute file, line, hit): run the start under harness.faults.tracer, which SIGKILLs it there.
+    # (absolute file, line, hit): run the start under killtest.harness.faults.tracer, which SIGKILLs it there.
     kill_at_line: tuple[str, int, int] | None = None
     # A program the start's command runs under (for example strace with a fault to inject), with the
     # command appended. Such a start is always a fresh process: a pre-forked one would escape it.
@@ -52,7 +52,7 @@ class Fired:
 
 
 class Target(Protocol):
-    """What a firing point can reach in a run; the runner provides it (harness.running.runner)."""
+    """What a firing point can reach in a run; the runner provides it (killtest.harness.running.runner)."""
 
     def kill(self) -> int:
         """SIGKILL every worker of the start; its exit status."""
@@ -73,7 +73,7 @@ class Armed(Protocol):
     fired_at: float | None  # time.monotonic() when an exact trigger fired, if it did
 
     def watch(self, start: Any) -> None:
-        """The start the trigger must hit (a harness.running.processes.Start)."""
+        """The start the trigger must hit (a killtest.harness.running.processes.Start)."""
 
     def disarm(self) -> None:
         """Take down what `arm` set up."""
@@ -92,7 +92,7 @@ class NotArmed:
 
 
 class DesignLike(Protocol):
-    """The parts of a harness.design.model.Design that points read."""
+    """The parts of a killtest.harness.design.model.Design that points read."""
 
     @property
     def name(self) -> str: ...
@@ -173,7 +173,7 @@ class PointKind:
                                 f" has {workers}; give --workers {self.worker} or more")
 
     def start_options(self, values: Mapping[str, str] | None = None) -> StartOptions:
-        """How the start is spawned; `values` are the start's placeholders (harness.design.model.Design.values):
+        """How the start is spawned; `values` are the start's placeholders (Design.values):
         a store-write point builds its strace `-P` paths from `work_dir` and `store`."""
         return StartOptions()
 

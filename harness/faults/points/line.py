@@ -17,9 +17,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from harness.design.model import PROJECT_ROOT
-from harness.errors import KilltestError
-from harness.faults.points import DesignLike, PointKind, StartOptions, register
+from killtest.harness.design.model import PROJECT_ROOT
+from killtest.harness.errors import KilltestError
+from killtest.harness.faults.points import DesignLike, PointKind, StartOptions, register
 
 ANCHOR = re.compile(r"^(?P<name>[A-Za-z_][\w.\-]*)(?:\+(?P<offset>\d+))?$")
 MARKER = re.compile(r"#\s*killtest:\s*(?P<name>[\w.\-]+)")

@@ -8,8 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.faults.points import DesignLike, Fired, PointKind, Target, positive_seconds, register, split_worker
-from harness.faults.points.timed import at_worker
+from killtest.harness.faults.points import (
+    DesignLike,
+    Fired,
+    PointKind,
+    Target,
+    positive_seconds,
+    register,
+    split_worker,
+)
+from killtest.harness.faults.points.timed import at_worker
 
 
 @register

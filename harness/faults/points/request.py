@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.faults.points import Armed, DesignLike, NotArmed, PointKind, StartOptions, register
-from harness.faults.points.store_write import gate_options
-from harness.faults.store_writes import InjectionPlan
+from killtest.harness.faults.points import Armed, DesignLike, NotArmed, PointKind, StartOptions, register
+from killtest.harness.faults.points.store_write import gate_options
+from killtest.harness.faults.store_writes import InjectionPlan
 
 
 @register
@@ -65,7 +65,7 @@ class RequestTrigger:
     def __init__(self, point: AtRequest, site: Any) -> None:
         self.index = point.index
         self.site = site
-        self.start: Any = None  # a harness.running.processes.Start
+        self.start: Any = None  # a killtest.harness.running.processes.Start
         self.fired_at: float | None = None
         self._seen = 0
         self._fired = False

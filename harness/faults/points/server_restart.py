@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.design.stores import kind_of
-from harness.errors import KilltestError
-from harness.faults.points import DesignLike, Fired, PointKind, Target, positive_seconds, register
+from killtest.harness.design.stores import kind_of
+from killtest.harness.errors import KilltestError
+from killtest.harness.faults.points import DesignLike, Fired, PointKind, Target, positive_seconds, register
 
 
 @register

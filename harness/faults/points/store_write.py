@@ -20,10 +20,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from harness.design.stores import kind_of
-from harness.errors import KilltestError
-from harness.faults.points import DesignLike, PointKind, StartOptions, register
-from harness.faults.store_writes import InjectionPlan, recording_prefix
+from killtest.harness.design.stores import kind_of
+from killtest.harness.errors import KilltestError
+from killtest.harness.faults.points import DesignLike, PointKind, StartOptions, register
+from killtest.harness.faults.store_writes import InjectionPlan, recording_prefix
 
 GATE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "write_gate.py")
 

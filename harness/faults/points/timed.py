@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.faults.points import DesignLike, Fired, PointKind, Target, positive_seconds, register, split_worker
+from killtest.harness.faults.points import (
+    DesignLike,
+    Fired,
+    PointKind,
+    Target,
+    positive_seconds,
+    register,
+    split_worker,
+)
 
 
 @register

@@ -1,0 +1,5 @@
+"""`python -m killtest`: the command line by another name."""
+
+from killtest.harness.cli import main
+
+main()
