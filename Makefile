@@ -75,7 +75,7 @@ docs: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,peers,lint,powerloss]'
+	$(BIN)/python -m pip install --quiet -e '.[all,test,lint]'
 	touch $(STAMP)
 
 clean:

@@ -259,6 +259,9 @@ OPTIONS: tuple[Option, ...] = (
            "results"),
     Option("--work-dir", "existing directory for the scrapers' stores", ("replay", "explore", "fuzz", "zoo", "bench"),
            "results"),
+    Option("--junit-xml", "also write a JUnit XML report to PATH (a test case per run, crash point, schedule or zoo"
+           " design), for CI; under GitHub Actions the Markdown summary also goes to the job's summary",
+           ("run", "replay", "explore", "fuzz", "zoo"), "results", metavar="PATH"),
     Option("--no-plot", "skip the PNG plots", (*RUNS, "bench"), "results", action="store_true"),
     Option("--all-timelines", "draw a timeline for every run (default: each design's first run and every failed"
            " run)", RUNS, "results", action="store_true"),

@@ -11,6 +11,7 @@ plans_from_args.py. Exit status: 0 passed, 1 a check failed, 2 bad input (one li
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import signal
 import sys
 
@@ -33,8 +34,17 @@ COMMANDS: dict[str, Command] = {command.name: command for command in (
     CalibrateCommand())}
 
 
+def installed_version() -> str:
+    """The installed distribution's version (pyproject.toml's), or 0+unknown in a tree never installed."""
+    try:
+        return importlib.metadata.version("killtest")
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="killtest", description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--version", action="version", version=f"killtest {installed_version()}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     for command in COMMANDS.values():
         command.add_options(commands.add_parser(command.name, help=command.help))

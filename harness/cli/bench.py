@@ -33,6 +33,7 @@ class BenchCommand(Command):
         from killtest.harness.bench.fault_table import EFFECT_DESIGNS, FAULT_DESIGNS, run_faults
         from killtest.harness.bench.overhead_run import measure_overhead
         from killtest.harness.bench.peers import peer_scenarios, run_peers
+        from killtest.harness.report.writer import plotting_installed
 
         parts = [p.strip() for p in args.only.split(",") if p.strip()]
         unknown = [p for p in parts if p not in defaults.BENCH_PARTS]
@@ -66,7 +67,7 @@ class BenchCommand(Command):
         if "overhead" in parts:
             results["overhead"] = measure_overhead(work, progress)
             write_bench(results, args.out, path)
-        if not args.no_plot:
+        if not args.no_plot and plotting_installed():
             if results.get("peers"):
                 plot_peers(results["peers"], os.path.join(args.out, "bench-peers.png"))
             if results.get("scale"):

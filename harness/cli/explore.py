@@ -8,15 +8,17 @@ import os
 import shlex
 
 from killtest.fixture_site.catalog import build_catalog
+from killtest.harness.cli.ci_output import point_cases, publish
 from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
-from killtest.harness.cli.shared import command_line, prepare_dirs
+from killtest.harness.cli.plans_from_args import typed_command
+from killtest.harness.cli.shared import prepare_dirs
 from killtest.harness.design.model import Design
 from killtest.harness.design.registry import design_named
 from killtest.harness.faults.schedule import parse_schedule
 from killtest.harness.files import write_atomically
 from killtest.harness.options import options_of, replay_words
 from killtest.harness.report.render import exploration_markdown
-from killtest.harness.running.exploration import explore_design
+from killtest.harness.running.exploration import Exploration, explore_design
 from killtest.harness.running.parallel import default_jobs
 from killtest.harness.running.progress import Progress
 from killtest.harness.running.runner import RunSettings
@@ -31,17 +33,10 @@ class ExploreCommand(Command):
         add_short_flag(parser, "--jobs", "-j")
 
     def run(self, args: argparse.Namespace, progress: Progress) -> int:
-        design = design_named(args.design)
-        points = list(parse_schedule(args.only, design).points) if args.only else None
-        prepare_dirs(args)
-        catalog = build_catalog(args.listing_pages, args.per_page)
-        settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
-        exploration = explore_design(design, catalog, settings, points, work_dir=args.work_dir,
-                                     prefork=not args.no_prefork, progress=progress,
-                                     jobs=args.jobs or default_jobs())
-        base = os.path.join(args.out, f"explore-{design.name}")
-        write_atomically(f"{base}.json", json.dumps(exploration.to_json(), indent=2) + "\n")
-        write_atomically(f"{base}.md", exploration_markdown(exploration, command_line()))
+        design, exploration, base = explore_from_args(args, progress)
+        publish(args, "explore", point_cases(design.name, exploration.outcomes,
+                                             lambda point: replay_line(args, design, point)),
+                f"{base}.md", exploration.elapsed_s)
         for outcome in exploration.broken:
             progress.done(f"{outcome.point}: {'; '.join(outcome.problems)}")
         progress.done(f"explore {design.name}: {len(exploration.outcomes)} crash points,"
@@ -49,7 +44,29 @@ class ExploreCommand(Command):
                       f" {base}.{{json,md}}")
         if exploration.broken:
             progress.done(f"replay the first: {replay_line(args, design, exploration.broken[0].point)}")
-        return EXIT_CHECK_FAILED if design.claims_idempotence and exploration.broken else EXIT_PASSED
+        return EXIT_PASSED if exploration_passed(design, exploration) else EXIT_CHECK_FAILED
+
+
+def explore_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Design, Exploration, str]:
+    """What `explore` runs, without the printing: the design, its exploration, and the base path of the
+    result files it wrote (killtest.api.explore calls it too)."""
+    design = design_named(args.design)
+    points = list(parse_schedule(args.only, design).points) if args.only else None
+    prepare_dirs(args)
+    catalog = build_catalog(args.listing_pages, args.per_page)
+    settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
+    exploration = explore_design(design, catalog, settings, points, work_dir=args.work_dir,
+                                 prefork=not args.no_prefork, progress=progress,
+                                 jobs=args.jobs or default_jobs())
+    base = os.path.join(args.out, f"explore-{design.name}")
+    write_atomically(f"{base}.json", json.dumps(exploration.to_json(), indent=2) + "\n")
+    write_atomically(f"{base}.md", exploration_markdown(exploration, typed_command(args)))
+    return design, exploration, base
+
+
+def exploration_passed(design: Design, exploration: Exploration) -> bool:
+    """Explore holds every design to the idempotence promises, but fails only one whose spec claims them."""
+    return not (design.claims_idempotence and exploration.broken)
 
 
 def replay_line(args: argparse.Namespace, design: Design, schedule: str, **settings: object) -> str:

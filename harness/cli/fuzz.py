@@ -5,16 +5,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from typing import TYPE_CHECKING
 
+from killtest.harness.cli.ci_output import fuzz_cases, publish
 from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
 from killtest.harness.cli.explore import add_short_flag, replay_line
-from killtest.harness.cli.shared import command_line, prepare_dirs
+from killtest.harness.cli.plans_from_args import typed_command
+from killtest.harness.cli.shared import prepare_dirs
+from killtest.harness.design.model import Design
 from killtest.harness.design.registry import design_named
 from killtest.harness.errors import KilltestError
 from killtest.harness.files import write_atomically
 from killtest.harness.running.parallel import default_jobs
 from killtest.harness.running.progress import Progress
 from killtest.harness.running.runner import RunSettings
+
+if TYPE_CHECKING:  # Hypothesis is imported only when fuzz runs
+    from killtest.harness.running.fuzzing import FuzzResult
 
 
 class FuzzCommand(Command):
@@ -26,24 +33,8 @@ class FuzzCommand(Command):
         add_short_flag(parser, "--jobs", "-j")
 
     def run(self, args: argparse.Namespace, progress: Progress) -> int:
-        try:
-            from killtest.harness.running.fuzz_plan import fuzz_design  # Hypothesis, imported only by this command
-        except ImportError as error:
-            raise KilltestError(f"killtest fuzz needs Hypothesis ({error.name} is not installed):"
-                                " pip install 'hypothesis>=6.80'") from None
-        design = design_named(args.design)
-        prepare_dirs(args)
-        settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
-        result = fuzz_design(design, settings, examples=args.examples, seed=args.seed, max_seconds=args.max_seconds,
-                             jobs=args.jobs or default_jobs(), prefork=not args.no_prefork, work_dir=args.work_dir,
-                             on_progress=progress.step)
-        base = os.path.join(args.out, f"fuzz-{design.name}")
-        replay = None
-        if result.shrunk is not None:
-            case = result.shrunk.case
-            replay = replay_line(args, design, case.schedule, listing_pages=case.pages, per_page=case.per_page)
-        write_atomically(f"{base}.json", json.dumps({**result.to_json(), "replay": replay}, indent=2) + "\n")
-        write_atomically(f"{base}.md", markdown(result, command_line(), replay))
+        design, result, replay, base = fuzz_from_args(args, progress)
+        publish(args, "fuzz", fuzz_cases(result, replay), f"{base}.md", result.elapsed_s)
         failed = [t for t in result.trials if t.problems]
         progress.done(f"fuzz {design.name}: {len(result.trials)} schedules, {len(failed)} broke a promise,"
                       f" {result.shrink_runs} shrink runs, {result.schedules_per_minute} schedules/minute;"
@@ -56,6 +47,31 @@ class FuzzCommand(Command):
                       f" {'; '.join(result.shrunk.problems)}")
         progress.done(f"replay it: {replay}")
         return EXIT_CHECK_FAILED
+
+
+def fuzz_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Design, FuzzResult, str | None, str]:
+    """What `fuzz` runs, without the printing: the design, the search's result, the replay line of the
+    smallest failing schedule (None: none failed) and the base path of the result files it wrote
+    (killtest.api.fuzz calls it too)."""
+    try:
+        from killtest.harness.running.fuzz_plan import fuzz_design  # Hypothesis, imported only by this command
+    except ImportError as error:
+        raise KilltestError(f"killtest fuzz needs Hypothesis ({error.name} is not installed):"
+                            " pip install 'hypothesis>=6.80'") from None
+    design = design_named(args.design)
+    prepare_dirs(args)
+    settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
+    result = fuzz_design(design, settings, examples=args.examples, seed=args.seed, max_seconds=args.max_seconds,
+                         jobs=args.jobs or default_jobs(), prefork=not args.no_prefork, work_dir=args.work_dir,
+                         on_progress=progress.step)
+    base = os.path.join(args.out, f"fuzz-{design.name}")
+    replay = None
+    if result.shrunk is not None:
+        case = result.shrunk.case
+        replay = replay_line(args, design, case.schedule, listing_pages=case.pages, per_page=case.per_page)
+    write_atomically(f"{base}.json", json.dumps({**result.to_json(), "replay": replay}, indent=2) + "\n")
+    write_atomically(f"{base}.md", markdown(result, typed_command(args), replay))
+    return design, result, replay, base
 
 
 def markdown(result, command: str, replay: str | None) -> str:

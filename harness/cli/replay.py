@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import os
 
+from killtest.harness.cli.ci_output import campaign_cases, publish
 from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
 from killtest.harness.cli.plans_from_args import check_points, check_recrawls, replay_plan
 from killtest.harness.cli.shared import designs_named, prepare_dirs
@@ -37,6 +38,7 @@ class ReplayCommand(Command):
         prepare_dirs(args)
         plan = aimed_plan(replay_plan(args, designs, schedule), progress)
         campaign = run_campaign(plan, progress)
+        publish(args, "replay", campaign_cases(campaign, "replay"), os.path.join(args.out, "replay.md"))
         progress.done(f"results: {os.path.join(args.out, 'replay')}.{{json,md}}"
                       f" — {'PASS' if campaign.valid else 'FAIL'}")
         return EXIT_PASSED if campaign.valid else EXIT_CHECK_FAILED

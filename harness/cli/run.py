@@ -6,11 +6,13 @@ import argparse
 import os
 
 from killtest.harness.check.baseline import diff_table
+from killtest.harness.cli.ci_output import campaign_cases, publish
 from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
 from killtest.harness.cli.plans_from_args import timed_plan
 from killtest.harness.cli.shared import designs_named, prepare_dirs
 from killtest.harness.design.model import Design
 from killtest.harness.report.campaign import Campaign, summarise
+from killtest.harness.report.writer import plotting_installed
 from killtest.harness.running.orchestrator import run_campaign
 from killtest.harness.running.progress import Progress
 
@@ -20,9 +22,7 @@ class RunCommand(Command):
     help = "kill-test one or more designs on the same seeded schedules"
 
     def run(self, args: argparse.Namespace, progress: Progress) -> int:
-        designs = designs_named(args.design)
-        prepare_dirs(args)
-        campaign = run_campaign(timed_plan(args, designs, args.pace, args.name), progress)
+        designs, campaign = run_designs(args, progress)
         for figure in campaign.comparison_figures:
             progress.done(figure)
         for problem in campaign.comparison_problems:
@@ -30,9 +30,18 @@ class RunCommand(Command):
         if campaign.baseline_diffs:
             print_baseline(campaign, args.baseline, progress)
         print_band(campaign, designs, progress)
-        progress.done(f"results: {os.path.join(args.out, args.name)}.{{json,md,png}}"
+        publish(args, "run", campaign_cases(campaign, "run"), os.path.join(args.out, f"{args.name}.md"))
+        kinds = "json,md,png" if not args.no_plot and plotting_installed() else "json,md"
+        progress.done(f"results: {os.path.join(args.out, args.name)}.{{{kinds}}}"
                       f" — {'PASS' if campaign.valid else 'FAIL'}")
         return EXIT_PASSED if campaign.valid else EXIT_CHECK_FAILED
+
+
+def run_designs(args: argparse.Namespace, progress: Progress) -> tuple[list[Design], Campaign]:
+    """What `run` runs, without the printing: the designs and their campaign (killtest.api.run calls it too)."""
+    designs = designs_named(args.design)
+    prepare_dirs(args)
+    return designs, run_campaign(timed_plan(args, designs, args.pace, args.name), progress)
 
 
 def print_baseline(campaign: Campaign, path: str, progress: Progress) -> None:

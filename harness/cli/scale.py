@@ -12,6 +12,7 @@ from killtest.harness.cli.plans_from_args import timed_plan
 from killtest.harness.cli.shared import command_line, counts, designs_named, prepare_dirs
 from killtest.harness.files import write_atomically
 from killtest.harness.report.scaling_table import plot_scaling, scaling_markdown, scaling_rows
+from killtest.harness.report.writer import plotting_installed
 from killtest.harness.running.orchestrator import run_campaign
 from killtest.harness.running.progress import Progress
 
@@ -36,7 +37,7 @@ class ScaleCommand(Command):
         write_atomically(os.path.join(args.out, "scaling.json"),
                          json.dumps({"command": command_line(), "settings": settings, "rows": rows}, indent=2) + "\n")
         write_atomically(os.path.join(args.out, "scaling.md"), scaling_markdown(rows, command_line(), settings))
-        if not args.no_plot:
+        if not args.no_plot and plotting_installed():
             plot_scaling(rows, os.path.join(args.out, "scaling.png"))
         for row in rows:
             progress.done(f"{row['design']} x{row['workers']}: wall {row['wall_s']}s, requests {row['requests']:g},"

@@ -32,6 +32,10 @@ def prepare_dirs(args: argparse.Namespace) -> None:
     """Refuse a --work-dir that is not there; make --out and its history/ folder."""
     if args.work_dir is not None and not os.path.isdir(args.work_dir):
         raise KilltestError(f"--work-dir {args.work_dir!r} does not exist; create it or leave the option out")
+    junit = getattr(args, "junit_xml", None)
+    if junit is not None and not os.path.isdir(os.path.dirname(os.path.abspath(junit))):
+        raise KilltestError(f"--junit-xml {junit!r}: the folder {os.path.dirname(os.path.abspath(junit))!r} does not"
+                            " exist; create it first")
     try:
         os.makedirs(os.path.join(args.out, "history"), exist_ok=True)
     except OSError as error:

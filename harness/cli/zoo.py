@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 
+from killtest.harness.cli.ci_output import publish, zoo_cases
 from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
 from killtest.harness.cli.shared import command_line, prepare_dirs
 from killtest.harness.faults.zoo_scenarios import selected, zoo_entries
@@ -27,6 +28,7 @@ class ZooCommand(Command):
                          json.dumps({"command": command_line(), "outcomes": [o.to_json() for o in outcomes]},
                                     indent=2) + "\n")
         write_atomically(os.path.join(args.out, "zoo.md"), zoo_markdown(outcomes, command_line()))
+        publish(args, "zoo", zoo_cases(outcomes), os.path.join(args.out, "zoo.md"))
         for o in outcomes:
             found = ", ".join(o.findings) or "nothing"
             control = "clean" if o.control_clean else ", ".join(o.control_findings)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import sys
 
 from killtest.harness.check.verdict import RunVerdict
 from killtest.harness.files import write_atomically
@@ -29,6 +31,11 @@ def write_json(campaign: Campaign, out_dir: str, name: str) -> str:
     return path
 
 
+def plotting_installed() -> bool:
+    """Whether the `plot` extra (matplotlib) is installed: plots are optional, the verdicts are not."""
+    return importlib.util.find_spec("matplotlib") is not None
+
+
 def write_results(campaign: Campaign, out_dir: str, name: str, plot: bool = True,
                   all_timelines: bool = False) -> list[str]:
     """JSON, Markdown and (when asked) the plots and the HTML page, each file replaced whole.
@@ -39,6 +46,9 @@ def write_results(campaign: Campaign, out_dir: str, name: str, plot: bool = True
     """
     base = os.path.join(out_dir, name)
     write_json(campaign, out_dir, name)
+    if plot and campaign.verdicts and not plotting_installed():
+        plot = False  # a core install: JSON and Markdown only, and one line that says how to get the plots
+        print("killtest: no plots (matplotlib is not installed here: pip install 'killtest[plot]')", file=sys.stderr)
     plot_file = f"{name}.png" if plot and campaign.verdicts else None
     write_atomically(f"{base}.md", markdown(campaign, plot_file))
     written = [f"{base}.json", f"{base}.md"]

@@ -55,6 +55,8 @@ class PrivateServer:
     """
 
     name = "server"
+    # (module, extra): the Python packages the harness talks to the server with, and the extra that brings them
+    python_packages: tuple[tuple[str, str], ...] = ()
     start_timeout_s = 30.0
     stop_signal = signal.SIGKILL  # what to send first; SIGKILL follows if it does not stop in time
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 
 from killtest.harness.design.model import Design
 from killtest.harness.design.stores import kind_of
-from killtest.harness.errors import KilltestError
+from killtest.harness.errors import KilltestError, require_module
 from killtest.harness.servers.common import PrivateServer
 from killtest.harness.servers.private_postgres import PrivatePostgres
 from killtest.harness.servers.private_redis import PrivateRedis
@@ -33,6 +33,9 @@ class StoreServers:
         if unknown:
             raise KilltestError(f"no private server is named {unknown[0]!r}; harness/servers has: {', '.join(SERVERS)}")
         self._wanted = {name: server for name, server in SERVERS.items() if name in wanted}
+        for name, server in self._wanted.items():
+            for module, extra in server.python_packages:
+                require_module(module, extra, f"a design with a {name} store")
         self._running: dict[str, PrivateServer] = {}
 
     def __enter__(self) -> StoreServers:

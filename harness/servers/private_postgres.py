@@ -24,6 +24,7 @@ class PrivatePostgres(PrivateServer):
     """`with PrivatePostgres() as pg: dsn = pg.fresh_database()`."""
 
     name = "postgres"
+    python_packages = (("psycopg", "postgres"),)
     stop_signal = signal.SIGINT  # a fast shutdown, so the server removes its own lock files
 
     def __init__(self) -> None:

@@ -14,6 +14,7 @@ class PrivateRedis(PrivateServer):
     """`with PrivateRedis() as redis: url = redis.url` — a fresh, empty server; `fresh_database` flushes it."""
 
     name = "redis"
+    python_packages = (("redis", "redis"),)
     start_timeout_s = 10.0
 
     def __init__(self) -> None:

@@ -1,0 +1,103 @@
+"""What a command leaves for CI besides its results files: `--junit-xml PATH`, and the Markdown summary
+appended to the job's summary when GitHub Actions names one ($GITHUB_STEP_SUMMARY).
+
+Each command turns what it found into JUnit test cases here (harness/report/junit.py writes them):
+a run of a campaign, a crash point of an exploration, a schedule of a fuzz, a design of the zoo.
+A failed case carries its findings and, where the command printed one, the replay line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Iterable
+
+from killtest.harness.report.campaign import Campaign
+from killtest.harness.report.junit import Case, write_junit
+
+
+def publish(args: argparse.Namespace, suite: str, cases: list[Case], markdown_path: str | None,
+            time_s: float | None = None) -> list[str]:
+    """Write the JUnit file when asked and append the Markdown to the GitHub job summary when there is one;
+    the paths written."""
+    written = []
+    if getattr(args, "junit_xml", None):
+        write_junit(args.junit_xml, suite, cases, {"command": suite}, time_s)
+        written.append(args.junit_xml)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary and markdown_path and os.path.exists(markdown_path):
+        with open(markdown_path, encoding="utf-8") as source, open(summary, "a", encoding="utf-8") as out:
+            out.write(source.read().rstrip("\n") + "\n\n")
+        written.append(summary)
+    return written
+
+
+def campaign_cases(campaign: Campaign, suite: str) -> list[Case]:
+    """A case per run; one more for the campaign itself when a comparison, a baseline or an interruption failed it."""
+    cases = []
+    for v in campaign.verdicts:
+        name = f"run {v.run} (seed {v.seed})" if v.seed is not None else f"run {v.run}"
+        details = "\n".join([*v.problems, f"validity: {v.validity}"])
+        if v.proved_nothing:
+            cases.append(Case(f"killtest.{suite}.{v.design}", name, v.wall_s, skipped="no kill landed: the run"
+                              " proved nothing"))
+        elif not v.valid:
+            cases.append(Case(f"killtest.{suite}.{v.design}", name, v.wall_s, failure="; ".join(v.problems)
+                              or f"validity {v.validity}", details=details))
+        else:
+            cases.append(Case(f"killtest.{suite}.{v.design}", name, v.wall_s))
+    campaign_problems = [*campaign.comparison_problems, *campaign.regressions]
+    if not campaign.complete:
+        campaign_problems.append(f"the campaign did not finish: {campaign.stopped_by or 'stopped'}")
+    if campaign_problems:
+        cases.append(Case(f"killtest.{suite}", "campaign", failure="; ".join(campaign_problems),
+                          details="\n".join(campaign_problems)))
+    return cases
+
+
+def point_cases(design: str, outcomes: Iterable, replay: Callable[[str], str], suite: str = "explore") -> list[Case]:
+    """A case per crash point (running/exploration.PointOutcome): broken ones carry their replay line."""
+    cases = []
+    for o in outcomes:
+        if not o.valid:
+            cases.append(Case(f"killtest.{suite}.{design}", o.point, failure="; ".join(o.problems),
+                              details="\n".join([*o.problems, f"replay: {replay(o.point)}"])))
+        elif not o.landed:
+            cases.append(Case(f"killtest.{suite}.{design}", o.point, skipped="the crawl finished before this point"))
+        else:
+            cases.append(Case(f"killtest.{suite}.{design}", o.point))
+    return cases
+
+
+def fuzz_cases(result, replay: str | None) -> list[Case]:
+    """A case per schedule tried (running/fuzzing.FuzzResult); the shrunk failure first, with its replay line."""
+    cases = []
+    if result.shrunk is not None:
+        shrunk = result.shrunk
+        cases.append(Case(f"killtest.fuzz.{result.design}", f"shrunk: {shrunk.case.schedule}",
+                          failure="; ".join(shrunk.problems),
+                          details="\n".join([*shrunk.problems, f"replay: {replay}"])))
+    for trial in result.trials:
+        name = f"{trial.case.schedule} on {trial.case.pages}x{trial.case.per_page}"
+        if trial.problems:
+            cases.append(Case(f"killtest.fuzz.{result.design}", name, failure="; ".join(trial.problems),
+                              details="\n".join(trial.problems)))
+        else:
+            cases.append(Case(f"killtest.fuzz.{result.design}", name))
+    return cases
+
+
+def zoo_cases(outcomes: Iterable) -> list[Case]:
+    """A case per zoo design (running/zoo_runs.ZooOutcome): passed when its mistake is flagged and the
+    control is clean."""
+    cases = []
+    for o in outcomes:
+        if o.as_expected:
+            cases.append(Case("killtest.zoo", o.design))
+            continue
+        found = ", ".join(o.findings) or "nothing"
+        control = "clean" if o.control_clean else ", ".join(o.control_findings)
+        message = f"expected {o.expect}, found {found}; control {control}"
+        cases.append(Case("killtest.zoo", o.design, failure=message,
+                          details="\n".join([message, *o.problems, f"replay: {o.replay}" if o.replay else ""]).strip()))
+    return cases
