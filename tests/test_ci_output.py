@@ -76,3 +76,33 @@ def test_version_is_the_installed_distributions(tmp_path):
 
     done = killtest("--version", cwd=str(tmp_path))
     assert done.returncode == 0 and done.stdout.strip() == f"killtest {version('killtest')}"
+
+
+def test_a_failed_run_of_a_users_design_gets_a_replay_line_that_works_as_printed(tmp_path):
+    """The report speaks of the design that ran: no article columns, each failed run's replay line, which
+    reproduces the failure when pasted in another directory."""
+    done = killtest("run", "--design", "zoo-memory-frontier", "--runs", "1", "--schedule", "r5", *SMALL,
+                    "--no-plot", "--out", str(tmp_path / "out"), "--junit-xml", str(tmp_path / "run.xml"),
+                    cwd=str(tmp_path))
+    assert done.returncode == 1, done.stderr
+    report = (tmp_path / "out" / "killtest.md").read_text()
+    assert "## Run by run\n" in report and "published" not in report.split("## Records")[0]
+    line = next(text for text in done.stderr.splitlines() if text.startswith("replay zoo-memory-frontier run 1: "))
+    replay = line.split(": ", 1)[1]
+    assert f"`{replay}`" in report
+    failure = ET.parse(tmp_path / "run.xml").getroot().find("testsuite/testcase/failure")
+    assert f"replay: {replay}" in failure.text
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    words = replay.split()
+    assert words[:2] == ["killtest", "replay"]
+    again = killtest(*words[1:], "--out", str(elsewhere / "out"), cwd=str(elsewhere))
+    assert again.returncode == 1 and "broke bounded_requests" in again.stderr
+
+
+def test_the_plot_title_says_what_the_runs_had():
+    from killtest.harness.report.campaign_plot import plot_title
+
+    assert plot_title({"kills": 3, "seed": 7, "designs": ["a", "b"]}) == \
+        "killtest: 3 kill points a run (seed 7), the same schedule for every design"
+    assert plot_title({"kills": 2, "schedule": "r5,w3", "designs": ["mine"]}) == "killtest: schedule r5,w3, one design"

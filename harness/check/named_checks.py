@@ -91,17 +91,29 @@ def records(e: Evidence) -> CheckResult:
         never = (e.history.first("run_finished") or {}).get("store_found") is False
         found.append((Finding.LOST, f"the store was never created, so all {v.missing_records} records are missing"
                                     if never and not v.rows else
-                                    f"lost {v.missing_records} of {len(e.catalog.products)} records{gave_up}"))
+                                    f"lost {v.missing_records} of {len(e.catalog.products)} records{gave_up}"
+                                    f"{keys_named(r.lost)}"))
     if v.wrong_records:
         stale = f" ({v.stale_records} of them stale: the site changed them, the store kept the old value)" \
             if v.stale_records else ""
-        found.append((Finding.WRONG_VALUE, f"{v.wrong_records} records hold a value the site does not show{stale}"))
+        found.append((Finding.WRONG_VALUE, f"{v.wrong_records} records hold a value the site does not show{stale}"
+                                           f"{keys_named(r.wrong)}"))
     if r.not_on_site:
-        found.append((Finding.NOT_ON_SITE, f"{len(r.not_on_site)} records are not on the site"))
+        found.append((Finding.NOT_ON_SITE, f"{len(r.not_on_site)} records are not on the site"
+                                           f"{keys_named(r.not_on_site)}"))
     if r.unreadable:
         found.append((Finding.UNREADABLE, f"{len(r.unreadable)} stored rows could not be read: {r.unreadable[0]}"))
     return judged(found, {"missing_records": v.missing_records, "wrong_records": v.wrong_records,
                           "not_on_site": len(r.not_on_site), "unreadable": len(r.unreadable)})
+
+
+def keys_named(keys) -> str:
+    """`: SKU-0003, SKU-0007 and 4 more`: the keys a finding is about, so a user can look them up in their store."""
+    keys = [str(k) for k in keys]
+    if not keys:
+        return ""
+    more = f" and {len(keys) - EXAMPLES} more" if len(keys) > EXAMPLES else ""
+    return f": {', '.join(keys[:EXAMPLES])}{more}"
 
 
 def network(e: Evidence) -> CheckResult:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 
 from killtest.harness.report.campaign import Campaign
 from killtest.harness.report.junit import Case, write_junit
+from killtest.harness.report.sections import replay_of
 
 
 def publish(args: argparse.Namespace, suite: str, cases: list[Case], markdown_path: str | None,
@@ -35,9 +36,11 @@ def publish(args: argparse.Namespace, suite: str, cases: list[Case], markdown_pa
 def campaign_cases(campaign: Campaign, suite: str) -> list[Case]:
     """A case per run; one more for the campaign itself when a comparison, a baseline or an interruption failed it."""
     cases = []
+    replays = campaign.settings.get("replays") or {}
     for v in campaign.verdicts:
         name = f"run {v.run} (seed {v.seed})" if v.seed is not None else f"run {v.run}"
-        details = "\n".join([*v.problems, f"validity: {v.validity}"])
+        line = replay_of(replays, v.design, v.run)
+        details = "\n".join([*v.problems, f"validity: {v.validity}", *([f"replay: {line}"] if line else [])])
         if v.proved_nothing:
             cases.append(Case(f"killtest.{suite}.{v.design}", name, v.wall_s, skipped="no kill landed: the run"
                               " proved nothing"))

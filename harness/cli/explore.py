@@ -69,16 +69,19 @@ def exploration_passed(design: Design, exploration: Exploration) -> bool:
     return not (design.claims_idempotence and exploration.broken)
 
 
-def replay_line(args: argparse.Namespace, design: Design, schedule: str, **settings: object) -> str:
+def replay_line(args: argparse.Namespace, design: Design, schedule: str, given: str | None = None,
+                strict: bool = True, **settings: object) -> str:
     """`killtest replay ...` for one schedule, with every setting this command shares with replay
-    (`settings` override them: fuzz's shrunk catalog).
+    (`settings` override them: fuzz's shrunk catalog). `given` is what --design said for this design
+    (args.design by default); `strict`: the command judged the design by every idempotence promise,
+    as explore and fuzz do, so the replay must too (`run` judges a design by its own promises).
 
     A design given by path is printed as an absolute path, so the line works from any directory."""
     shared = {o.dest for o in options_of("replay") if o.replayed} & {o.dest for o in options_of(args.command)}
     same = {dest: getattr(args, dest) for dest in sorted(shared) if dest != "design"}
     # explore and fuzz judge every design by the idempotence promises: the replay must judge it the same way.
-    strict = {"strict": True} if not design.claims_idempotence else {}
-    replay = replay_words({"design": [design_argument(args.design, design)], "schedule": schedule, **same,
+    strict = {"strict": True} if strict and not design.claims_idempotence else {}
+    replay = replay_words({"design": [design_argument(given or args.design, design)], "schedule": schedule, **same,
                            **strict, **settings})
     return shlex.join(["killtest", "replay", *replay])
 

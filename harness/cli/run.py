@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 
 from killtest.harness.check.baseline import diff_table
 from killtest.harness.cli.ci_output import campaign_cases, publish
 from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
+from killtest.harness.cli.explore import replay_line
 from killtest.harness.cli.plans_from_args import timed_plan
 from killtest.harness.cli.shared import designs_named, prepare_dirs
 from killtest.harness.design.model import Design
 from killtest.harness.report.campaign import Campaign, summarise
+from killtest.harness.report.sections import replay_of
 from killtest.harness.report.writer import plotting_installed
 from killtest.harness.running.orchestrator import run_campaign
 from killtest.harness.running.progress import Progress
@@ -31,6 +34,10 @@ class RunCommand(Command):
             print_baseline(campaign, args.baseline, progress)
         print_band(campaign, designs, progress)
         publish(args, "run", campaign_cases(campaign, "run"), os.path.join(args.out, f"{args.name}.md"))
+        replays = campaign.settings.get("replays") or {}
+        for v in campaign.verdicts:
+            if not v.valid and (line := replay_of(replays, v.design, v.run)):
+                progress.done(f"replay {v.design} run {v.run}: {line}")
         kinds = "json,md,png" if not args.no_plot and plotting_installed() else "json,md"
         progress.done(f"results: {os.path.join(args.out, args.name)}.{{{kinds}}}"
                       f" — {'PASS' if campaign.valid else 'FAIL'}")
@@ -41,7 +48,13 @@ def run_designs(args: argparse.Namespace, progress: Progress) -> tuple[list[Desi
     """What `run` runs, without the printing: the designs and their campaign (killtest.api.run calls it too)."""
     designs = designs_named(args.design)
     prepare_dirs(args)
-    return designs, run_campaign(timed_plan(args, designs, args.pace, args.name), progress)
+    plan = timed_plan(args, designs, args.pace, args.name)
+    # A replay line for every run, shown beside each failed one (the same schedule, settings and site).
+    plan = dataclasses.replace(plan, replays=tuple(
+        (design.name, tuple(replay_line(args, design, schedule.spec, given=given, strict=False)
+                            for schedule in plan.schedules))
+        for design, given in zip(designs, args.design)))
+    return designs, run_campaign(plan, progress)
 
 
 def print_baseline(campaign: Campaign, path: str, progress: Progress) -> None:

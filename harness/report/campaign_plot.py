@@ -56,8 +56,17 @@ def plot_campaign(campaign: Campaign, path: str) -> None:
     _plot_health(campaign, axes[2], designs, runs, width)
     handles, labels = axes[0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
-    figure.suptitle("killtest: ten SIGKILLs a run, same schedule for every design")
+    figure.suptitle(plot_title(campaign.settings))
     figure.tight_layout(rect=(0, 0.07, 1, 1))
     with replacing(path) as temporary:
         figure.savefig(temporary, dpi=110, format="png")
     plt.close(figure)
+
+
+def plot_title(settings: dict) -> str:
+    """The plot's title, true to the run: how many kill points a run had, and whose schedule."""
+    kills = settings.get("kills") or 0
+    every = "the same schedule for every design" if len(settings.get("designs") or []) > 1 else "one design"
+    if settings.get("schedule"):
+        return f"killtest: schedule {settings['schedule']}, {every}"
+    return f"killtest: {kills} kill point{'s' if kills != 1 else ''} a run (seed {settings.get('seed')}), {every}"

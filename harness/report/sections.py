@@ -40,8 +40,9 @@ def _with_published(ours, published) -> str:
 
 def _side_by_side(campaign: Campaign) -> Section:
     designs = campaign.designs()
-    section = Section("Run by run, ours beside the article's",
-                      ["Each cell is *ours (published)*; the article gives no per-run wall times."],
+    compared = any(d in PUBLISHED_COLUMNS for d in designs)
+    section = Section("Run by run, ours beside the article's" if compared else "Run by run",
+                      ["Each cell is *ours (published)*; the article gives no per-run wall times."] if compared else [],
                       header=["Run", "Seed"] + [f"{d}: {c}" for d in designs for c in ("rows", "requests", "wall s")])
     for run in sorted({v.run for v in campaign.verdicts}):
         published = published_run(run)
@@ -60,7 +61,9 @@ def _side_by_side(campaign: Campaign) -> Section:
 
 def _per_design(campaign: Campaign) -> Section:
     section = Section("Per design", header=[
-        "Design", "rows per product", "requests", "wall s (published)", "start-up s (median)",
+        "Design", "rows per product", "requests",
+        "wall s (published)" if any(s["published_wall_s"] for s in summarise(campaign).values()) else "wall s",
+        "start-up s (median)",
         "requests/s while crawling", "kills landed / planned", "before work", "between lease and commit",
         "during a lease wait", "not delivered (crawl done)", "valid runs"])
     for design, s in summarise(campaign).items():
@@ -162,11 +165,20 @@ def _health(campaign: Campaign) -> Section:
     return section
 
 
+def replay_of(replays: dict, design: str, run: int) -> str | None:
+    """The `killtest replay` line of one run, when the command that planned it gave one."""
+    lines = replays.get(design) or []
+    return lines[run - 1] if 0 < run <= len(lines) else None
+
+
 def _checks(campaign: Campaign) -> Section:
     section = Section("Checks")
+    replays = campaign.settings.get("replays") or {}
     for v in campaign.verdicts:
         status = "ok" if v.valid else "FAIL: " + "; ".join(v.problems)
-        section.bullets.append(f"{v.design} run {v.run} (seed {v.seed}): {status}")
+        seed = f" (seed {v.seed})" if v.seed is not None else ""
+        line = replay_of(replays, v.design, v.run) if not v.valid else None
+        section.bullets.append(f"{v.design} run {v.run}{seed}: {status}" + (f"; replay it: `{line}`" if line else ""))
     section.bullets += [f"comparison: {figure}" for figure in campaign.comparison_figures]
     section.bullets += [f"comparison FAIL: {problem}" for problem in campaign.comparison_problems]
     return section

@@ -45,6 +45,8 @@ class CampaignPlan:
     toxics: Toxics | None = None  # network faults the site injects (killtest.fixture_site.toxics)
     toxic_seed: int = 1  # run r rolls its faults with toxic_seed + r - 1, the same for every design
     health_threshold: float = defaults.HEALTH_THRESHOLD  # warn above this many requests per stored record
+    # design name -> the `killtest replay` line of each run, in run order, when the command can print one
+    replays: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def describe(self) -> dict:
         return {"designs": [d.name for d in self.designs], "runs": len(self.schedules),
@@ -59,5 +61,6 @@ class CampaignPlan:
                 "workers": self.settings.workers,
                 "products": len(self.catalog.products), "full_crawl_requests": self.catalog.full_crawl_requests,
                 "time_limit_s": self.settings.time_limit_s, "health_threshold": self.health_threshold,
+                "replays": {design: list(lines) for design, lines in self.replays},
                 "cpus": os.cpu_count(),
                 "python": sys.version.split()[0]}
