@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,9 +21,9 @@ from typing import Any
 from killtest.fixture_site.catalog import Catalog
 from killtest.harness.check.findings import Finding
 from killtest.harness.check.verdict import RunVerdict, Validity
-from killtest.harness.design.model import PROJECT_ROOT, Design
+from killtest.harness.design.model import Design
 from killtest.harness.faults.points import KillPoint, parse_point
-from killtest.harness.faults.points.line import AtLine, anchor_for
+from killtest.harness.faults.points.line import AtLine, anchor_for, shown_path
 from killtest.harness.faults.points.request import AtRequest
 from killtest.harness.faults.schedule import KillSchedule
 from killtest.harness.running.orchestrator import Stage, check_phase, run_phase, stage
@@ -39,7 +38,7 @@ def commit_path_lines(design: Design) -> list[tuple[str, int]]:
     """(project-relative file, line) for the first line of every statement in the design's commit path."""
     source_file = design.source_file
     tree = ast.parse(open(source_file, encoding="utf-8").read())
-    relative = os.path.relpath(source_file, PROJECT_ROOT)
+    relative = shown_path(source_file)
     lines: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name in design.commit_path:

@@ -25,6 +25,13 @@ ANCHOR = re.compile(r"^(?P<name>[A-Za-z_][\w.\-]*)(?:\+(?P<offset>\d+))?$")
 MARKER = re.compile(r"#\s*killtest:\s*(?P<name>[\w.\-]+)")
 
 
+
+def shown_path(source_file: str) -> str:
+    """How a line point names its file: relative to killtest's own tree for a built-in design (the same
+    text in a checkout and an install), absolute for a user's design, so a replay line works from anywhere."""
+    relative = os.path.relpath(source_file, PROJECT_ROOT)
+    return source_file if relative.startswith(os.pardir) else relative
+
 @register
 @dataclass(frozen=True)
 class AtLine(PointKind):
@@ -44,7 +51,7 @@ class AtLine(PointKind):
     def parse(cls, text: str, design: DesignLike | None = None) -> AtLine:
         parts = text[len(cls.PREFIX):].rsplit(":", 2)
         if len(parts) == 2 and design is not None and design.module is not None:
-            parts = [os.path.relpath(design.source_file, PROJECT_ROOT), *parts]  # `l:complete+3:2`: the design's file
+            parts = [shown_path(design.source_file), *parts]  # `l:complete+3:2`: the design's file
         path, where, hit_text = parts  # ValueError when a part is missing
         hit = int(hit_text)
         if not path or hit < 1:
