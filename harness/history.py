@@ -24,6 +24,9 @@ EVENTS: dict[str, str] = {
             " reported, -9), held_leases (the claims the store held afterwards); worker when one worker was"
             " hit, server_restart_s when the store's server was restarted",
     "worker_restarted": "start, worker, pid: a worker killed alone and started again at once",
+    "paused": "start, worker (none: every worker), pids (the process groups sent SIGSTOP), seconds (planned),"
+              " point: a pause point stopped the start or one worker",
+    "resumed": "start, worker, pids (the groups sent SIGCONT), seconds (how long they were stopped), point",
     "process_exited": "start, returncode, held_leases (the claims the store still held when the start ended"
                       " by itself)",
     "crash": "start, returncode, stderr_tail (the last lines the start wrote to stderr): it exited with an error",
@@ -38,7 +41,8 @@ EVENTS: dict[str, str] = {
     "side_file": "name, sha256: a file in the design's store.files directory at the end",
     "store_counter": "value: the design's store.counter at the end",
     "scraper_event": "start, name (ready, lease_wait, retry, ...) and the fields of a JSON line the design"
-                     " printed about itself",
+                     " printed about itself; a design that reports its leases prints claimed (path, lease_s, pid)"
+                     " and committed (path, pid), which the zombie-writer check reads",
     "store_record": "key, fields, stamped (whether t is the design's own write time), changed_t (its last"
                     " change), unreadable (a row that could not be read): every record the store held at the end",
     "run_finished": "outcome (completed, timed_out, crashed), wall_s, scraper_s (the time the scrapers ran),"

@@ -27,6 +27,7 @@ class Promise(Enum):
     TRUTHFUL_CHANGES = "truthful_changes"
     RELEASES_LEASES = "releases_leases"
     IDEMPOTENT_SIDE_EFFECTS = "idempotent_side_effects"
+    FENCED_WRITES = "fenced_writes"  # no zombie writer: a commit needs the claim to be still its own
 
 
 # What each promise holds a design to, in one line: the spec docs' table and error messages read it.
@@ -45,6 +46,8 @@ MEANING: dict[Promise, str] = {
     Promise.RELEASES_LEASES: "a start that says it is done holds no claim",
     Promise.IDEMPOTENT_SIDE_EFFECTS: "files, webhooks and counters match the records, none repeated or missing"
                                      " (for a design with side_effects = true)",
+    Promise.FENCED_WRITES: "no write commits after its lease ran out and another worker claimed the page (a zombie"
+                           " writer woken from a pause); judged for a design that reports its claims and commits",
 }
 
 # Promises about the run, not the design: no spec can waive them.

@@ -4,7 +4,10 @@ Four decisions, after the article (seeds/000):
 1. record IDs derived from the data (source and SKU), so a repeated write is an update, not a new row;
 2. a durable frontier in the same SQLite file, where re-discovering a known URL is a no-op;
 3. the record and the "done" mark for its URL committed in one transaction;
-4. leases that expire instead of locks, so a URL claimed by a start that was killed comes back by itself.
+4. leases that expire instead of locks, so a URL claimed by a start that was killed comes back by itself;
+   and, beyond the article, a fenced commit: the done mark holds only while the claim's lease is still the
+   page's current one (its deadline is the fencing token), so a worker woken from a pause past its lease,
+   whose page another worker has claimed since, commits nothing (Firecrawl's `WHERE id = $1 AND lock = $2`).
 
 The frontier holds paths, not absolute URLs: a page's identity does not depend on the port the site
 happens to be served on. It is kept per crawl (`--crawl`), so a scheduled re-crawl of the same store
@@ -60,7 +63,7 @@ UPSERT_RECORD = (
 CLAIM = ("UPDATE frontier SET status = 'leased', leased_until = ? WHERE rowid = (SELECT MIN(id) FROM ("
          " SELECT MIN(rowid) AS id FROM frontier WHERE crawl = ? AND status = 'pending' UNION ALL"
          " SELECT MIN(rowid) FROM frontier WHERE crawl = ? AND status = 'leased' AND leased_until < ?))"
-         " RETURNING path")
+         " RETURNING path, leased_until")
 
 # The longest nap while a lease is held, by a killed start or a live worker (1 s naps left 8 workers no faster than 1).
 MAX_WAIT_S = 0.05
@@ -84,10 +87,17 @@ def discover(db: sqlite3.Connection, crawl: int, paths: list[str]) -> None:
 
 
 def claim(db: sqlite3.Connection, crawl: int, lease_s: float) -> str | None:
-    """Lease the oldest claimable path: pending, or leased by a start whose lease has run out."""
-    now = time.time()
-    row = db.execute(CLAIM, (now + lease_s, crawl, crawl, now)).fetchone()
-    return row[0] if row else None
+    """Lease the oldest claimable path: pending, or leased by a start whose lease has run out. The lease
+    starts once the write lock is held: time spent waiting for another worker's commit is not lease time."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        now = time.time()
+        row = db.execute(CLAIM, (now + lease_s, crawl, crawl, now)).fetchone()
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return hold(crawl, row)
 
 
 def record_row(path: str, record: dict) -> tuple:
@@ -103,7 +113,7 @@ def save_record(db: sqlite3.Connection, path: str, record: dict) -> None:
 
 
 def mark_done(db: sqlite3.Connection, crawl: int, path: str) -> None:
-    db.execute("UPDATE frontier SET status = 'done' WHERE crawl = ? AND path = ?", (crawl, path))
+    fenced_done(db, crawl, path)
 
 
 def complete(db: sqlite3.Connection, crawl: int, path: str, discovered: list[str] | tuple[str, ...] = (),
@@ -189,12 +199,44 @@ def crawl_site(db: sqlite3.Connection, crawl: int, base: str, session: requests.
     while True:
         path = claim(db, crawl, lease_s)
         if path is not None:
-            scrape(db, crawl, base, session, path)
+            try:
+                scrape(db, crawl, base, session, path)
+            except LeaseLost:  # woken past its lease: another worker has the page, and its commit counts
+                emit("lease_lost", path=path)
         elif not wait_for_leases(db, crawl):
             removed = sweep(db, crawl)
             if removed:
                 emit("swept", records=removed)
             return
+
+
+class LeaseLost(Exception):
+    """The page was claimed by another worker since this one's lease ran out: its commit is refused."""
+
+
+FENCE_COMMITS = True  # scrapers/zoo/unfenced_lease.py turns it off: the article's complete(), unfenced
+_tokens: dict[tuple[int, str], float] = {}  # (crawl, path) -> the deadline of this worker's lease on it
+
+
+def hold(crawl: int, row: tuple | None) -> str | None:
+    """Keep the claimed lease's deadline as the page's fencing token; the claimed path, or None."""
+    if row is None:
+        return None
+    _tokens[(crawl, row[0])] = row[1]
+    return row[0]
+
+
+def fenced_done(db: sqlite3.Connection, crawl: int, path: str) -> None:
+    """Mark the page done, inside the caller's transaction, only while this worker's lease is the page's
+    current one; LeaseLost otherwise, and the caller's ROLLBACK takes the record write back with it."""
+    token = _tokens.pop((crawl, path), None)
+    if token is None or not FENCE_COMMITS:
+        db.execute("UPDATE frontier SET status = 'done' WHERE crawl = ? AND path = ?", (crawl, path))
+        return
+    held = db.execute("UPDATE frontier SET status = 'done' WHERE crawl = ? AND path = ? AND status = 'leased'"
+                      " AND leased_until = ?", (crawl, path, token)).rowcount
+    if held != 1:
+        raise LeaseLost(path)
 
 
 def main(argv: list[str] | None = None) -> None:

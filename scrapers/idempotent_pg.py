@@ -5,7 +5,8 @@
 3. the record and the page's done mark committed in one transaction;
 4. leases that expire, claimed with one statement: `FOR UPDATE SKIP LOCKED` picks the oldest
    claimable path no other transaction is claiming, so two workers never take the same page while
-   its lease holds, and neither waits on the other's row lock.
+   its lease holds, and neither waits on the other's row lock; the done mark is fenced by the lease's
+   deadline, so a worker woken past its lease commits nothing once another has claimed its page.
 
 Leases run on the database's clock (now()), the one clock every worker shares. The crawl loop is
 the SQLite design's (killtest.scrapers.idempotent); only the store underneath differs.
@@ -62,8 +63,8 @@ def claim(db: psycopg.Connection, crawl: int, lease_s: float) -> str | None:
         "UPDATE frontier SET status = 'leased', leased_until = now() + make_interval(secs => %s)"
         " WHERE (crawl, path) = (SELECT crawl, path FROM frontier WHERE crawl = %s AND status != 'done'"
         "  AND (status = 'pending' OR leased_until < now()) ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)"
-        " RETURNING path", (lease_s, crawl)).fetchone()
-    return row[0] if row else None
+        " RETURNING path, leased_until", (lease_s, crawl)).fetchone()
+    return idempotent.hold(crawl, row)  # the lease's deadline is its fencing token, as in the SQLite design
 
 
 def save_record(db: psycopg.Connection, path: str, record: dict) -> None:
@@ -72,7 +73,16 @@ def save_record(db: psycopg.Connection, path: str, record: dict) -> None:
 
 
 def mark_done(db: psycopg.Connection, crawl: int, path: str) -> None:
-    db.execute("UPDATE frontier SET status = 'done' WHERE crawl = %s AND path = %s", (crawl, path))
+    """The done mark, fenced: only while this worker's lease is the page's current one (else LeaseLost,
+    and the transaction around it rolls the record write back), as the SQLite design's fenced_done."""
+    token = idempotent._tokens.pop((crawl, path), None)
+    if token is None or not idempotent.FENCE_COMMITS:
+        db.execute("UPDATE frontier SET status = 'done' WHERE crawl = %s AND path = %s", (crawl, path))
+        return
+    held = db.execute("UPDATE frontier SET status = 'done' WHERE crawl = %s AND path = %s AND status = 'leased'"
+                      " AND leased_until = %s", (crawl, path, token)).rowcount
+    if held != 1:
+        raise idempotent.LeaseLost(path)
 
 
 def complete(db: psycopg.Connection, crawl: int, path: str, discovered: list[str] = (),

@@ -9,6 +9,7 @@ from killtest.harness.design.registry import design_named
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults.points import Fired, KillPoint, StartOptions, kinds, parse_point
 from killtest.harness.faults.points.line import AtLine, anchor_for, resolve_anchor
+from killtest.harness.faults.points.pause import Pause
 from killtest.harness.faults.points.redeploy import Redeploy
 from killtest.harness.faults.points.request import AtRequest
 from killtest.harness.faults.points.server_restart import ServerRestart
@@ -19,8 +20,8 @@ from killtest.harness.faults.schedule import parse_schedule, validate_schedule
 ONE_OF_EACH = {"t0.4": AfterDelay(0.4), "t0.3@2": AfterDelay(0.3, worker=2), "r5": AtRequest(5),
                "r5+": AtRequest(5, after_response=True), "d0.5:0.1": Redeploy(0.5, 0.1),
                "d0.2:0@1": Redeploy(0.2, 0.0, worker=1), "s0.5": ServerRestart(0.5),
-               "l:scrapers/idempotent.py:117:2": AtLine("scrapers/idempotent.py", 117, 2),
-               "l:scrapers/idempotent.py:complete+8:2": AtLine("scrapers/idempotent.py", 117, 2), "w5": AtStoreWrite(5)}
+               "l:scrapers/idempotent.py:127:2": AtLine("scrapers/idempotent.py", 127, 2),
+               "l:scrapers/idempotent.py:complete+8:2": AtLine("scrapers/idempotent.py", 127, 2), "w5": AtStoreWrite(5)}
 
 
 def complete_line() -> int:
@@ -30,7 +31,7 @@ def complete_line() -> int:
 def test_every_kind_is_registered_by_its_own_prefix():
     registered = {kind.PREFIX: kind for kind in kinds()}
     assert registered == {"t": AfterDelay, "r": AtRequest, "d": Redeploy, "s": ServerRestart, "l:": AtLine,
-                          "w": AtStoreWrite}
+                          "w": AtStoreWrite, "p": Pause}
     assert all(isinstance(kind.parse(text), KillPoint) for text, kind in
                [("t1", AfterDelay), ("r1", AtRequest), ("d1:0", Redeploy), ("s1", ServerRestart),
                 ("l:scrapers/idempotent.py:1:1", AtLine), ("w1", AtStoreWrite)])
@@ -99,7 +100,7 @@ def test_the_error_for_a_bad_point_lists_every_registered_form():
         parse_point("q7")
     for kind in kinds():
         assert kind.FORM in str(error.value)
-    assert "t and d points may end with @<worker>" in str(error.value)
+    assert "t, d or p points may end with @<worker>" in str(error.value)
 
 
 def design(name="d", store="sqlite", module="killtest.scrapers.idempotent"):
@@ -111,7 +112,7 @@ def design(name="d", store="sqlite", module="killtest.scrapers.idempotent"):
     ("d0.3:0.1@2", [design()], 1, "names worker 2, but each start has 1"),
     ("s0.5", [design(store="postgres"), design("files", store="jsonl")], 1,
      "kill point s0.5 restarts the store's server, but design 'files' keeps a jsonl store with no server"),
-    ("l:scrapers/idempotent.py:117:1", [design("node", module=None)], 1,
+    ("l:scrapers/idempotent.py:127:1", [design("node", module=None)], 1,
      "design 'node' is not a Python module, so its lines cannot be traced"),
 ])
 def test_validation_refuses_a_point_the_designs_cannot_take(schedule, designs, workers, message):
@@ -120,7 +121,7 @@ def test_validation_refuses_a_point_the_designs_cannot_take(schedule, designs, w
 
 
 def test_validation_passes_points_that_fit():
-    validate_schedule(parse_schedule("t0.3@2,r5,s0.5,l:scrapers/idempotent.py:117:1"),
+    validate_schedule(parse_schedule("t0.3@2,r5,s0.5,l:scrapers/idempotent.py:127:1"),
                       [design(store="postgres"), design("r", store="redis")], 2)
 
 

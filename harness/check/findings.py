@@ -51,9 +51,15 @@ class Finding(Enum):
                      "a counter that does not equal the records stored")
     CONTROL_WITHOUT_DUPLICATES = ("control_without_duplicates", Promise.PROVES_SOMETHING,
                                   "the naive control kept no duplicate")
+    ZOMBIE_WRITE = ("zombie_write", Promise.FENCED_WRITES,
+                    "a write committed after its lease ran out and another worker had claimed the page")
     # Not a promise of the design: the harness's own check raised, so the run's verdict is unknown
     # (Jepsen's check-safe). Last, so the codes listed before it keep their historical order.
     CHECK_FAILED = ("check_failed", Promise.PROVES_SOMETHING, "a check raised an error, so the run could not be judged")
+    # A recorded site only: the scraper asked for a URL the recording does not hold; the replay answered 404
+    # and forwarded nothing, so the run did not meet the site the reference was made on (unknown, not invalid).
+    UNRECORDED_REQUEST = ("unrecorded_request", Promise.PROVES_SOMETHING,
+                          "a request the recording does not hold (answered 404, never forwarded)")
 
     promise: Promise
     description: str

@@ -3,8 +3,9 @@
 A schedule is a list of kill points, one per start; the start after the last point runs to the end.
 The kinds of point live in harness/faults/points/, one module each (timed `t0.42[@K]`, request `r5`
 and `r5+`, line `l:scrapers/idempotent.py:complete+3:2`, redeploy `d0.3:0.05[@K]`, server restart
-`s0.5`); this module holds the schedule: its parsing, its validation against the designs, and its seeded kinds.
-A timed point's or a redeploy's delay counts from the previous point's kill.
+`s0.5`, pause `p0.4:3[@K]`); this module holds the schedule: its parsing, its validation against the designs,
+and its seeded kinds. A timed point's, a redeploy's or a pause's delay counts from the previous point's kill
+(or resume). A pause ends no start: the start it stopped goes on, and the next point is that start's.
 Points are written joined by commas, `r5,l:scrapers/idempotent.py:complete+8:2,t0.3`, which is also
 what `killtest run --schedule` takes, so any schedule can be replayed from one command.
 """

@@ -42,10 +42,13 @@ class Scenario:
     slow_pages: tuple[tuple[str, float], ...] = ()
     time_limit_s: float = ZOO_TIME_LIMIT_S
     drift: str = ""  # how the site changes before each re-crawl (killtest.fixture_site.catalog.parse_drift)
+    workers: int = 1  # worker processes per start (a pause of one lets another take its page over)
 
     def describe(self) -> str:
         """The scenario in a table cell: the kills, then whatever else it needs."""
         parts = [f"`{self.schedule}`", f"lease {self.lease_s:g} s"]
+        if self.workers > 1:
+            parts.append(f"{self.workers} workers")
         parts += [f"{path} takes {seconds:g} s" for path, seconds in self.slow_pages]
         if self.recrawls:
             parts.append(f"then {self.recrawls} re-crawl{'s' if self.recrawls > 1 else ''}")
@@ -61,6 +64,7 @@ class Scenario:
         """
         return {"design": design, "schedule": self.schedule, "listing_pages": ZOO_LISTING_PAGES,
                 "per_page": ZOO_PER_PAGE, "lease": self.lease_s, "time_limit": self.time_limit_s, "no_prefork": True,
+                "workers": self.workers if self.workers > 1 else None,
                 "recrawls": self.recrawls or None, "drift": self.drift or None,
                 "drift_seed": ZOO_DRIFT_SEED if self.drift else None,
                 "slow_page": [f"{path}={seconds:g}" for path, seconds in self.slow_pages]}
@@ -102,7 +106,7 @@ def _entry(design: Design, spec: SpecFile, table: dict) -> ZooEntry:
                         lease_s=float(table.get("lease", ZOO_LEASE_S)),
                         recrawls=int(table.get("recrawls", 0)), slow_pages=slow,
                         time_limit_s=float(table.get("time_limit", ZOO_TIME_LIMIT_S)),
-                        drift=str(table.get("drift", "")))
+                        drift=str(table.get("drift", "")), workers=int(table.get("workers", 1)))
     if scenario.drift:
         try:
             parse_drift(scenario.drift)

@@ -1,4 +1,5 @@
-"""A run's timeline, drawn from its history alone: requests and records over time, kills and restarts marked."""
+"""A run's timeline, drawn from its history alone: requests and records over time, kills, pauses and restarts
+marked."""
 
 from __future__ import annotations
 
@@ -38,6 +39,10 @@ def plot_timeline(history: History, path: str, title: str) -> None:
     for index, t in starts.items():
         if index:
             axis.axvline(t, color="grey", linestyle=":", linewidth=0.8, label="restart" if index == 1 else None)
+    for i, (since, until, label) in enumerate(pauses(history)):
+        axis.axvspan(since, until, color="teal", alpha=0.25, hatch="//",
+                     label="paused (SIGSTOP until SIGCONT)" if i == 0 else None)
+        axis.text(since, products_of(history) * 0.5, label, fontsize=6, color="teal", rotation=90)
     for i, (since, until) in enumerate(lease_waits(history)):
         axis.axvspan(since, until, color="orange", alpha=0.2, label="waiting for a held lease" if i == 0 else None)
     products = products_of(history)
@@ -73,6 +78,18 @@ def lease_waits(history: History, gap_s: float = 0.01) -> list[tuple[float, floa
         else:
             stretches.append((since, until))
     return stretches
+
+
+def pauses(history: History) -> list[tuple[float, float, str]]:
+    """Each pause: (SIGSTOP, SIGCONT, which workers), paired in order; one the run ended in lasts to its end."""
+    resumed = history.of_type("resumed")
+    end = required_event(history, "run_finished")["t"]
+    spans = []
+    for i, paused in enumerate(history.of_type("paused")):
+        until = resumed[i]["t"] if i < len(resumed) else end
+        who = "every worker" if paused.get("worker") is None else f"worker {paused['worker']}"
+        spans.append((paused["t"], until, f"start {paused['start'] + 1}, {who}"))
+    return spans
 
 
 def products_of(history: History) -> int:

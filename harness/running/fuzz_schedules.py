@@ -3,11 +3,12 @@
 A schedule is one to three points; each point is drawn from the kinds that apply to the design:
 request (`r5`, before the answer), after the answer (`r5+`), store write (`w45`, from the first
 start's recording), commit-path line (`l:...`, Python modules), timed (`t0.05`), redeploy
-(`d0.05:0.02`) and store-server restart (`s0.1`, PostgreSQL and Redis stores). Catalogs are small:
+(`d0.05:0.02`), pause (`p0.05:0.2`, SIGSTOP then SIGCONT) and store-server restart (`s0.1`, PostgreSQL
+and Redis stores). Catalogs are small:
 1-3 listing pages of 1-4 products.
 
 `exact` tells whether a point gives the same outcome on every repeat: a timed point, a redeploy, a
-server restart, and an `r5+` that could not be aimed at a write (a server store) race the scraper.
+pause, a server restart, and an `r5+` that could not be aimed at a write (a server store) race the scraper.
 Only exact points are shrunk (harness/running/fuzzing.py), so a shrunk failure always reproduces.
 """
 
@@ -22,6 +23,7 @@ from killtest.harness.design.model import Design
 from killtest.harness.design.stores import kind_of
 from killtest.harness.faults.points import KillPoint
 from killtest.harness.faults.points.line import AtLine, anchor_for
+from killtest.harness.faults.points.pause import Pause
 from killtest.harness.faults.points.redeploy import Redeploy
 from killtest.harness.faults.points.request import AtRequest
 from killtest.harness.faults.points.server_restart import ServerRestart
@@ -35,6 +37,7 @@ PER_PAGE = (1, 4)  # and of its products per page
 MAX_POINTS = 3
 LINE_HITS = (1, 2, 3)
 DELAYS_S = (0.02, 0.05, 0.1, 0.2)  # short: a small catalog is crawled in a fraction of a second
+PAUSES_S = (0.05, 0.2, 1.0)  # SIGSTOP to SIGCONT: the longest outlasts a short lease
 
 
 def file_store(design: Design) -> bool:
@@ -69,6 +72,7 @@ def kill_points(design: Design, requests: int, store_writes: Sequence[int], line
     if not exact_only:
         kinds.append(st.builds(AfterDelay, st.sampled_from(DELAYS_S)))
         kinds.append(st.builds(Redeploy, st.sampled_from(DELAYS_S), st.sampled_from((0.0, 0.02))))
+        kinds.append(st.builds(Pause, st.sampled_from(DELAYS_S), st.sampled_from(PAUSES_S)))
         if kind_of(design.store.kind).server is not None:
             kinds.append(st.builds(ServerRestart, st.sampled_from(DELAYS_S)))
     return st.one_of(kinds)

@@ -6,7 +6,8 @@ finish, and write the history.
 2. for each planned start: start it (unless a point that hit one worker left it running), arm its
    point (`point.arm`: the request kind hooks the site), wait for the point (`point.wait_s`), then
    kill and record: the point fires (`point.fire`) or fired by itself (a request or line point), and
-   the runner writes `kill`, `worker_restarted`, `time_limit`, `process_exited` or `crash`;
+   the runner writes `kill`, `worker_restarted`, `time_limit`, `process_exited` or `crash` (a pause
+   kills nothing: its target, killtest.harness.running.target, writes `paused` and `resumed`, and the start goes on);
 3. collect the history (killtest.harness.running.collect): requests, scraper events, store records, side
    effects, then `run_finished`.
 The runner knows no kill-point kind by name: it asks the point (killtest.harness.faults.points).
@@ -45,6 +46,7 @@ from killtest.harness.running.collect import (
 from killtest.harness.running.processes import Start, spawn
 from killtest.harness.running.site_drift import SiteDrift
 from killtest.harness.running.start_watch import Stalled, StartWatch, wait_watching
+from killtest.harness.running.target import StartTarget
 
 
 @dataclass(frozen=True)
@@ -97,29 +99,6 @@ class _Run:
 
     def launch_for(self, crawl: int) -> Launch:
         return replace(self.launch, crawl=crawl)
-
-
-class _StartTarget:
-    """What a firing kill point can reach: the running start, its workers, the store's server."""
-
-    def __init__(self, run: _Run, crawl: int) -> None:
-        self.run, self.crawl = run, crawl
-        assert run.current is not None
-        self.start: Start = run.current
-
-    def kill(self) -> int:
-        return self.start.kill()
-
-    def redeploy(self, grace_s: float) -> int:
-        return self.start.redeploy(grace_s)
-
-    def restart_worker(self, worker: int, grace_s: float | None) -> tuple[int, int]:
-        return self.start.restart_worker(worker, grace_s, self.run.design, self.run.launch_for(self.crawl),
-                                         self.run.launcher)
-
-    def restart_store(self) -> float:
-        assert self.run.restart_store is not None  # checked by the point before the run began
-        return self.run.restart_store()
 
 
 def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work_dir: str,
@@ -253,13 +232,14 @@ def _wait_then_kill(run: _Run, point: KillPoint | None, armed: Armed, crawl: int
 
 
 def _fire(run: _Run, point: KillPoint, crawl: int) -> None:
-    """The point's wait ran out: it acts (kill, redeploy, one worker, the store's server); record it."""
+    """The point's wait ran out: it acts (kill, redeploy, one worker, the store's server, a pause); record it."""
     assert run.current is not None
     index = run.current.index
     killed_at = time.monotonic()
-    fired = point.fire(_StartTarget(run, crawl))
-    run.history.add("kill", killed_at - run.began, start=index, signal=fired.signal, point=point.spec,
-                    returncode=fired.returncode, held_leases=run.held_leases(), **fired.fields)
+    fired = point.fire(StartTarget(run, crawl, point.spec))
+    if fired.killed:  # a pause kills nothing: its target wrote `paused` and `resumed`
+        run.history.add("kill", killed_at - run.began, start=index, signal=fired.signal, point=point.spec,
+                        returncode=fired.returncode, held_leases=run.held_leases(), **fired.fields)
     if fired.restarted_pid is not None:
         run.history.add("worker_restarted", run.since_began(), start=index, worker=point.worker,
                         pid=fired.restarted_pid)

@@ -55,7 +55,7 @@ def run_zoo(entries: list[ZooEntry], work_dir: str | None = None,
     for number, entry in enumerate(entries, start=1):
         scenario = entry.scenario
         settings = RunSettings(lease_s=scenario.lease_s, time_limit_s=scenario.time_limit_s,
-                               recrawls=scenario.recrawls,
+                               recrawls=scenario.recrawls, workers=scenario.workers,
                                drift=parse_drift(scenario.drift, ZOO_DRIFT_SEED) if scenario.drift else None)
         verdicts = {}
         with stage(catalog, [entry.design, control], slow_pages=scenario.slow_pages) as on:

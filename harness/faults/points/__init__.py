@@ -42,13 +42,14 @@ class StartOptions:
 
 @dataclass(frozen=True)
 class Fired:
-    """What a point did when its wait ran out: the runner records it as a `kill` event."""
+    """What a point did when its wait ran out: the runner records it as a `kill` event (unless nothing was killed)."""
 
     signal: str  # the first signal sent: SIGKILL, or SIGTERM for a redeploy
     returncode: int
     start_over: bool = True  # False: one worker was hit and started again; the start goes on
     fields: dict[str, Any] = field(default_factory=dict)  # extra fields of the `kill` event
     restarted_pid: int | None = None  # the new worker's pid, when one worker was started again
+    killed: bool = True  # False: nothing was killed (a pause); the runner writes no `kill` event
 
 
 class Target(Protocol):
@@ -65,6 +66,9 @@ class Target(Protocol):
 
     def restart_store(self) -> float:
         """Crash and restart the store's server; the seconds it was down."""
+
+    def pause(self, worker: int | None, seconds: float) -> float:
+        """SIGSTOP every worker (or worker `worker` alone), SIGCONT them `seconds` later; the seconds stopped."""
 
 
 class Armed(Protocol):
@@ -213,7 +217,7 @@ def _forms_message(text: str) -> str:
     examples = [e for k in every for e in k.EXAMPLES]
     with_worker = [k.PREFIX for k in every if k.TAKES_WORKER]
     return (f"bad kill point {text!r}: write {_joined(forms)}, for example {_joined(examples)};"
-            f" {' and '.join(with_worker)} points may end with @<worker>")
+            f" {_joined(with_worker)} points may end with @<worker>")
 
 
 def _joined(words: list[str]) -> str:

@@ -4,7 +4,7 @@ process, by a tracer the harness starts there (harness/faults/tracer.py; exact; 
 `<where>` names the line by a function (or a marker) and an offset, so an edit above the line does not
 re-aim the point: `l:scrapers/idempotent.py:complete+3:2` is 3 lines below `def complete`, at its 2nd
 execution. A method is `Class.method`; a marker is a comment `# killtest: NAME` on the line, and
-`NAME+K` is K lines below it. An absolute line, `l:scrapers/idempotent.py:117:2`, still works. The
+`NAME+K` is K lines below it. An absolute line, `l:scrapers/idempotent.py:127:2`, still works. The
 point is resolved to an absolute line when the schedule is parsed; an unknown name or an offset
 outside its function is a one-line error. Files are relative to the project root.
 """
