@@ -15,10 +15,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from killtest.fixture_site.catalog import Catalog
+from killtest.fixture_site.recorded_site import RecordedSite
 from killtest.harness.check.categories import EXAMPLES, RecordSets, required_event
 from killtest.harness.check.findings import Finding
 from killtest.harness.check.side_effects import check_side_effects, side_effect_findings
 from killtest.harness.check.verdict import CheckResult, DesignTraits, RunVerdict, Validity, judged
+from killtest.harness.check.zombies import (
+    fetched_twice_not_by_a_pause,
+    paused_workers,
+    pauses_landed,
+    refetches_by_woken_workers,
+    zombie_writers,
+)
 from killtest.harness.history import History
 from killtest.harness.promises import Promise
 
@@ -67,11 +75,15 @@ def crash(e: Evidence) -> CheckResult:
 
 
 def kills_landed(e: Evidence) -> CheckResult:
-    """A run must have landed a kill on a start at work, or it proved nothing: unknown. A run with no
-    kill planned proved nothing either: a crawl nobody interrupted says nothing about kills."""
+    """A run must have landed a kill (or a pause: a fault that is not a kill) on a start at work, or it
+    proved nothing: unknown. A run with no kill planned proved nothing either: a crawl nobody interrupted
+    says nothing about kills."""
     v = e.verdict
     figures = {"kills": v.kills, "kills_before_work": v.kills_before_work, "kills_missed": v.kills_missed}
-    if v.kills:
+    pauses = pauses_landed(e.history)
+    if pauses:
+        figures["pauses_landed"] = pauses
+    if v.kills or pauses:
         return CheckResult(Validity.VALID, figures)
     if not v.kills_planned:
         return CheckResult(Validity.UNKNOWN, figures, [(
@@ -135,21 +147,27 @@ def duplicates(e: Evidence) -> CheckResult:
 
 
 def requests(e: Evidence) -> CheckResult:
-    """A full crawl, plus at most a page per worker a kill
-    interrupted and a retry per network fault; never a page again once its record is stored."""
+    """A full crawl, plus at most a page per worker a kill interrupted or a pause stopped and a retry per
+    network fault; never a page again once its record is stored."""
     v = e.verdict
     found = []
-    allowed = v.minimum_requests + v.kills * v.workers + v.faulted_requests
+    paused = paused_workers(e.history)
+    allowed = v.minimum_requests + v.kills * v.workers + paused + v.faulted_requests
     if v.requests > allowed:
         per_kill = f"{v.kills} kills" if v.workers == 1 else f"{v.kills} kills x {v.workers} workers"
         faults = f" + {v.faulted_requests} faults" if v.faulted_requests else ""
+        pauses = f" + {paused} paused workers" if paused else ""
         found.append((Finding.EXCESS_REQUESTS, f"{v.requests} requests, more than {v.minimum_requests} + {per_kill}"
-                                               f"{faults}"))
-    if v.refetched_after_commit:
-        found.append((Finding.REFETCHED_AFTER_COMMIT, f"{v.refetched_after_commit} pages fetched again after their"
+                                               f"{pauses}{faults}"))
+    refetched = v.refetched_after_commit - (len(refetches_by_woken_workers(e.history, e.catalog.paths_by_sku()))
+                                            if paused else 0)
+    if refetched:
+        found.append((Finding.REFETCHED_AFTER_COMMIT, f"{refetched} pages fetched again after their"
                                                       " record was stored: progress is not committed with the result"))
-    if v.fetched_twice_by_one_start:
-        found.append((Finding.FETCHED_TWICE_BY_ONE_START, f"{v.fetched_twice_by_one_start} pages fetched twice by"
+    # A page fetched again while its holder was paused is the pause's cost, as a kill's is (check/zombies.py).
+    twice = len(fetched_twice_not_by_a_pause(e.history)) if paused else v.fetched_twice_by_one_start
+    if twice:
+        found.append((Finding.FETCHED_TWICE_BY_ONE_START, f"{twice} pages fetched twice by"
                                                           " one start: a lease ran out while its holder still worked"))
     return judged(found, {"requests": v.requests, "allowed": allowed})
 
@@ -196,11 +214,24 @@ def side_effects(e: Evidence) -> CheckResult:
     return judged(side_effect_findings(effects), effects.as_figures())
 
 
+def recording(e: Evidence) -> CheckResult:
+    """On a recorded site, every request was one the recording holds (a replay never forwards one)."""
+    if not isinstance(e.catalog, RecordedSite):
+        return judged([])
+    unrecorded = sorted({r["path"][1:] for r in e.history.of_type("request") if not e.catalog.recorded(r["path"])})
+    if not unrecorded:
+        return judged([], {"unrecorded_requests": 0})
+    return CheckResult(Validity.UNKNOWN, {"unrecorded_requests": len(unrecorded)}, [(
+        Finding.UNRECORDED_REQUEST, f"{len(unrecorded)} URLs are not in the recording, so the run did not meet the"
+                                    f" recorded site: {', '.join(unrecorded[:EXAMPLES])}")])
+
+
 # The order of a verdict's problems; result files, the zoo and explore outputs compare by it.
 CHECKS: tuple[tuple[str, Check], ...] = (
     ("liveness", liveness), ("crash", crash), ("kills_landed", kills_landed), ("records", records),
     ("network", network), ("duplicates", duplicates), ("requests", requests), ("drift", drift),
-    ("leases", leases), ("control", control), ("side_effects", side_effects),
+    ("leases", leases), ("zombie_writers", zombie_writers), ("control", control), ("side_effects", side_effects),
+    ("recording", recording),
 )
 
 

@@ -21,9 +21,11 @@ from killtest.harness.cli.calibrate import CalibrateCommand
 from killtest.harness.cli.command import EXIT_BAD_INPUT, EXIT_INTERRUPTED, Command, OneLineParser
 from killtest.harness.cli.explore import ExploreCommand
 from killtest.harness.cli.fuzz import FuzzCommand
+from killtest.harness.cli.record import RecordCommand
 from killtest.harness.cli.replay import ReplayCommand
 from killtest.harness.cli.run import RunCommand
 from killtest.harness.cli.scale import ScaleCommand
+from killtest.harness.cli.serve import ServeCommand
 from killtest.harness.cli.zoo import ZooCommand
 from killtest.harness.errors import KilltestError
 from killtest.harness.running.progress import Progress
@@ -31,7 +33,7 @@ from killtest.harness.running.progress import Progress
 # In the order `killtest --help` lists them.
 COMMANDS: dict[str, Command] = {command.name: command for command in (
     RunCommand(), ReplayCommand(), ExploreCommand(), FuzzCommand(), ZooCommand(), ScaleCommand(), BenchCommand(),
-    CalibrateCommand())}
+    CalibrateCommand(), RecordCommand(), ServeCommand())}
 
 
 def installed_version() -> str:

@@ -40,6 +40,7 @@ import re
 
 from killtest.fixture_site.catalog import TRUTH_FIELDS
 from killtest.harness.design.model import Design, StoreSpec
+from killtest.harness.design.site_spec import SITE_KEYS, read_site
 from killtest.harness.design.spec_toml import SpecFile, set_argument
 from killtest.harness.design.stores import kind_of
 from killtest.harness.errors import KilltestError
@@ -63,9 +64,11 @@ SPEC_KEYS: dict[str, dict[str, str]] = {
                               " no_duplicates, bounded_requests, truthful_changes and releases_leases; true waives"
                               " nothing",
         "control": "true for the control (the naive design): it promises nothing and must show what kills do",
-        "module": "a Python design: the module run as `python -m MODULE ARGS` (give module or command)",
+        "module": "a Python design: the module run as `python -m MODULE ARGS` on killtest's interpreter, found in"
+                  " the spec's folder, then the folder killtest runs in (give module or command)",
         "args": "a Python design's arguments, with placeholders",
-        "command": "any other program: its argv, with placeholders (give module or command)",
+        "command": "any other program: its argv, with placeholders, run in the spec's folder with the environment"
+                   " killtest was given, nothing of killtest's added (give module or command)",
         "set_args": "a table { \"--flag\" = \"value\" } changing the args (or command) a spec extends:"
                     " replaces the flag's value or appends it; = true appends a flag without a value",
         "env": "environment variables for the design's process: a table of strings, with placeholders",
@@ -86,10 +89,11 @@ SPEC_KEYS: dict[str, dict[str, str]] = {
         "files": "the folder the design downloads files to, with placeholders",
     },
 }
+SPEC_KEYS["site"] = SITE_KEYS  # a recorded site (harness/design/site_spec.py)
 DESIGN_KEYS = set(SPEC_KEYS["design"])
 STORE_KEYS = set(SPEC_KEYS["store"])
 # [zoo]: the scenario that exposes a zoo design's bug (harness/faults/zoo_scenarios.py)
-SECTIONS = {"design", "store", "zoo"}
+SECTIONS = {"design", "store", "zoo", "site"}
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -129,6 +133,7 @@ def load_spec(path: str) -> Design:
     for value in env.values():
         spec.check_placeholders("design", "env", value)
     spec_file = os.path.abspath(path)
+    read_site(spec)  # a [site] table is checked now, so its mistakes are one line naming it
     return Design(
         name=name, store=_store(spec), claims_idempotence=not waived & IDEMPOTENCE, does_not_promise=waived,
         control=control, module=module,

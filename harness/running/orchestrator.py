@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from killtest.fixture_site.catalog import Catalog
+from killtest.fixture_site.recorded_site import RecordedSite
 from killtest.fixture_site.server import SiteServer
 from killtest.harness import lifeline
 from killtest.harness.check.baseline import compare
@@ -39,6 +40,7 @@ from killtest.harness.running.campaign_plan import CampaignPlan
 from killtest.harness.running.phase_clock import PhaseClock
 from killtest.harness.running.prefork import Zygote
 from killtest.harness.running.progress import Progress
+from killtest.harness.running.recorded import refuse_drift, replaying, site_catalog, through_the_proxy
 from killtest.harness.running.runner import RunSettings, run_kill_test
 from killtest.harness.servers.for_stores import StoreServers
 
@@ -49,7 +51,11 @@ __all__ = ["Stage", "check_phase", "prefork_phase", "results_phase", "run_campai
 @contextlib.contextmanager
 def site_phase(catalog: Catalog, latency_s: float = 0.0, slow_pages: Sequence[tuple[str, float]] = (),
                pace_rps: float = 0.0) -> Iterator[SiteServer]:
-    """Phase 1: the fixture site serving `catalog`, stopped when the block ends."""
+    """Phase 1: the fixture site serving `catalog` (or replaying a recorded site), stopped when the block ends."""
+    if isinstance(catalog, RecordedSite):
+        with replaying(catalog, latency_s=latency_s, slow_paths=dict(slow_pages), pace_rps=pace_rps) as replay:
+            yield replay
+        return
     with SiteServer(catalog, latency_s=latency_s, slow_paths=dict(slow_pages), pace_rps=pace_rps) as site:
         yield site
 
@@ -84,6 +90,8 @@ def stage(catalog: Catalog, designs: Sequence[Design], *, latency_s: float = 0.0
           prefork: bool = False) -> Iterator[Stage]:
     """Phases 1-3 nested: the site, the store servers, the pre-forked launchers; all stopped at the end."""
     lifeline.ensure_watchdog()  # first: if the harness is SIGKILLed from here on, nothing it started outlives it
+    catalog = site_catalog(designs, catalog)  # a recorded site when the designs' specs name one
+    prefork = prefork and not isinstance(catalog, RecordedSite)  # a forked start would miss the proxy's variables
     with site_phase(catalog, latency_s, slow_pages, pace_rps) as site, store_servers_phase(designs) as servers, \
             prefork_phase(designs, prefork) as launchers:
         yield Stage(site, servers, launchers)
@@ -93,6 +101,8 @@ def run_phase(on: Stage, design: Design, schedule: KillSchedule, settings: RunSe
               work_dir: str | None = None, prefix: str = "killtest-",
               on_progress: Callable[[str], None] = lambda message: None) -> History:
     """Phase 4: one run of `design` on `schedule`, in a fresh temporary directory and a fresh database."""
+    refuse_drift(on.site, settings.drift)
+    design = through_the_proxy(design, on.site)  # a recorded site: the proxy and its CA in the environment
     with lifeline.temp_dir(prefix=prefix, dir=work_dir) as scratch:
         return run_kill_test(design, schedule, on.site, scratch, settings, on_progress=on_progress,
                              launcher=on.launchers.get(design.name), dsn=on.servers.dsn_for(design),
@@ -131,7 +141,7 @@ def run_campaign(plan: CampaignPlan, progress: Progress) -> Campaign:
                                         on_progress=_labelled(progress, label))
                     clock.lap("runs_s")
                     history.write_jsonl(history_path(plan.out_dir, plan.name, design.name, run))
-                    _record(campaign, plan, design, run, check_phase(design, run, history, plan.catalog), label,
+                    _record(campaign, plan, design, run, check_phase(design, run, history, on.site.catalog), label,
                             progress)
                     results_phase(campaign, plan)
                     clock.lap("checks_s")

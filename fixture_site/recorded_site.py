@@ -1,0 +1,202 @@
+"""A recorded site: the WARC file `killtest record` wrote, and the reference records that stand in for the catalog.
+
+The checker compares a run's store with a Catalog (killtest.fixture_site.catalog). A recorded site is a
+Catalog too (`RecordedSite`), so every check reads it unchanged: its products are the reference
+store's records (key and fields), and its `full_crawl_requests` is the number of requests an
+uninterrupted run against the replay made. It also knows which URLs the recording holds
+(`recorded`), so a request outside it is reported, never guessed at.
+
+The WARC holds a request record followed by its response record for every exchange, written and
+read with warcio (https://github.com/webrecorder/warcio: WARCWriter.create_warc_record,
+ArchiveIterator); a response's payload is kept as it came over the wire (still gzip-encoded when
+the site compressed it), so the replay answers with the recorded bytes and headers.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from killtest.fixture_site.catalog import Catalog, Product
+
+# Hop-by-hop headers (RFC 9110 7.6.1) and the framing the WARC payload no longer has (it is de-chunked).
+NOT_REPLAYED = {"transfer-encoding", "connection", "keep-alive", "proxy-connection", "content-length"}
+
+
+def match_key(method: str, url: str, ignore_params: tuple[str, ...] = ()) -> str:
+    """What a request is looked up by: its method and exact URL, minus the query parameters to ignore
+    (mitmproxy's server_replay_ignore_params has the same meaning); the others keep their order."""
+    parts = urlsplit(url)
+    query = parts.query
+    if ignore_params:
+        query = urlencode([(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k not in ignore_params])
+    return f"{method.upper()} {urlunsplit((parts.scheme, parts.netloc.lower(), parts.path or '/', query, ''))}"
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One recorded answer: status, headers as sent (minus hop-by-hop), and the payload's bytes."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    url: str = ""
+
+    def text(self) -> str:
+        """The payload as text, decoded from the content-encoding it was sent with (what a scraper parsed)."""
+        encoding = dict((k.lower(), v.lower()) for k, v in self.headers).get("content-encoding", "")
+        body = self.body
+        try:
+            if encoding in ("gzip", "x-gzip"):
+                body = gzip.decompress(body)
+            elif encoding == "deflate":
+                body = zlib.decompress(body)
+        except (OSError, zlib.error):
+            return ""
+        return body.decode("utf-8", errors="replace")
+
+
+def write_exchange(writer, url: str, method: str, request_headers: list[tuple[str, str]], request_body: bytes,
+                   status: int, reason: str, response_headers: list[tuple[str, str]], body: bytes) -> None:
+    """Append one request record and its response record to a warcio WARCWriter."""
+    from io import BytesIO
+
+    from warcio.statusandheaders import StatusAndHeaders
+
+    target = urlsplit(url)
+    path = urlunsplit(("", "", target.path or "/", target.query, ""))
+    request = writer.create_warc_record(url, "request", payload=BytesIO(request_body), http_headers=StatusAndHeaders(
+        f"{method} {path} HTTP/1.1", request_headers, is_http_request=True))
+    kept = [(k, v) for k, v in response_headers if k.lower() not in NOT_REPLAYED] + [("Content-Length", str(len(body)))]
+    response = writer.create_warc_record(url, "response", payload=BytesIO(body), http_headers=StatusAndHeaders(
+        f"{status} {reason or 'OK'}", kept, protocol="HTTP/1.1"))
+    response.rec_headers.add_header("WARC-Concurrent-To", request.rec_headers.get_header("WARC-Record-ID"))
+    writer.write_record(request)
+    writer.write_record(response)
+
+
+def read_exchanges(path: str, ignore_params: tuple[str, ...] = ()) -> dict[str, Exchange]:
+    """Every recorded answer by match_key; the last one recorded for a key wins (a page fetched twice)."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    methods: dict[str, str] = {}
+    found: dict[str, Exchange] = {}
+    try:
+        with open(path, "rb") as stream:
+            for record in ArchiveIterator(stream):
+                record_id = record.rec_headers.get_header("WARC-Record-ID")
+                if record.rec_type == "request":
+                    methods[record_id] = record.http_headers.protocol  # the request line's method
+                elif record.rec_type == "response" and record.http_headers is not None:
+                    method = methods.get(record.rec_headers.get_header("WARC-Concurrent-To") or "", "GET")
+                    url = record.rec_headers.get_header("WARC-Target-URI")
+                    headers = tuple((k, v) for k, v in record.http_headers.headers if k.lower() not in NOT_REPLAYED)
+                    found[match_key(method, url, ignore_params)] = Exchange(
+                        int(record.http_headers.get_statuscode()), headers, record.raw_stream.read(), url)
+    except OSError as error:
+        raise ValueError(f"cannot read the recording {path}: {error.strerror}") from None
+    return found
+
+
+@dataclass(frozen=True)
+class RecordedProduct(Product):
+    """One record of the reference store: its key (as `sku`), its fields, and where it came from if known."""
+
+    values: tuple[tuple[str, str], ...] = ()
+    page: str = ""  # the URL of the one recorded page that shows its key and values; "" when none or several
+
+    @property
+    def path(self) -> str:
+        """As the request log holds the page (`/` + its URL), or a path no request has when the page is unknown."""
+        return f"/{self.page}" if self.page else f"reference:{self.sku}"
+
+    @property
+    def name(self) -> str:
+        return dict(self.values).get("name", "")
+
+    def fields(self) -> dict[str, str]:
+        return dict(self.values)
+
+
+@dataclass(frozen=True)
+class RecordedSite(Catalog):
+    """A recording and its reference store, standing in for the shop's catalog wherever one is read."""
+
+    recording: str = ""
+    start_url: str = ""
+    ignore_params: tuple[str, ...] = ()
+    reference_requests: int = 0
+    exchanges: dict[str, Exchange] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def full_crawl_requests(self) -> int:  # a figure of the reference run here, not a count of pages
+        return self.reference_requests
+
+    def answer(self, method: str, url: str) -> Exchange | None:
+        return self.exchanges.get(match_key(method, url, self.ignore_params))
+
+    def recorded(self, logged_path: str) -> bool:
+        """Whether a path of the request log (`/` + the URL the scraper asked for) is in the recording."""
+        url = logged_path[1:] if logged_path.startswith("/") else logged_path
+        return any(self.answer(method, url) is not None for method in ("GET", "HEAD", "POST"))
+
+
+def reference_path(recording: str) -> str:
+    """Where the reference records of a recording live: beside it, `x.warc.gz` -> `x.reference.json`."""
+    base = recording[:-len(".warc.gz")] if recording.endswith(".warc.gz") else os.path.splitext(recording)[0]
+    return base + ".reference.json"
+
+
+def write_reference(recording: str, start_url: str, requests: int, records: dict[str, dict[str, str]]) -> str:
+    path = reference_path(recording)
+    with open(path + ".tmp", "w", encoding="utf-8") as out:
+        json.dump({"start_url": start_url, "requests": requests,
+                   "records": [{"key": k, "fields": records[k]} for k in sorted(records)]}, out, indent=1)
+    os.replace(path + ".tmp", path)
+    return path
+
+
+def load_recorded_site(recording: str, start_url: str, ignore_params: tuple[str, ...] = (),
+                       need_reference: bool = True) -> RecordedSite:
+    """The recorded site: the WARC's answers and, when `need_reference`, the reference records beside it.
+    A missing or unreadable file raises ValueError with one line naming it."""
+    reference: dict[str, Any] = {"records": [], "requests": 0}
+    if need_reference:
+        path = reference_path(recording)
+        try:
+            with open(path, encoding="utf-8") as src:
+                reference = json.load(src)
+        except (OSError, ValueError) as error:
+            raise ValueError(f"cannot read the reference records {path} ({error}):"
+                             " run `killtest record` first") from None
+    exchanges = read_exchanges(recording, tuple(ignore_params))
+    pages = pages_of(exchanges, {str(r["key"]): {k: str(v) for k, v in r["fields"].items()}
+                                 for r in reference["records"]})
+    products = tuple(RecordedProduct(index=i, sku=str(r["key"]), price=str(r["fields"].get("price", "")),
+                                     values=tuple(sorted((k, str(v)) for k, v in r["fields"].items())),
+                                     page=pages.get(str(r["key"]), ""))
+                     for i, r in enumerate(reference["records"]))
+    return RecordedSite(products=products, products_per_page=max(1, len(products)), recording=recording,
+                        start_url=start_url, ignore_params=tuple(ignore_params),
+                        reference_requests=int(reference["requests"]),
+                        exchanges=exchanges)
+
+
+def pages_of(exchanges: dict[str, Exchange], records: dict[str, dict[str, str]]) -> dict[str, str]:
+    """For each record, the URL of the one successful page whose text shows its key and every value.
+
+    Found by content, not by timing, so a concurrent scraper is attributed as well as a sequential
+    one; a record no page (or more than one page) shows keeps no page, and the checks that need one
+    (a page fetched again after its record was stored) do not judge it."""
+    texts = [(exchange.url, exchange.text()) for exchange in exchanges.values() if exchange.status == 200]
+    found = {}
+    for key, fields in records.items():
+        showing = [url for url, text in texts if key in text and all(v in text for v in fields.values())]
+        if len(showing) == 1:
+            found[key] = showing[0]
+    return found

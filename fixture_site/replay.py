@@ -1,0 +1,160 @@
+"""Serve a recording as the fixture site: a forward proxy in front, the shop's own server behind it.
+
+The scraper is told to use a proxy (HTTP_PROXY and friends) and to trust the proxy's CA
+(SSL_CERT_FILE, REQUESTS_CA_BUNDLE, NODE_EXTRA_CA_CERTS, CURL_CA_BUNDLE), so its own URLs work
+unchanged, over HTTP and HTTPS. The proxy (killtest.fixture_site.replay_proxy, mitmproxy in a process
+of its own) rewrites every request to the site's server on 127.0.0.1, the URL quoted into the
+path; that server is SiteServer itself, the shop's app with one more route: so the request log,
+the doors (one per start), the request kill points, toxics, pacing and slow pages work as on the
+shop. The route answers with the recorded status, headers and bytes, and with a 404 for a URL the
+recording does not hold; nothing is ever forwarded. A request is logged as `/` + its URL.
+
+Doors: mitmproxy opens its upstream connections per client connection, so a start's requests come
+in by the door that was open when the proxy first forwarded one of its connections. A killed start's
+connection the proxy had not yet forwarded when the next door opened is credited to the next start
+(the shop has no such window: there the scraper's own connection is taken in).
+
+Left out: drift (a recording has one version of the site) and webhooks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+
+from flask import Response, request
+
+from killtest.fixture_site.recorded_site import RecordedSite
+from killtest.fixture_site.server import SiteServer
+
+PROXY_START_S = 30.0  # mitmproxy imports a lot and writes its CA on first use
+UNRECORDED = "X-Killtest-Unrecorded"  # the header on the 404 for a URL not in the recording
+
+
+class ProxyProcess:
+    """mitmproxy in its own process and session, on 127.0.0.1 and a free port; `stop()` ends it."""
+
+    def __init__(self, args: list[str], confdir: str, register: Callable[[int], None] = lambda pid: None) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "killtest.fixture_site.replay_proxy", *args, "--confdir", confdir],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+            env={k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")})
+        register(self.process.pid)
+        said = self._first_line()
+        if "port" not in said:
+            self.stop()
+            raise RuntimeError(f"the recording proxy did not start: {said.get('error') or said.get('stderr')}")
+        self.port: int = said["port"]
+        self.ca: str = said["ca"]
+
+    def _first_line(self) -> dict:
+        assert self.process.stdout is not None
+        ready, _, _ = select.select([self.process.stdout], [], [], PROXY_START_S)
+        line = self.process.stdout.readline() if ready else b""
+        try:
+            return json.loads(line)
+        except ValueError:
+            self.process.kill()
+            _, err = self.process.communicate(timeout=5)
+            return {"stderr": (err.decode(errors="replace").strip().splitlines() or ["(nothing)"])[-1]}
+
+    def scraper_env(self) -> dict[str, str]:
+        """What a scraper is started with to go through this proxy and trust its CA."""
+        proxy = f"http://127.0.0.1:{self.port}"
+        env = {name: proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
+                                        "ALL_PROXY", "all_proxy")}
+        env.update({name: self.ca for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+                                               "CURL_CA_BUNDLE")})
+        env.update(NO_PROXY="", no_proxy="")
+        return env
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGINT)  # lets the recorder close its WARC
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        for stream in (self.process.stdout, self.process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+class ReplaySite(SiteServer):
+    """SiteServer for a RecordedSite: `base_url` is the recording's start URL, reached through the proxy."""
+
+    def __init__(self, site: RecordedSite, confdir: str, register: Callable[[int], None] = lambda pid: None,
+                 **settings) -> None:
+        super().__init__(site, **settings)
+        self.recorded_site = site
+        self._confdir, self._register = confdir, register
+        self._upstream_file = os.path.join(confdir, "upstream-port")
+        self.proxy: ProxyProcess | None = None
+        self._app.add_url_rule("/<path:target>", "replay", self._replay, methods=["GET", "HEAD", "POST"],
+                               merge_slashes=False)
+
+    def _replay(self, target: str) -> Response:
+        url = request.path[1:]
+        found = self.recorded_site.answer(request.method, url)
+        if found is None:
+            return Response(f"killtest: {url} is not in the recording\n", 404, mimetype="text/plain",
+                            headers={UNRECORDED: "1"})
+        response = Response(found.body, found.status)
+        response.headers.clear()
+        for name, value in found.headers:
+            response.headers.add(name, value)
+        response.headers["Content-Length"] = str(len(found.body))
+        return response
+
+    def set_catalog(self, catalog) -> None:
+        if catalog is self.recorded_site:
+            return  # the run putting the site back as it was
+        raise RuntimeError("a recorded site has one version: drift does not apply to it")
+
+    @property
+    def base_url(self) -> str:
+        return self.recorded_site.start_url
+
+    def scraper_env(self) -> dict[str, str]:
+        assert self.proxy is not None
+        return self.proxy.scraper_env()
+
+    def open_door(self) -> tuple[int, str]:
+        door, url = super().open_door()
+        self._point_proxy_at(int(url.rsplit(":", 1)[1]))
+        return door, self.recorded_site.start_url
+
+    def _point_proxy_at(self, port: int) -> None:
+        with open(self._upstream_file + ".tmp", "w", encoding="utf-8") as out:
+            out.write(str(port))
+        os.replace(self._upstream_file + ".tmp", self._upstream_file)
+
+    def start(self) -> ReplaySite:
+        super().start()
+        self._point_proxy_at(int(super().base_url.rsplit(":", 1)[1]))  # no door yet: the server's own port
+        try:
+            self.proxy = ProxyProcess(["replay", "--upstream-file", self._upstream_file], self._confdir,
+                                      self._register)
+        except BaseException:
+            super().stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        if self.proxy is not None:
+            self.proxy.stop()
+            self.proxy = None
+        super().stop()
+
+    def close_doors(self) -> None:
+        super().close_doors()
+        self._point_proxy_at(int(super().base_url.rsplit(":", 1)[1]))
+

@@ -1,0 +1,138 @@
+"""The proxy process of a recorded site: mitmproxy, run programmatically with one addon of ours.
+
+    python -m killtest.fixture_site.replay_proxy replay --confdir DIR --upstream-file FILE
+    python -m killtest.fixture_site.replay_proxy record --confdir DIR --warc OUT [--resolve HOST[:PORT]=IP:PORT]
+
+It listens on 127.0.0.1 and a free port (`listen_port=0`), and prints `{"port": N, "ca": PATH}` on
+stdout once listening: the port read back from the proxyserver addon's `listen_addrs()`, and the CA
+mitmproxy generated in `confdir` (mitmproxy-ca-cert.pem), which the scraper is told to trust.
+
+What we rely on in mitmproxy 11 (mitmproxy/addons/proxyserver.py, mitmproxy/master.py):
+- `connection_strategy` defaults to "eager": on a CONNECT, mitmproxy connects to the target before any
+  request. We set "lazy", so no connection is made until our `request` hook has chosen the upstream:
+  a replay never reaches the network, and a recording's host can be mapped to a local address.
+- A flow's request may be rewritten in the `request` hook (scheme, host, port, path), and the
+  connection goes where it then points (what mitmproxy's own map_remote addon does).
+
+Replay does not use mitmproxy's server-side replay (mitmproxy/addons/serverplayback.py): its
+default for a request not in the recording is `server_replay_extra = "forward"` (to the network),
+it forwards everything while it holds no flow, and it answers inside the proxy, where the harness's
+request log, kill points and toxics cannot see. Instead every request goes, rewritten, to the
+harness's own server (killtest.fixture_site.replay), which answers from the WARC, 404 when the
+recording does not hold the URL: fail closed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from urllib.parse import quote
+
+
+class ToReplay:
+    """Every request to the harness's replay server, its whole URL quoted into the path."""
+
+    def __init__(self, upstream_file: str) -> None:
+        self.upstream_file = upstream_file
+
+    def request(self, flow) -> None:
+        url = flow.request.url
+        with open(self.upstream_file, encoding="utf-8") as src:  # the current door's port; it moves between runs
+            port = int(src.read().strip())
+        flow.request.scheme, flow.request.host, flow.request.port = "http", "127.0.0.1", port
+        flow.request.path = "/" + quote(url, safe="")
+
+
+class Recorder:
+    """Every exchange to a WARC file, under the URL the scraper asked for; hosts mapped to local addresses."""
+
+    def __init__(self, warc: str, resolve: dict[str, tuple[str, int]]) -> None:
+        from warcio.warcwriter import WARCWriter
+
+        self.out = open(warc, "wb")
+        self.writer = WARCWriter(self.out, gzip=True)
+        self.resolve = resolve
+
+    def request(self, flow) -> None:
+        flow.metadata["killtest_url"] = flow.request.url
+        target = self.resolve.get(f"{flow.request.host}:{flow.request.port}") or self.resolve.get(flow.request.host)
+        if target is not None:
+            host_header = flow.request.host_header
+            flow.request.host, flow.request.port = target
+            flow.request.host_header = host_header  # the site still sees the name the scraper used
+
+    def response(self, flow) -> None:
+        from killtest.fixture_site.recorded_site import write_exchange
+
+        request, response = flow.request, flow.response
+        write_exchange(self.writer, flow.metadata["killtest_url"], request.method, list(request.headers.items()),
+                       request.raw_content or b"", response.status_code, response.reason,
+                       list(response.headers.items()), response.raw_content or b"")
+        self.out.flush()
+
+    def done(self) -> None:
+        self.out.close()
+
+
+class SayPort:
+    """Print the bound port and the CA once the proxy listens."""
+
+    def __init__(self, confdir: str) -> None:
+        self.confdir = confdir
+
+    def running(self) -> None:
+        from mitmproxy import ctx
+
+        addresses = ctx.master.addons.get("proxyserver").listen_addrs()
+        print(json.dumps({"port": addresses[0][1], "ca": f"{self.confdir}/mitmproxy-ca-cert.pem"}), flush=True)
+
+
+def parse_resolve(texts: list[str]) -> dict[str, tuple[str, int]]:
+    """`books.test:443=127.0.0.1:8443` (or without the :443) -> {"books.test:443": ("127.0.0.1", 8443)}."""
+    found = {}
+    for text in texts:
+        name, _, target = text.partition("=")
+        host, _, port = target.rpartition(":")
+        if not name or host != "127.0.0.1" or not port.isdigit():
+            raise ValueError(f"--resolve takes HOST[:PORT]=127.0.0.1:PORT (loopback only), not {text!r}")
+        found[name.lower()] = (host, int(port))
+    return found
+
+
+async def serve(args: argparse.Namespace) -> None:
+    from mitmproxy import options
+    from mitmproxy.tools.dump import DumpMaster
+
+    opts = options.Options(listen_host="127.0.0.1", listen_port=0, confdir=args.confdir)
+    master = DumpMaster(opts, with_termlog=False, with_dumper=False)
+    master.options.update(connection_strategy="lazy", ssl_insecure=args.insecure_upstream)
+    if args.mode == "replay":
+        master.addons.add(ToReplay(args.upstream_file))
+    else:
+        master.addons.add(Recorder(args.warc, parse_resolve(args.resolve)))
+    master.addons.add(SayPort(args.confdir))
+    await master.run()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="replay_proxy")
+    parser.add_argument("mode", choices=("replay", "record"))
+    parser.add_argument("--confdir", required=True)
+    parser.add_argument("--upstream-file")
+    parser.add_argument("--warc")
+    parser.add_argument("--resolve", action="append", default=[])
+    parser.add_argument("--insecure-upstream", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        asyncio.run(serve(args))
+    except KeyboardInterrupt:
+        pass
+    except ValueError as error:
+        print(json.dumps({"error": str(error)}), flush=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

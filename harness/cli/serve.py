@@ -1,0 +1,53 @@
+"""`killtest serve`: the shop (or a recording) on its own, on 127.0.0.1, to develop a design against it.
+
+The shop's pages are described in docs/explanation/shop.md. With `--design SPEC` whose [site]
+table names a recording, the recording is replayed through its proxy instead, and the variables a
+scraper needs to reach it are printed. Ctrl+C stops it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+
+from werkzeug.serving import make_server
+
+from killtest.fixture_site.app import create_app
+from killtest.fixture_site.catalog import build_catalog
+from killtest.fixture_site.request_log import RequestLog
+from killtest.harness import defaults
+from killtest.harness.cli.command import EXIT_PASSED, Command
+from killtest.harness.cli.shared import designs_named
+from killtest.harness.design.site_spec import site_of
+from killtest.harness.errors import KilltestError
+from killtest.harness.running.progress import Progress
+from killtest.harness.running.recorded import load_site, replaying
+
+
+class ServeCommand(Command):
+    name = "serve"
+    help = "serve the shop (or a design's recording) on its own, to develop a design against it"
+
+    def run(self, args: argparse.Namespace, progress: Progress) -> int:
+        if args.design is None:
+            serve_shop(args.port, progress)
+            return EXIT_PASSED
+        site = site_of(designs_named([args.design])[0])
+        if site is None:
+            raise KilltestError(f"--design {args.design}: its spec has no [site] table naming a recording")
+        with replaying(load_site(site, need_reference=False)) as replay:
+            env = " ".join(f"{k}={v}" for k, v in sorted(replay.scraper_env().items()) if v)
+            progress.done(f"replaying {site.recording} for {site.start_url}; a scraper reaches it with: {env}")
+            threading.Event().wait()  # until Ctrl+C
+        return EXIT_PASSED
+
+
+def serve_shop(port: int, progress: Progress) -> None:
+    app = create_app(build_catalog(defaults.LISTING_PAGES, defaults.PER_PAGE), RequestLog())
+    server = make_server("127.0.0.1", port, app, threaded=True)
+    progress.done(f"the shop: http://127.0.0.1:{server.server_port}/list/0 ({defaults.LISTING_PAGES} listing pages"
+                  f" of {defaults.PER_PAGE} products; docs/explanation/shop.md)")
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()

@@ -1,0 +1,138 @@
+"""`killtest record`: run a design once against its real site through a recording proxy, then make the reference.
+
+1. record: the design runs once, uninterrupted, with its HTTP and HTTPS traffic going through
+   mitmproxy (killtest.fixture_site.replay_proxy, record mode), which writes every exchange to the
+   WARC file the spec's [site] table names;
+2. replay twice: two uninterrupted runs against the replay of that WARC. They must agree record for
+   record (else the scraper or the recording is nondeterministic: one line naming the records that
+   differ), and ask for nothing the recording does not hold;
+3. the reference: their records and request count, written beside the WARC; every later run is
+   checked against it by key and field (killtest.fixture_site.recorded_site.RecordedSite).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from killtest.fixture_site.recorded_site import write_reference
+from killtest.fixture_site.replay import ProxyProcess
+from killtest.harness import lifeline
+from killtest.harness.design.model import Design, Launch
+from killtest.harness.design.site_spec import SiteSpec, site_of
+from killtest.harness.design.stores import stored_records
+from killtest.harness.errors import KilltestError
+from killtest.harness.faults.schedule import KillSchedule
+from killtest.harness.history import History
+from killtest.harness.running.collect import stderr_tail
+from killtest.harness.running.orchestrator import run_phase, stage
+from killtest.harness.running.processes import spawn
+from killtest.harness.running.recorded import load_site
+from killtest.harness.running.runner import RunSettings
+
+UNINTERRUPTED = KillSchedule(seed=None, points=())
+EXAMPLES = 5
+
+
+@dataclass
+class Recorded:
+    """What `killtest record` made."""
+
+    recording: str
+    reference: str
+    warc_bytes: int
+    exchanges: int
+    records: int
+    requests: int
+    record_s: float
+
+
+def record_design(design: Design, resolve: list[str], insecure_upstream: bool, time_limit_s: float,
+                  on_progress: Callable[[str], None] = lambda message: None) -> Recorded:
+    site = site_of(design)
+    if site is None:
+        raise KilltestError(f"design {design.name!r}: its spec has no [site] table naming a recording"
+                            " (recording = \"site.warc.gz\", start_url = \"https://...\")")
+    if design.store.kind in ("postgres", "redis"):
+        raise KilltestError(f"design {design.name!r}: recording supports designs with file stores for now")
+    lifeline.ensure_watchdog()
+    began = time.monotonic()
+    on_progress(f"recording {site.start_url} through the proxy into {site.recording}")
+    _record_once(design, site, resolve, insecure_upstream, time_limit_s)
+    record_s = time.monotonic() - began
+    replayed = load_site(site, need_reference=False)
+    on_progress(f"recorded {len(replayed.exchanges)} exchanges in {record_s:.1f}s; replaying it twice")
+    settings = RunSettings(time_limit_s=time_limit_s, no_progress_s=None)
+    with stage(replayed, [design]) as on:
+        runs = [run_phase(on, design, UNINTERRUPTED, settings, prefix="killtest-record-") for _ in range(2)]
+    records = [_records_of(history, design, number) for number, history in enumerate(runs, start=1)]
+    _refuse_disagreement(design, records[0], records[1])
+    for number, history in enumerate(runs, start=1):
+        unrecorded = sorted({r["path"][1:] for r in history.of_type("request") if not replayed.recorded(r["path"])})
+        if unrecorded:
+            raise KilltestError(f"replay {number} asked for {len(unrecorded)} URL(s) the recording does not hold"
+                                f" ({', '.join(unrecorded[:EXAMPLES])}): the scraper is nondeterministic")
+    requests = max(len(history.of_type("request")) for history in runs)
+    reference = write_reference(site.recording, site.start_url, requests, records[0])
+    return Recorded(site.recording, reference, os.path.getsize(site.recording), len(replayed.exchanges),
+                    len(records[0]), requests, round(record_s, 2))
+
+
+def _record_once(design: Design, site: SiteSpec, resolve: list[str], insecure_upstream: bool,
+                 time_limit_s: float) -> None:
+    """The one live run, through the recording proxy; the WARC lands at the spec's path once it succeeded."""
+    os.makedirs(os.path.dirname(site.recording), exist_ok=True)
+    partial = site.recording + ".partial"
+    args = ["record", "--warc", partial, *(f"--resolve={r}" for r in resolve)]
+    with lifeline.temp_dir(prefix="killtest-record-") as scratch:
+        try:
+            proxy = ProxyProcess(args + (["--insecure-upstream"] if insecure_upstream else []), scratch,
+                                 lifeline.register)
+        except RuntimeError as error:
+            raise KilltestError(str(error)) from None
+        try:
+            launch = Launch(base_url=site.start_url, work_dir=scratch, lease_s=3.0)
+            env_design = replace(design, env=tuple(sorted({**dict(design.env), **proxy.scraper_env()}.items())))
+            start = spawn(env_design, launch, 0)
+            try:
+                returncode = start.workers[0].process.wait(timeout=time_limit_s)
+            except subprocess.TimeoutExpired:
+                start.kill()
+                raise KilltestError(f"design {design.name!r} did not finish its recording run in {time_limit_s:g}s"
+                                    " (--time-limit)") from None
+            start.reap()
+            if returncode != 0:
+                tail = (stderr_tail(start.workers[0].stderr_path) or ["(no output)"])[-1]
+                raise KilltestError(f"design {design.name!r} exited with status {returncode} while recording: {tail}")
+            if not stored_records(design, design.store_location(launch)):
+                raise KilltestError(f"design {design.name!r} stored no record while recording {site.start_url}")
+        finally:
+            proxy.stop()
+    os.replace(partial, site.recording)
+
+
+def _records_of(history: History, design: Design, number: int) -> dict[str, dict[str, str]]:
+    """One uninterrupted replay's records by key; it must have finished and stored each key once."""
+    finished = history.first("run_finished") or {}
+    if finished.get("outcome") != "completed":
+        raise KilltestError(f"design {design.name!r}: replay {number} of the recording did not complete"
+                            f" ({finished.get('outcome')})")
+    records: dict[str, dict[str, str]] = {}
+    for event in history.of_type("store_record"):
+        if event["key"] is None:
+            continue
+        fields = {k: str(v) for k, v in event["fields"].items()}
+        if records.setdefault(event["key"], fields) != fields:
+            raise KilltestError(f"design {design.name!r}: replay {number} stored {event['key']!r} twice with different"
+                                " values, so it cannot be a reference")
+    return records
+
+
+def _refuse_disagreement(design: Design, first: dict, second: dict) -> None:
+    differ = sorted(k for k in set(first) | set(second) if first.get(k) != second.get(k))
+    if differ:
+        raise KilltestError(f"design {design.name!r}: two uninterrupted replays disagree on {len(differ)} record(s)"
+                            f" ({', '.join(differ[:EXAMPLES])}): the scraper or the recording is nondeterministic")
