@@ -1,7 +1,10 @@
 """Store-write points (`w5`) and the exact `r5+`: strace's log read, the write aimed at, and the same
 point giving the same outcome on every repeat, for a Python design and a shell script alike."""
 
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -19,6 +22,7 @@ from killtest.harness.running.exploration import explore_design
 from killtest.harness.running.orchestrator import Stage
 from killtest.harness.running.runner import RunSettings, run_kill_test
 from killtest.harness.running.write_plans import resolve_schedule, store_write_points
+from killtest.harness.servers.common import REQUIRE_SERVERS_VARIABLE, ServerUnavailable, servers_required
 from killtest.harness.servers.for_stores import StoreServers
 
 needs_strace = pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
@@ -73,14 +77,20 @@ def test_a_store_write_point_prints_as_written_and_refuses_what_it_cannot_do(mon
     assert parse_point("w5") == AtStoreWrite(5) and parse_point("w5").spec == "w5"
     with pytest.raises(KilltestError, match="bad kill point"):
         parse_point("w0")
-    with pytest.raises(KilltestError, match="PostgreSQL|postgres store"):
-        parse_point("w5").validate([design_named("idempotent-pg")], 1)
     with pytest.raises(KilltestError, match="one worker"):
         parse_point("w5").validate([design_named("idempotent")], 2)
+    with pytest.raises(KilltestError, match="one worker"):
+        parse_point("w5").validate([design_named("idempotent-pg")], 2)
     monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(KilltestError, match="needs strace, which is not installed") as error:
         parse_point("w5").validate([design_named("idempotent")], 1)
     assert "\n" not in str(error.value)
+    # A server's store needs no strace: the start's own proxy counts its statements, on one connection too.
+    parse_point("w5").validate([design_named("idempotent-pg"), design_named("queue-bullmq")], 1)
+    assert parse_point("w7:c2") == AtStoreWrite(7, connection=2) and parse_point("w7:c2").spec == "w7:c2"
+    parse_point("w7:c2").validate([design_named("queue-bullmq")], 1)
+    with pytest.raises(KilltestError, match="names a connection"):
+        parse_point("w7:c2").validate([design_named("idempotent")], 1)
 
 
 def kill_test(design, schedule_text, site):
@@ -144,3 +154,93 @@ def test_explore_with_two_jobs_gives_the_points_and_verdicts_of_one_job():
     assert [(o.point, o.landed, o.valid, o.problems) for o in one.outcomes] == \
         [(o.point, o.landed, o.valid, o.problems) for o in two.outcomes]
     assert any(not o.valid for o in one.outcomes)
+
+
+def server_stage(design_name):
+    """The site and the private server `design_name`'s store needs, shared by a module's tests."""
+    try:
+        servers = StoreServers([design_named(design_name)]).__enter__()
+    except ServerUnavailable as missing:
+        if servers_required():
+            pytest.fail(f"{missing} ({REQUIRE_SERVERS_VARIABLE} is set, so a missing server fails)")
+        pytest.skip(str(missing))
+    try:
+        with SiteServer(CATALOG) as site:
+            yield Stage(site, servers, {})
+    finally:
+        servers.__exit__()
+
+
+@pytest.fixture(scope="module")
+def pg_stage():
+    yield from server_stage("idempotent-pg")
+
+
+@pytest.fixture(scope="module")
+def redis_stage():
+    yield from server_stage("queue-bullmq")
+
+
+def pg_kill_test(design, schedule_text, on):  # a PostgreSQL or a Redis store
+    """One run on the shared stage: its kills and the records its store held."""
+    schedule = resolve_schedule(parse_schedule(schedule_text, design), design, on, SETTINGS)
+    with tempfile.TemporaryDirectory(prefix="killtest-test-") as work_dir:
+        history = run_kill_test(design, schedule, on.site, work_dir, SETTINGS, dsn=on.servers.dsn_for(design))
+    records = sorted((r["key"], sorted(r["fields"].items())) for r in history.of_type("store_record"))
+    return [k["returncode"] for k in history.of_type("kill")], records, check_run(design, 1, history, on.site.catalog)
+
+
+@pytest.mark.parametrize("name", ["idempotent-pg", "zoo-done-before-record-pg"])
+def test_the_same_statement_point_gives_the_same_outcome_on_every_repeat(pg_stage, name):
+    design = design_named(name)
+    writes = [p.spec for p in store_write_points(design, pg_stage, SETTINGS)]
+    assert len(writes) > 20, writes  # the schema, then a few statements per page
+    for point in (writes[len(writes) // 3], writes[-3], writes[-2]):
+        outcomes = [pg_kill_test(design, point, pg_stage)[:2] for _ in range(2)]
+        assert outcomes[0] == outcomes[1], point
+        assert outcomes[0][0] == [-9], point
+
+
+def test_explore_finds_no_broken_statement_point_in_the_idempotent_design_and_some_in_its_zoo_twin(pg_stage):
+    correct, broken = design_named("idempotent-pg"), design_named("zoo-done-before-record-pg")
+    points = store_write_points(correct, pg_stage, SETTINGS)
+    found = explore_design(correct, CATALOG, SETTINGS, points)
+    assert [o.point for o in found.outcomes] == [p.spec for p in points]
+    assert all(o.landed for o in found.outcomes) and found.broken == []
+    # The zoo design's last page: its mark-done commit, then its record's statements; a kill between loses it.
+    last = store_write_points(broken, pg_stage, SETTINGS)[-8:]
+    lost = explore_design(broken, CATALOG, SETTINGS, last).broken
+    assert lost and all("lost 1 of 6 records" in " ".join(o.problems) for o in lost), lost
+
+
+def test_a_connections_write_point_on_redis_repeats_and_finds_the_gap_between_the_set_and_the_queue(redis_stage):
+    """BullMQ's queue (connection 2) adds each link's job after the design's own client (connection 1) put it
+    in the visited set: trusting the set, a kill before the add loses the page; the correct design re-adds."""
+    broken, correct = design_named("zoo-queue-set-only"), design_named("queue-bullmq")
+    offered = [p.spec for p in store_write_points(correct, redis_stage, SETTINGS)]
+    assert "w3:c2" in offered and "w3:c1" in offered, offered
+    outcomes = [pg_kill_test(broken, "w3:c2", redis_stage) for _ in range(2)]
+    assert outcomes[0][:2] == outcomes[1][:2] and outcomes[0][0] == [-9]
+    assert outcomes[0][2].missing_records == 1
+    kills, _, verdict = pg_kill_test(correct, "w3:c2", redis_stage)
+    assert kills == [-9] and verdict.validity == "valid", verdict.problems
+
+
+def killtest(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "killtest", *args, "--listing-pages", "2", "--per-page", "3",
+                           "--no-plot", "--lease", "0.2"], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("name, schedule", [pytest.param("idempotent", "w60,w75", marks=needs_strace),
+                                            ("idempotent-pg", "w5,w20")])
+def test_run_takes_a_schedule_of_store_write_points(tmp_path, name, schedule):
+    if name.endswith("-pg") and not shutil.which("postgres") and not os.environ.get(REQUIRE_SERVERS_VARIABLE):
+        pytest.skip("PostgreSQL is not installed")
+    done = killtest("run", "--design", name, "--schedule", schedule, "--runs", "2", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stderr.count("kills 2/2") == 2, done.stderr[-2000:]
+
+
+def test_run_refuses_a_file_stores_write_point_for_two_designs_at_once(tmp_path):
+    done = killtest("run", "--design", "idempotent", "--design", "naive", "--schedule", "w5", "--out", str(tmp_path))
+    assert done.returncode == 2 and "one --design at a time" in done.stderr and "Traceback" not in done.stderr

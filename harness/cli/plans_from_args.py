@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable
+import dataclasses
+import shlex
+import sys
+from collections.abc import Callable, Iterable
 
 from killtest.fixture_site.catalog import Drift, build_catalog, parse_drift
 from killtest.fixture_site.toxics import Toxics, ToxicSpecError, parse_toxics
@@ -13,10 +16,13 @@ from killtest.harness.check.baseline import Thresholds
 from killtest.harness.cli.shared import command_line
 from killtest.harness.design.model import Design
 from killtest.harness.errors import KilltestError
+from killtest.harness.faults.points.store_write import server_store
 from killtest.harness.faults.schedule import KillSchedule, parse_schedule, run_seeds, timed_schedule, validate_schedule
 from killtest.harness.report.baseline_file import load_baseline
 from killtest.harness.running.campaign_plan import CampaignPlan
+from killtest.harness.running.orchestrator import stage
 from killtest.harness.running.runner import RunSettings
+from killtest.harness.running.write_plans import needs_recording, resolve_schedule
 
 
 def timed_plan(args: argparse.Namespace, designs: list[Design], pace_rps: float, name: str) -> CampaignPlan:
@@ -30,7 +36,7 @@ def timed_plan(args: argparse.Namespace, designs: list[Design], pace_rps: float,
         schedules = tuple(timed_schedule(seed, args.kills, *delay_range) for seed in run_seeds(args.seed, args.runs))
     check_points(args, schedules, designs)
     refuse_killless(schedules, "--kills 0" if exact is None else f"--schedule {exact!r}")
-    return CampaignPlan(command=command_line(), designs=tuple(designs), schedules=schedules,
+    return aim_store_writes(CampaignPlan(command=typed_command(args), designs=tuple(designs), schedules=schedules,
                         catalog=build_catalog(args.listing_pages, args.per_page),
                         settings=run_settings(args, getattr(args, "lease", defaults.LEASE)),
                         out_dir=args.out, name=name, latency_s=args.latency, pace_rps=pace_rps,
@@ -42,7 +48,42 @@ def timed_plan(args: argparse.Namespace, designs: list[Design], pace_rps: float,
                         seed=None if exact is not None else args.seed, kill_delay_s=delay_range,
                         baseline_runs=tuple(load_baseline(args.baseline)) if getattr(args, "baseline", None) else (),
                         thresholds=Thresholds(getattr(args, "max_slowdown", defaults.MAX_SLOWDOWN_PCT),
-                                              getattr(args, "max_extra_repeats", defaults.MAX_EXTRA_REPEATS)))
+                                              getattr(args, "max_extra_repeats", defaults.MAX_EXTRA_REPEATS))))
+
+
+def _step(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def aim_store_writes(plan: CampaignPlan, step: Callable[[str], None] = _step) -> CampaignPlan:
+    """The plan with its exact schedule's store-write (`w5`) and `r5+` points aimed (harness/running/write_plans.py).
+
+    A file store's point is aimed by one recording run on the plan's own site and settings (strace counts
+    per thread); a PostgreSQL or Redis store's needs none: the start's own proxy counts its statements.
+    Every run repeats the one aimed schedule. A file store's write is one design's: one design at a time."""
+    schedule: KillSchedule = plan.schedules[0]
+    if not any(needs_recording(p) for p in schedule.points):
+        return plan
+    if all(server_store(design) for design in plan.designs):  # counted by each start's proxy: nothing to aim
+        aimed = resolve_schedule(schedule, plan.designs[0], None, plan.settings)  # type: ignore[arg-type]
+        return dataclasses.replace(plan, schedules=(aimed,) * len(plan.schedules))
+    if len(plan.designs) != 1:
+        raise KilltestError(f"--schedule {schedule.spec!r}: store-write and r<n>+ points are aimed at one design's"
+                            " writes: give one --design at a time")
+    design = plan.designs[0]
+    step(f"[{design.name}] recording the store writes to aim {schedule.spec}")
+    with stage(plan.catalog, plan.designs, latency_s=plan.latency_s, slow_pages=plan.slow_pages,
+               pace_rps=plan.pace_rps) as on:
+        on.site.set_toxics(plan.toxics, plan.toxic_seed)
+        aimed = resolve_schedule(schedule, design, on, plan.settings, work_dir=plan.work_dir)
+    return dataclasses.replace(plan, schedules=(aimed,) * len(plan.schedules))
+
+
+def typed_command(args: argparse.Namespace) -> str:
+    """The command the result files record: as typed, or, for a call of the public API (killtest.api),
+    the equivalent command line it parsed (`args.argv`)."""
+    argv = getattr(args, "argv", None)
+    return shlex.join(["killtest", *argv]) if argv is not None else command_line()
 
 
 def refuse_killless(schedules: Iterable[KillSchedule], given: str) -> None:
@@ -55,12 +96,12 @@ def refuse_killless(schedules: Iterable[KillSchedule], given: str) -> None:
 def replay_plan(args: argparse.Namespace, designs: list[Design], schedule: KillSchedule) -> CampaignPlan:
     """The plan of `replay`: one run of each design on one exact schedule, on the small catalog."""
     refuse_killless([schedule], f"--schedule {schedule.spec!r}")
-    return CampaignPlan(command=command_line(), designs=tuple(designs), schedules=(schedule,),
+    return CampaignPlan(command=typed_command(args), designs=tuple(designs), schedules=(schedule,),
                         catalog=build_catalog(args.listing_pages, args.per_page),
                         settings=run_settings(args, args.lease), slow_pages=slow_pages(args.slow_page),
                         toxics=toxics(args), toxic_seed=args.toxic_seed,
                         out_dir=args.out, name="replay", work_dir=args.work_dir, plot=False,
-                        prefork=not args.no_prefork)
+                        prefork=not args.no_prefork, latency_s=args.latency, pace_rps=args.pace)
 
 
 def run_settings(args: argparse.Namespace, lease_s: float) -> RunSettings:

@@ -10,6 +10,11 @@ A timed point before it (t, d) makes the recorded start one sample of many: the 
 reproducible in what it injects, not in what that hits.
 
 Recordings are cached by the design and the schedule before the point, so explore records once.
+
+A PostgreSQL or Redis store's point needs no aiming: the start's own proxy counts its statements as they
+come (harness/faults/command_gate.py). Explore records two uninterrupted starts through the proxy and
+offers the statements that came the same on both (`stable_statements`): `w5` for a design on one
+connection, `w3:c2` (the 3rd statement of its 2nd connection) for one on several.
 """
 
 from __future__ import annotations
@@ -23,17 +28,17 @@ from typing import Any
 
 from killtest.harness import lifeline
 from killtest.harness.design.model import Design
-from killtest.harness.design.stores import kind_of
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults.points import KillPoint, StartOptions
 from killtest.harness.faults.points.request import AtRequest
-from killtest.harness.faults.points.store_write import AtStoreWrite, RecordStart, require_strace
+from killtest.harness.faults.points.store_write import AtStoreWrite, RecordStart, require_strace, server_store
 from killtest.harness.faults.schedule import KillSchedule
+from killtest.harness.faults.store_commands import parse_command_log, per_connection, stable_writes
 from killtest.harness.faults.store_writes import Recording, parse_recording
 from killtest.harness.running.orchestrator import Stage, run_phase
 from killtest.harness.running.runner import RunSettings
 
-RecordingCache = dict[tuple[str, str], Recording | None]
+RecordingCache = dict[tuple[str, str], Any]  # a Recording (file store), a command log (server's), or None
 
 
 @dataclass(frozen=True)
@@ -59,13 +64,15 @@ def resolve_schedule(schedule: KillSchedule, design: Design, on: Stage, settings
     """The schedule with each store-write and `r5+` point aimed at its write; one-line errors for what cannot be."""
     if not any(needs_recording(p) for p in schedule.points):
         return schedule
-    server_store = kind_of(design.store.kind).server is not None
+    on_server = server_store(design)
     cache = {} if cache is None else cache
     resolved: list[KillPoint] = []
     for point in schedule.points:
         if needs_recording(point):
-            if isinstance(point, AtRequest) and server_store:
-                resolved.append(point)  # no file to aim at: the site's racing signal, as documented
+            if on_server:
+                # r5+: no file to aim at, the site's racing signal, as documented; w5: its proxy counts.
+                point.validate([design], settings.workers)
+                resolved.append(dataclasses.replace(point, resolved=True) if isinstance(point, AtStoreWrite) else point)
                 continue
             point.validate([design], settings.workers)  # strace installed, a file store, one worker
             recording = record(design, tuple(resolved), on, settings, work_dir, cache)
@@ -75,12 +82,14 @@ def resolve_schedule(schedule: KillSchedule, design: Design, on: Stage, settings
 
 
 def record(design: Design, before: tuple[KillPoint, ...], on: Stage, settings: RunSettings,
-           work_dir: str | None, cache: RecordingCache) -> Recording | None:
-    """The store writes of the start that follows `before`'s points, run to the end; None if no such start."""
+           work_dir: str | None, cache: RecordingCache) -> Any:
+    """The store writes of the start that follows `before`'s points, run to the end: a file store's
+    Recording, a server store's counted statements (`parse_command_log`); None if no such start."""
     key = (design.name, ",".join(p.spec for p in before))
     if key in cache:
         return cache[key]
-    require_strace("w<n>")
+    if not server_store(design):
+        require_strace("w<n>")
     with lifeline.temp_dir(prefix="killtest-record-") as logs:  # swept if the harness dies mid-recording
         log = os.path.join(logs, "strace.log")
         run_phase(on, design, KillSchedule(seed=None, points=(*before, _RecordAndKeepValues(log))), settings,
@@ -90,7 +99,9 @@ def record(design: Design, before: tuple[KillPoint, ...], on: Stage, settings: R
         else:
             with open(log + ".values.json", encoding="utf-8") as values, open(log, encoding="utf-8",
                                                                               errors="replace") as text:
-                recording = parse_recording(text.read(), json.load(values))
+                found = json.load(values)
+                recording = parse_command_log(text.read()) if found.get("dsn") else parse_recording(text.read(),
+                                                                                                     found)
     cache[key] = recording
     return recording
 
@@ -112,14 +123,37 @@ def aimed(point: Any, recording: Recording | None) -> KillPoint:
 
 def store_write_points(design: Design, on: Stage, settings: RunSettings, work_dir: str | None = None,
                        cache: RecordingCache | None = None) -> list[KillPoint]:
-    """`w1`..`wN`: every store write of a first start that strace can aim at, from one recording.
+    """`w1`..`wN`: every store write of a first start that strace (a file store) or the start's proxy (a
+    PostgreSQL or Redis store: every counted statement) can kill at, from one recording.
 
-    None for a server store, a machine without strace, or more than one worker."""
+    None for a file store on a machine without strace, or more than one worker."""
     import shutil
 
-    if kind_of(design.store.kind).server is not None or shutil.which("strace") is None or settings.workers > 1:
+    on_server = server_store(design)
+    if (not on_server and shutil.which("strace") is None) or settings.workers > 1:
         return []
-    recording = record(design, (), on, settings, work_dir, {} if cache is None else cache)
+    cache = {} if cache is None else cache
+    recording = record(design, (), on, settings, work_dir, cache)
     if recording is None:
         return []
+    if on_server:
+        where = per_connection(recording)
+        one_connection = len({connection for connection, _ in where}) == 1
+        return [AtStoreWrite(where[n - 1][1], resolved=True, connection=None if one_connection else where[n - 1][0])
+                for n in stable_statements(design, on, settings, work_dir, cache)]
     return [aimed(AtStoreWrite(n), recording) for n in recording.reachable_writes()]
+
+
+def stable_statements(design: Design, on: Stage, settings: RunSettings, work_dir: str | None,
+                      cache: RecordingCache) -> list[int]:
+    """The statements of a first start that come the same on two uninterrupted starts (`stable_writes`).
+
+    The proxy counts each connection's statements in order. A design that sends them on one connection,
+    one at a time (idempotent-pg), has them all. One with timers on its connections (BullMQ renews locks
+    and looks for stalled jobs on its own clock, and polls for the next job) keeps those of the
+    connections whose statements do not depend on the clock."""
+    first: list[tuple[int, str]] = record(design, (), on, settings, work_dir, cache) or []
+    key = (design.name, "#again")
+    if key not in cache:
+        cache[key] = record(design, (), on, settings, work_dir, {})
+    return stable_writes(first, cache[key] or [])

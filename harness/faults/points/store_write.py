@@ -8,8 +8,13 @@ records the start running to the end and turns "the 5th write" into "pwrite64 nu
 (harness/running/write_plans.py resolves it; `InjectionPlan`); a write that another thread or process
 would reach first by that count is refused with a one-line error.
 
-Not for PostgreSQL or Redis stores yet: their writes are statements sent to a server, which a file
-path cannot name. Refused with a one-line error, as is a machine without strace.
+For a PostgreSQL or Redis store, a write is a statement or command sent to the store's server: the
+start runs under a loopback proxy of its own (harness/faults/command_gate.py), given to it as `{dsn}`,
+which counts the start's statements (not its reads: harness/faults/store_commands.py says what
+counts) and kills the start before the n-th reaches the server, no recording needed. `w7:c2` is the 7th
+statement of the start's 2nd connection: the same statement on every start even when its connections
+interleave differently (BullMQ's timers), which explore offers for such a design. A file store's point
+without strace is refused in one line.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from killtest.harness.faults.points import DesignLike, PointKind, StartOptions, 
 from killtest.harness.faults.store_writes import InjectionPlan, recording_prefix
 
 GATE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "write_gate.py")
+COMMAND_GATE = os.path.join(os.path.dirname(GATE), "command_gate.py")
 
 
 def require_strace(spec: str) -> None:
@@ -34,12 +40,15 @@ def require_strace(spec: str) -> None:
         raise KilltestError(f"kill point {spec} needs strace, which is not installed here (apt-get install strace)")
 
 
-def require_file_store(spec: str, designs: Sequence[DesignLike]) -> None:
-    """A one-line KilltestError for a design whose store is a server's (its writes are statements, not files)."""
-    for design in designs:
-        if kind_of(design.store.kind).server is not None:
-            raise KilltestError(f"kill point {spec}: design {design.name!r} keeps a {design.store.kind} store, whose"
-                                " writes are statements sent to a server; store-write points reach file stores only")
+def server_store(design: DesignLike) -> bool:
+    """A store kept by a private server (PostgreSQL, Redis): its writes are statements, counted by a proxy."""
+    return kind_of(design.store.kind).server is not None
+
+
+def command_gate_options(mode: str, argument: str, dsn: str) -> StartOptions:
+    """The start behind its own proxy to the store's server (harness/faults/command_gate.py), in `mode`
+    `kill` (at the `argument`-th statement) or `record` (to the log `argument`)."""
+    return StartOptions(command_prefix=(sys.executable, "-S", COMMAND_GATE, mode, argument, dsn, "--"))
 
 
 def gate_options(plan: InjectionPlan | None, values: Mapping[str, str] | None) -> StartOptions:
@@ -59,6 +68,9 @@ class AtStoreWrite(PointKind):
     # the start makes fewer store writes, so the point is never reached.
     plan: InjectionPlan | None = field(default=None, compare=False)
     resolved: bool = field(default=False, compare=False)
+    # A server's store only (`w7:c2`): the index-th statement of the start's connection number 2 (in the
+    # order it connected), which stays the same statement when its connections interleave differently.
+    connection: int | None = None
 
     PREFIX = "w"
     FORM = "w<store write number>"
@@ -67,36 +79,45 @@ class AtStoreWrite(PointKind):
 
     @classmethod
     def parse(cls, text: str, design: DesignLike | None = None) -> AtStoreWrite:
-        index = int(text[len(cls.PREFIX):])
-        if index < 1:
+        body, colon, connection = text[len(cls.PREFIX):].partition(":c")
+        index = int(body)
+        if index < 1 or (colon and int(connection) < 1):
             raise ValueError(text)
-        return cls(index)
+        return cls(index, connection=int(connection) if colon else None)
 
     @property
     def spec(self) -> str:
-        return f"w{self.index}"
+        return f"w{self.index}" + (f":c{self.connection}" if self.connection is not None else "")
 
     def validate(self, designs: Sequence[DesignLike], workers: int) -> None:
         super().validate(designs, workers)
-        require_strace(self.spec)
-        require_file_store(self.spec, designs)
+        files = [design for design in designs if not server_store(design)]
+        if files and self.connection is not None:
+            raise KilltestError(f"kill point {self.spec} names a connection to a store's server, but design"
+                                f" {files[0].name!r} keeps a {files[0].store.kind} store: write w{self.index}")
+        if files:
+            require_strace(self.spec)
         if workers > 1:
             raise KilltestError(f"kill point {self.spec} counts one start's writes in order; with --workers {workers}"
                                 " that order is a race: use one worker")
 
     def check_runnable(self, design: DesignLike, workers: int, can_restart_store: bool) -> None:
         self.validate([design], workers)
-        if not self.resolved:
+        if not self.resolved and not server_store(design):
             raise KilltestError(f"kill point {self.spec} is turned into strace's count by a recording run first:"
                                 " run it with killtest replay, explore or fuzz")
 
     def start_options(self, values: Mapping[str, str] | None = None) -> StartOptions:
+        if values is not None and values.get("dsn"):  # a server's store: its proxy counts the statements
+            at = str(self.index) if self.connection is None else f"{self.connection}:{self.index}"
+            return command_gate_options("kill", at, values["dsn"])
         return gate_options(self.plan, values)
 
 
 @dataclass(frozen=True)
 class RecordStart(PointKind):
-    """Not a kill: the start runs to the end under strace, which records its writes and requests to `log_path`.
+    """Not a kill: the start runs to the end under strace (a file store) or its proxy (a server's store),
+    which records its writes (and, under strace, its requests) to `log_path`.
 
     Not registered, so no schedule text names it; harness/running/write_plans.py puts it after the points
     of a schedule it resolves."""
@@ -112,4 +133,6 @@ class RecordStart(PointKind):
         return "record"
 
     def start_options(self, values: Mapping[str, str] | None = None) -> StartOptions:
+        if values is not None and values.get("dsn"):  # a server's store: its proxy logs the statements
+            return command_gate_options("record", self.log_path, values["dsn"])
         return StartOptions(command_prefix=recording_prefix(self.log_path))
