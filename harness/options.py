@@ -9,7 +9,6 @@ Three things are made from the table, so they cannot drift apart:
 - the argparse options of every command (harness/cli/command.py adds them, group by group);
 - `ZOO_KEYS`, the keys a spec's [zoo] table may hold (harness/faults/zoo_scenarios.py);
 - `replay_words`, the flags of a printed `killtest replay ...` line (the zoo's and explore's).
-
 The order of the table is the order of `--help` within a group and of the flags of a replay line.
 """
 
@@ -23,7 +22,7 @@ from typing import Any
 
 from killtest.harness import defaults as d
 
-COMMAND_NAMES = ("run", "replay", "explore", "fuzz", "zoo", "scale", "bench", "calibrate")
+COMMAND_NAMES = ("run", "replay", "explore", "fuzz", "zoo", "scale", "bench", "calibrate", "record", "serve")
 
 # The --help groups, in the order --help shows them: title -> what they hold.
 GROUPS = {
@@ -126,8 +125,8 @@ EXACT_AND_FUZZ = (*EXACT, "fuzz")  # fuzz draws its own small catalogs
 RUN_AND_REPLAY = ("run", "replay")
 _DESIGN_HELP = ("a design to test: a built-in name (naive, idempotent, zoo-...) or the path of a design spec (.toml);"
                 " repeat it or join them with commas")
-_SCHEDULE_HELP = ("exact kill points instead of timed kills, comma-joined: t<seconds>, r<request>,"
-                  " l:<file>:<function>+<offset>:<hit> or l:<file>:<line>:<hit>, d<seconds>:<grace>, s<seconds>"
+_SCHEDULE_HELP = ("exact kill points instead of timed kills, comma-joined: t<seconds>, r<request>, d<seconds>:<grace>,"
+                  " s<seconds>, p<seconds>:<paused>, l:<file>:<function>+<offset>:<hit> or l:<file>:<line>:<hit>"
                   " (for example r5,l:scrapers/idempotent.py:complete+8:2); see docs/reference/kill-points.md")
 
 OPTIONS: tuple[Option, ...] = (
@@ -137,6 +136,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("--design", "the design to explore: a built-in name or a spec path", ("explore",), required=True),
     Option("--design", "designs to scale (names or spec paths)", ("scale",), action="append", required=True),
     Option("--design", "the design to fuzz: a built-in name or a spec path", ("fuzz",), required=True),
+    Option("--design", "the design spec to record; its [site] table names the WARC and start URL", ("record",),
+           required=True),
+    Option("--design", "serve the recording this spec's [site] table names (default: the shop)", ("serve",)),
+    Option("--resolve", "while recording, reach HOST[:PORT] at 127.0.0.1:PORT (repeatable)", ("record",),
+           action="append", default=()),
+    Option("--insecure-upstream", "do not verify the recorded site's certificate", ("record",), action="store_true"),
+    Option("--time-limit", f"seconds each run may take (default {d.TIME_LIMIT_S:g})", ("record",),
+           type=positive(float), default=d.TIME_LIMIT_S),
+    Option("--port", "the port on 127.0.0.1 (default 0: a free one)", ("serve",), type=not_negative(int), default=0),
     Option("--schedule", _SCHEDULE_HELP, ("run",), group="campaign"),
     Option("--schedule", "the kill points, as printed by the failure", ("replay",), required=True,
            zoo_key="schedule", replayed=True),
@@ -199,7 +207,7 @@ OPTIONS: tuple[Option, ...] = (
            action="store_true",
            replayed=True),
     Option("--workers", f"worker processes per start, sharing one store; a kill hits them all (default {d.WORKERS})",
-           RUN_AND_REPLAY, "scenario", positive(int), d.WORKERS, replayed=True),
+           RUN_AND_REPLAY, "scenario", positive(int), d.WORKERS, zoo_key="workers", replayed=True),
     Option("--recrawls", "after the killed crawl, crawl the same store again this many times, unkilled; a design"
            f" must take {{crawl}} (default {d.RECRAWLS})", RUN_AND_REPLAY, "scenario", not_negative(int), d.RECRAWLS,
            zoo_key="recrawls", replayed=True),
@@ -220,6 +228,10 @@ OPTIONS: tuple[Option, ...] = (
            f" (default {d.TOXIC_SEED})", RUN_AND_REPLAY, "site", int, d.TOXIC_SEED, replayed=True),
     Option("--latency", f"added per-request latency of the fixture site, seconds (default {d.LATENCY_S:g})", RUNS,
            "site", not_negative(float), d.LATENCY_S),
+    Option("--latency", "added per-request latency of the fixture site, seconds (default 0; a failed run's replay"
+           " line gives the run's)", ("replay",), "site", not_negative(float), 0.0, replayed=True),
+    Option("--pace", "the most requests a second the site serves, 0 for as many as the machine can (default 0; a"
+           " failed run's replay line gives the run's)", ("replay",), "site", not_negative(float), 0.0, replayed=True),
     Option("--pace", "the most requests a second the site serves, 0 for as many as the machine can"
            f" (default {d.PACE_RPS:g}, the article's site: see harness/published.py)", RUNS, "site",
            not_negative(float), d.PACE_RPS),
@@ -260,8 +272,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--work-dir", "existing directory for the scrapers' stores", ("replay", "explore", "fuzz", "zoo", "bench"),
            "results"),
     Option("--junit-xml", "also write a JUnit XML report to PATH (a test case per run, crash point, schedule or zoo"
-           " design), for CI; under GitHub Actions the Markdown summary also goes to the job's summary",
-           ("run", "replay", "explore", "fuzz", "zoo"), "results", metavar="PATH"),
+           " design); GITHUB_STEP_SUMMARY gets the Markdown", ("run", "replay", "explore", "fuzz", "zoo"), "results",
+           metavar="PATH"),
     Option("--no-plot", "skip the PNG plots", (*RUNS, "bench"), "results", action="store_true"),
     Option("--all-timelines", "draw a timeline for every run (default: each design's first run and every failed"
            " run)", RUNS, "results", action="store_true"),

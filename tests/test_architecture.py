@@ -140,3 +140,22 @@ def test_the_checker_does_no_io():
         if room == "check":
             used = {module.split(".")[0] for module in _imports(path)} & forbidden
             assert not used, f"{os.path.relpath(path, HARNESS)} imports {sorted(used)}"
+
+
+def test_the_public_api_sits_above_every_room():
+    """killtest/ (the API and the pytest plugin) may import any room; no room imports it back, and its modules
+    say what they hold and stay short, as the rooms' do."""
+    root = os.path.dirname(HARNESS)
+    above = {name[:-3] for name in os.listdir(os.path.join(root, "killtest")) if name.endswith(".py")}
+    upward = []
+    for top in ("harness", "fixture_site", "scrapers"):
+        for folder, _, files in os.walk(os.path.join(root, top)):
+            for name in (n for n in files if n.endswith(".py")):
+                path = os.path.join(folder, name)
+                upward += [f"{os.path.relpath(path, root)}: {module}" for module in _imports(path)
+                           if module == "killtest" or module.split(".")[:2] in (["killtest", m] for m in above)]
+    assert upward == []
+    for name in above - {"__main__"}:
+        path = os.path.join(root, "killtest", f"{name}.py")
+        assert ast.get_docstring(ast.parse(open(path, encoding="utf-8").read())), f"killtest/{name}.py says nothing"
+        assert sum(1 for _ in open(path, encoding="utf-8")) <= LONGEST_MODULE, f"killtest/{name}.py is too long"

@@ -63,9 +63,10 @@ def test_a_passing_run_writes_a_passing_report(tmp_path):
     assert suite.get("failures") == "0"
 
 
-def test_a_report_folder_that_does_not_exist_is_one_line(tmp_path):
+def test_a_report_path_that_cannot_be_written_is_one_line(tmp_path):
+    (tmp_path / "a-file").write_text("")
     done = killtest("run", "--design", "idempotent", "--runs", "1", "--out", str(tmp_path),
-                    "--junit-xml", str(tmp_path / "missing" / "run.xml"), cwd=str(tmp_path))
+                    "--junit-xml", str(tmp_path / "a-file" / "run.xml"), cwd=str(tmp_path))
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [done.stderr.strip()] and "--junit-xml" in done.stderr
     assert "Traceback" not in done.stderr

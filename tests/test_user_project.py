@@ -25,7 +25,8 @@ commit_path = ["claim", "complete", "save_record", "mark_done"]
 [store]
 kind = "sqlite"
 path = "{work_dir}/mine.sqlite"
-records = "SELECT json_extract(data, '$.sku') AS sku, json_extract(data, '$.price') AS price, json_extract(data, '$.name') AS name FROM records"
+records = '''SELECT json_extract(data, '$.sku') AS sku, json_extract(data, '$.price') AS price,
+             json_extract(data, '$.name') AS name FROM records'''
 key = "sku"
 fields = ["price", "name"]
 """
@@ -37,7 +38,7 @@ def _project(root) -> None:
     (root / "harness").mkdir()
     (root / "harness" / "__init__.py").write_text('raise ImportError("the user\'s own harness was imported")\n')
     (root / "fixture_site").mkdir()
-    (root / "fixture_site" / "__init__.py").write_text('raise ImportError("the user\'s own fixture_site was imported")\n')
+    (root / "fixture_site" / "__init__.py").write_text('raise ImportError("the user\'s fixture_site was imported")\n')
     (root / "scrapers").mkdir()
     (root / "scrapers" / "__init__.py").write_text("")
     (root / "scrapers" / "mine.py").write_text(open(os.path.join(PROJECT_ROOT, "scrapers", "idempotent.py")).read())

@@ -78,11 +78,12 @@ def replay_line(args: argparse.Namespace, design: Design, schedule: str, given: 
 
     A design given by path is printed as an absolute path, so the line works from any directory."""
     shared = {o.dest for o in options_of("replay") if o.replayed} & {o.dest for o in options_of(args.command)}
-    same = {dest: getattr(args, dest) for dest in sorted(shared) if dest != "design"}
+    # The design and the schedule are this line's own (run's --schedule, when given, is only one of them).
+    same = {dest: getattr(args, dest) for dest in sorted(shared) if dest not in ("design", "schedule")}
     # explore and fuzz judge every design by the idempotence promises: the replay must judge it the same way.
-    strict = {"strict": True} if strict and not design.claims_idempotence else {}
+    judged = {"strict": True} if strict and not design.claims_idempotence else {}
     replay = replay_words({"design": [design_argument(given or args.design, design)], "schedule": schedule, **same,
-                           **strict, **settings})
+                           **judged, **settings})
     return shlex.join(["killtest", "replay", *replay])
 
 

@@ -33,9 +33,13 @@ def prepare_dirs(args: argparse.Namespace) -> None:
     if args.work_dir is not None and not os.path.isdir(args.work_dir):
         raise KilltestError(f"--work-dir {args.work_dir!r} does not exist; create it or leave the option out")
     junit = getattr(args, "junit_xml", None)
-    if junit is not None and not os.path.isdir(os.path.dirname(os.path.abspath(junit))):
-        raise KilltestError(f"--junit-xml {junit!r}: the folder {os.path.dirname(os.path.abspath(junit))!r} does not"
-                            " exist; create it first")
+    if junit is not None:  # its folder is made, as pytest's --junitxml makes it; a path that cannot be is refused now
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(junit)), exist_ok=True)
+        except OSError as error:
+            raise KilltestError(f"--junit-xml {junit!r}: cannot create its folder: {error.strerror}") from None
+        if os.path.isdir(junit):
+            raise KilltestError(f"--junit-xml {junit!r} is a folder; give the path of the file to write")
     try:
         os.makedirs(os.path.join(args.out, "history"), exist_ok=True)
     except OSError as error:

@@ -137,7 +137,28 @@ def search(on: Bench, examples: int, seed: int, max_seconds: float | None = None
            on_trial: Callable[[Trial], None] = lambda trial: None) -> list[Trial]:
     """Up to `examples` Hypothesis-drawn cases, each run once; every trial, failures included, in order."""
     trials: list[Trial] = []
-    deadline = None if max_seconds is None else time.monotonic() + max_seconds
+
+    def run(case: Case, stage_on: Stage) -> None:
+        trial = on.trial(case, stage_on)
+        trials.append(trial)
+        on_trial(trial)
+
+    _each_case(on, examples, seed, None if max_seconds is None else time.monotonic() + max_seconds, run)
+    return trials
+
+
+def draw_cases(on: Bench, examples: int, seed: int) -> list[Case]:
+    """The cases `search` would run with this seed, drawn the same way but not run: one pytest item each
+    (killtest.spread). Hypothesis only generates, and a case's outcome never feeds back into the draws,
+    so the same seed gives the same cases on every machine that records the same store writes."""
+    cases: list[Case] = []
+    _each_case(on, examples, seed, None, lambda case, stage_on: cases.append(case))
+    return cases
+
+
+def _each_case(on: Bench, examples: int, seed: int, deadline: float | None,
+               visit: Callable[[Case, Stage], None]) -> None:
+    """Draw up to `examples` cases with Hypothesis seed `seed`, each on a site of its catalog, for `visit`."""
 
     @hypothesis_seed(seed)
     @settings(max_examples=examples, deadline=None, database=None, phases=[Phase.generate],
@@ -151,12 +172,9 @@ def search(on: Bench, examples: int, seed: int, max_seconds: float | None = None
             writes = on.store_writes(stage_on, pages, per_page)
             requests = stage_on.site.catalog.full_crawl_requests
             schedule = data.draw(kill_schedules(on.design, requests, writes, on.lines), label="schedule")
-            trial = on.trial(Case(pages, per_page, schedule.spec), stage_on)
-        trials.append(trial)
-        on_trial(trial)
+            visit(Case(pages, per_page, schedule.spec), stage_on)
 
     one_case()
-    return trials
 
 
 def shrink(on: Bench, failing: Case, on_step: Callable[[Trial], None] = lambda trial: None) -> tuple[Trial, int]:

@@ -1,0 +1,60 @@
+"""Crash points and fuzz cases as pytest items, spread by pytest-xdist: the same verdicts as serially.
+
+A user's test file parametrized with killtest.crash_points and killtest.fuzz_examples, run by pytester
+in a subprocess three ways: serially, with `-n 2`, and with two `--tx popen` workers (how machines
+are named with `--tx ssh=...`). Each item passes or fails by itself; the three runs must agree item by
+item, and the crash point known to lose a record must fail in each.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytest_plugins = ["pytester"]
+pytest.importorskip("xdist")
+
+USER_TEST = '''
+import pytest
+from killtest import crash_points, explore, fuzz_example, fuzz_examples
+
+DESIGN = "zoo-done-before-record"
+OPTIONS = {"listing_pages": 2, "per_page": 3}
+# Every 40th crash point (requests, store writes, lines) and the store write known to lose a record.
+POINTS = sorted(set(crash_points(DESIGN, **OPTIONS)[::40]) | {"w68"})
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_crash_point(point, tmp_path):
+    explore(DESIGN, only=point, out=tmp_path, **OPTIONS).assert_passed()
+
+
+@pytest.mark.parametrize("example", fuzz_examples(DESIGN, examples=3, seed=3), ids=str)
+def test_fuzz_example(example, tmp_path):
+    fuzz_example(DESIGN, example, out=tmp_path).assert_passed()
+'''
+
+
+def _outcomes(result) -> dict[str, str]:
+    """item id -> PASSED or FAILED, from `-rA`'s short summary (xdist and serial print it alike)."""
+    found = {}
+    for line in result.outlines:
+        match = re.match(r"^(PASSED|FAILED) (\S+::\S+)", line)
+        if match:
+            found[match.group(2)] = match.group(1)
+    return found
+
+
+def test_xdist_workers_reach_the_same_verdicts_as_a_serial_run(pytester):
+    pytester.makepyfile(test_user=USER_TEST)
+    serial = pytester.runpytest_subprocess("-rA", "-p", "no:cacheprovider")
+    spread = pytester.runpytest_subprocess("-rA", "-v", "-p", "no:cacheprovider", "-n", "2")
+    machines = pytester.runpytest_subprocess("-rA", "-p", "no:cacheprovider", "--dist", "load",
+                                             "--tx", "popen", "--tx", "popen")
+    by_serial, by_spread, by_machines = _outcomes(serial), _outcomes(spread), _outcomes(machines)
+    assert len(by_serial) >= 8, serial.outlines[-30:]
+    assert by_serial == by_spread == by_machines
+    assert by_serial["test_user.py::test_crash_point[w68]"] == "FAILED"
+    assert "killtest replay --design zoo-done-before-record --schedule w68" in "\n".join(spread.outlines)
+    assert re.search(r"\[gw1\]|gw1", "\n".join(spread.outlines))  # the items really went to two workers
