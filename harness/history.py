@@ -27,6 +27,9 @@ EVENTS: dict[str, str] = {
     "paused": "start, worker (none: every worker), pids (the process groups sent SIGSTOP), seconds (planned),"
               " point: a pause point stopped the start or one worker",
     "resumed": "start, worker, pids (the groups sent SIGCONT), seconds (how long they were stopped), point",
+    "power_lost": "start, point, names_lost, names_restored, bytes_reverted (paths under the work dir), files and"
+                  " bytes (how many of the design's files, and bytes, the cut took): a power-cut point SIGKILLed"
+                  " the start and dropped what no fsync had made durable",
     "process_exited": "start, returncode, held_leases (the claims the store still held when the start ended"
                       " by itself)",
     "crash": "start, returncode, stderr_tail (the last lines the start wrote to stderr): it exited with an error",

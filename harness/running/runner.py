@@ -24,6 +24,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from killtest.fixture_site.catalog import Drift
 from killtest.fixture_site.server import SiteServer
@@ -46,7 +47,7 @@ from killtest.harness.running.collect import (
 from killtest.harness.running.processes import Start, spawn
 from killtest.harness.running.site_drift import SiteDrift
 from killtest.harness.running.start_watch import Stalled, StartWatch, wait_watching
-from killtest.harness.running.target import StartTarget
+from killtest.harness.running.target import StartTarget, power_loss_mount
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,7 @@ class _Run:
     current: Start | None = None  # the start now running, if any
     outcome: str = "completed"
     crawl_done: int = 0
+    power_loss_mount: Any = None  # the mount over the work dir while a power-cut point's run is on (target.py)
 
     def since_began(self) -> float:
         return time.monotonic() - self.began
@@ -113,19 +115,20 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
     """
     run = _prepare(design, schedule, site, work_dir, settings, on_progress, launcher, dsn, restart_store)
     planned = _planned_starts(schedule, settings)
-    try:
-        for number, (point, crawl) in enumerate(planned, start=1):
-            if crawl <= run.crawl_done:
-                continue  # that crawl finished before its kill points ran out
-            if not _start_until_its_point(run, point, crawl, f"point {number}/{len(planned)}"):
-                break
-    finally:
-        site.set_request_hook(None)
-        assert run.drift is not None
-        run.drift.restore()
-        if run.current is not None and run.current.running:
-            run.current.kill()
-        site.close_doors()  # after taking in what the dead starts sent through them
+    with power_loss_mount(run, work_dir):  # only for a power-cut point; left before the store is read
+        try:
+            for number, (point, crawl) in enumerate(planned, start=1):
+                if crawl <= run.crawl_done:
+                    continue  # that crawl finished before its kill points ran out
+                if not _start_until_its_point(run, point, crawl, f"point {number}/{len(planned)}"):
+                    break
+        finally:
+            site.set_request_hook(None)
+            assert run.drift is not None
+            run.drift.restore()
+            if run.current is not None and run.current.running:
+                run.current.kill()
+            site.close_doors()  # after taking in what the dead starts sent through them
     return _collect(run)
 
 
@@ -226,6 +229,7 @@ def _wait_then_kill(run: _Run, point: KillPoint | None, armed: Armed, crawl: int
         fired_at = armed.fired_at or time.monotonic()
         run.history.add("kill", fired_at - run.began, start=index, signal="SIGKILL", point=point.spec,
                         returncode=returncode, held_leases=run.held_leases())
+        point.after_kill(StartTarget(run, crawl, point.spec))  # a power cut drops what was not durable
         run.current = None
         return True
     return _exited(run, current, returncode, crawl)
@@ -244,6 +248,8 @@ def _fire(run: _Run, point: KillPoint, crawl: int) -> None:
         run.history.add("worker_restarted", run.since_began(), start=index, worker=point.worker,
                         pid=fired.restarted_pid)
     if fired.start_over:
+        if fired.killed:
+            point.after_kill(StartTarget(run, crawl, point.spec))  # a power cut drops what was not durable
         run.current = None
 
 

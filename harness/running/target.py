@@ -3,16 +3,21 @@
 The runner (killtest.harness.running.runner) hands a `StartTarget` to `point.fire`; it implements the
 `Target` protocol of killtest.harness.faults.points. A pause (killtest.harness.faults.points.pause) is the
 one action that is not a kill: it writes `paused` when it sends SIGSTOP and `resumed` when it sends
-SIGCONT, and the start goes on.
+SIGCONT, and the start goes on. A power cut (killtest.harness.faults.points.power_cut) SIGKILLs the start
+and then cuts the power of the mount `power_loss_mount` put over the run's work dir: `power_lost`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
+from killtest.harness.errors import KilltestError
+from killtest.harness.faults.power_loss import PowerLossMount
 from killtest.harness.running.processes import Start
 
 if TYPE_CHECKING:
@@ -63,6 +68,77 @@ class StartTarget:
             history.add("resumed", resumed_at - began, start=self.start.index, worker=worker, pids=stopped,
                         seconds=round(resumed_at - paused_at, 4), point=self.point)
         return resumed_at - paused_at
+
+    def lose_power(self) -> dict[str, Any]:
+        """SIGKILL every worker's group, then cut the power: what no fsync made durable is gone.
+
+        The starts' own .out and .err files are the harness's logs, which a real machine would have
+        shipped elsewhere: they are kept as they were and left out of what `power_lost` says was lost.
+        """
+        run = self.run
+        mount: PowerLossMount | None = run.power_loss_mount
+        assert mount is not None, "a power-cut point runs only under its mount (runner.run_kill_test)"
+        self.start.kill()  # the machine went dark: nothing of the start runs on
+        logs = {path: _read(path) for start in run.starts for path in _output_paths(start)}
+        before = _sizes(mount.directory)
+        lost = mount.lose()
+        for path, data in logs.items():
+            if data is not None:
+                with open(path, "wb") as log:
+                    log.write(data)
+        after = _sizes(mount.directory)
+        own = {os.path.relpath(os.path.realpath(path), mount.directory) for path in logs}
+        names_lost = [name for name in lost["names_lost"] if name not in own]
+        reverted = [name for name in lost["bytes_reverted"] if name not in own]
+        gone = [path for path in before if any(path == name or path.startswith(name + "/") for name in names_lost)]
+        bytes_lost = sum(before[path] for path in gone) + sum(
+            max(0, before.get(name, 0) - after.get(name, 0)) for name in reverted)
+        fields = {"names_lost": names_lost, "names_restored": lost["names_restored"], "bytes_reverted": reverted,
+                  "files": len(set(gone) | set(reverted)), "bytes": bytes_lost}
+        run.history.add("power_lost", run.since_began(), start=self.start.index, point=self.point, **fields)
+        return fields
+
+
+@contextlib.contextmanager
+def power_loss_mount(run: _Run, work_dir: str) -> Iterator[None]:
+    """The power-loss file system over `work_dir` for the whole run when a point of its schedule cuts the
+    power (`needs_power_loss_mount`), left on the way out, which puts the surviving files back; else nothing."""
+    if not any(getattr(point, "needs_power_loss_mount", False) for point in run.schedule.points):
+        yield
+        return
+    root = os.path.realpath(work_dir)
+    if not os.path.realpath(run.location).startswith(root + os.sep):
+        raise KilltestError(f"a power cut drops what the run's work dir did not make durable, but design"
+                            f" {run.design.name!r} keeps its store outside it ({run.location})")
+    with PowerLossMount(work_dir) as mount:
+        run.power_loss_mount = mount
+        try:
+            yield
+        finally:
+            run.power_loss_mount = None
+
+
+def _output_paths(start: Start) -> list[str]:
+    return [path for worker in start.retired + start.workers for path in (worker.stdout_path, worker.stderr_path)]
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as data:
+            return data.read()
+    except FileNotFoundError:
+        return None
+
+
+def _sizes(root: str) -> dict[str, int]:
+    """Every file under `root` by its path relative to it, with its size."""
+    found = {}
+    for folder, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(folder, name)
+            with contextlib.suppress(OSError):
+                found[os.path.relpath(path, root)] = os.lstat(path).st_size
+    return found
 
 
 def _signal_group(group: int, signum: int) -> bool:
