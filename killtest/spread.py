@@ -38,14 +38,16 @@ from killtest.harness.errors import KilltestError
 
 @dataclass(frozen=True)
 class FuzzExample:
-    """One fuzzed case: a catalog of `listing_pages` x `per_page` products and a kill schedule."""
+    """One fuzzed case: a catalog of `listing_pages` x `per_page` products and a kill schedule; 0 x 0
+    on a recorded site, whose catalog is its recording."""
 
     schedule: str
     listing_pages: int
     per_page: int
 
     def __str__(self) -> str:  # the pytest item's id
-        return f"{self.schedule}@{self.listing_pages}x{self.per_page}"
+        recorded = (self.listing_pages, self.per_page) == (0, 0)
+        return f"{self.schedule}@{'recording' if recorded else f'{self.listing_pages}x{self.per_page}'}"
 
 
 def crash_points(design: DesignLike, **options: Any) -> list[str]:
@@ -94,9 +96,11 @@ def fuzz_example(design: DesignLike, example: FuzzExample, *, out: str | os.Path
     settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
     with bench(found, settings, prefork=not args.no_prefork, work_dir=args.work_dir) as on:
         trial = on.trial(Case(example.listing_pages, example.per_page, example.schedule))
-    where = f"schedule {example.schedule} on {example.listing_pages}x{example.per_page} products"
-    replay = replay_line(args, found, example.schedule, listing_pages=example.listing_pages,
-                         per_page=example.per_page) if trial.problems else None
+    where = f"schedule {example.schedule} on {trial.case.catalog}{'' if trial.case.recorded else ' products'}"
+    # A recorded site's catalog is its recording: its replay line names no catalog size.
+    recorded = trial.case.recorded
+    replay = replay_line(args, found, example.schedule, listing_pages=None if recorded else example.listing_pages,
+                         per_page=None if recorded else example.per_page) if trial.problems else None
     validity = (Validity.INVALID if trial.problems else Validity.VALID).value
     summary = (f"killtest fuzz {found.name} {example}: {'; '.join(trial.problems) or 'every promise kept'}"
                f"{'' if trial.exact else ' (a timed point: it may not repeat)'} — {validity}")

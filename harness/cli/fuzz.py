@@ -43,7 +43,7 @@ class FuzzCommand(Command):
             return EXIT_PASSED
         exact = "" if result.shrunk.exact else " (not exact: it may not repeat)"
         progress.done(f"smallest failing schedule{exact}: {result.shrunk.case.schedule} on"
-                      f" {result.shrunk.case.pages}x{result.shrunk.case.per_page} products:"
+                      f" {_catalog(result.shrunk.case)}:"
                       f" {'; '.join(result.shrunk.problems)}")
         progress.done(f"replay it: {replay}")
         return EXIT_CHECK_FAILED
@@ -68,7 +68,9 @@ def fuzz_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Design
     replay = None
     if result.shrunk is not None:
         case = result.shrunk.case
-        replay = replay_line(args, design, case.schedule, listing_pages=case.pages, per_page=case.per_page)
+        # A recorded site's catalog is its recording: replay serves it whatever --listing-pages says, so none.
+        replay = replay_line(args, design, case.schedule, listing_pages=None if case.recorded else case.pages,
+                             per_page=None if case.recorded else case.per_page)
     write_atomically(f"{base}.json", json.dumps({**result.to_json(), "replay": replay}, indent=2) + "\n")
     write_atomically(f"{base}.md", markdown(result, typed_command(args), replay))
     return design, result, replay, base
@@ -80,12 +82,18 @@ def markdown(result, command: str, replay: str | None) -> str:
              f"Design **{result.design}**: {len(result.trials)} schedules, {result.shrink_runs} shrink runs,"
              f" {result.schedules_per_minute} schedules a minute ({result.elapsed_s:.1f} s in all).", ""]
     if result.shrunk is not None:
-        lines += [f"Smallest failing schedule: `{result.shrunk.case.schedule}` on a catalog of"
-                  f" {result.shrunk.case.pages} listing pages of {result.shrunk.case.per_page}:"
+        case = result.shrunk.case
+        where = "the recorded site" if case.recorded else f"a catalog of {case.pages} listing pages of {case.per_page}"
+        lines += [f"Smallest failing schedule: `{case.schedule}` on {where}:"
                   f" {'; '.join(result.shrunk.problems)}.", "", f"Replay: `{replay}`", ""]
     lines += ["| catalog | schedule | exact | verdict |", "| --- | --- | --- | --- |"]
     for trial in sorted(result.trials, key=lambda t: not t.problems):
         verdict = "ok" if not trial.problems else "; ".join(trial.problems)
-        lines.append(f"| {trial.case.pages}x{trial.case.per_page} | `{trial.case.schedule}` |"
+        lines.append(f"| {trial.case.catalog} | `{trial.case.schedule}` |"
                      f" {'yes' if trial.exact else 'no'} | {verdict} |")
     return "\n".join(lines) + "\n"
+
+
+def _catalog(case) -> str:
+    """The catalog a case ran on, in words: `2x3 products`, or `the recorded site`."""
+    return "the recorded site" if case.recorded else f"{case.pages}x{case.per_page} products"

@@ -2,7 +2,8 @@
 
 Search j of J draws `examples / J` cases with Hypothesis seed `seed + j - 1` on a bench of its own
 (harness/running/fuzzing.py); the failures are taken in search order, and the first is shrunk in this
-process. The same seed and jobs give the same cases.
+process. The same seed and jobs give the same cases. A design that names a recording is fuzzed on
+its replay, one per bench (so one per job), with only the schedule drawn.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def fuzz_design(design: Design, run_settings: RunSettings, *, examples: int, see
 def describe(label: str, trial: Trial) -> str:
     case = trial.case
     verdict = "ok" if not trial.problems else "FAIL: " + "; ".join(trial.problems)
-    return f"{label} catalog {case.pages}x{case.per_page}, schedule {case.schedule}: {verdict}"
+    return f"{label} catalog {case.catalog}, schedule {case.schedule}: {verdict}"
 
 
 def _shrink_first(result: FuzzResult, on: Any, label: str, on_progress: Callable[[str], None]) -> None:

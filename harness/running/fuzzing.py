@@ -9,6 +9,11 @@
    kept when it still fails. Exact runs repeat exactly, so the smallest schedule reproduces: it is
    the one printed as a `killtest replay` line.
 
+On a recorded site (a design whose spec names a recording: docs/how-to/record-your-site.md) the
+recording is the catalog: no catalog size is drawn, a case's catalog is 0x0 (`Case.recorded`), every
+case runs on one replay served by the orchestrator's `stage` for the whole search, and shrinking
+never tries a smaller catalog.
+
 With `jobs` above 1, that many searches run at once in their own processes (harness/running/
 parallel.py), on seeds seed, seed+1, ...; each has its own site, work dirs and servers.
 The property tests of tests/test_fuzz.py call `search` and `shrink` as the command does.
@@ -30,23 +35,42 @@ from hypothesis import strategies as st
 from killtest.fixture_site.catalog import build_catalog
 from killtest.fixture_site.server import SiteServer
 from killtest.harness.design.model import Design
+from killtest.harness.design.site_spec import one_site
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults.points import parse_point
 from killtest.harness.faults.schedule import KillSchedule
 from killtest.harness.running.exploration import broken_promises
 from killtest.harness.running.fuzz_schedules import catalog_sizes, exact, file_store, kill_schedules, line_points
-from killtest.harness.running.orchestrator import Stage, check_phase, prefork_phase, run_phase, store_servers_phase
+from killtest.harness.running.orchestrator import (
+    Stage,
+    check_phase,
+    prefork_phase,
+    run_phase,
+    stage,
+    store_servers_phase,
+)
+from killtest.harness.running.recorded import load_site
 from killtest.harness.running.runner import RunSettings
 from killtest.harness.running.write_plans import RecordingCache, record, resolve_schedule
 
 
 @dataclass(frozen=True)
 class Case:
-    """One fuzzed run: a catalog (listing pages, products per page) and a schedule."""
+    """One fuzzed run: a catalog (listing pages, products per page) and a schedule. On a recorded site
+    the recording is the catalog: 0x0."""
 
     pages: int
     per_page: int
     schedule: str  # its spec
+
+    @property
+    def recorded(self) -> bool:
+        return (self.pages, self.per_page) == (0, 0)
+
+    @property
+    def catalog(self) -> str:
+        """How a report names the case's catalog: `2x3`, or `recording`."""
+        return "recording" if self.recorded else f"{self.pages}x{self.per_page}"
 
 
 @dataclass
@@ -79,17 +103,32 @@ class FuzzResult:
 
 
 class Bench:
-    """Where fuzzed runs happen: the design's store servers and launcher, a site per catalog, recordings."""
+    """Where fuzzed runs happen: the design's store servers and launcher, a site per catalog (or the one
+    replay of a recorded site, `replay`), and the store writes recorded per catalog."""
 
     def __init__(self, design: Design, run_settings: RunSettings, servers: Any, launchers: dict,
-                 work_dir: str | None) -> None:
+                 work_dir: str | None, replay: Stage | None = None) -> None:
         self.design, self.settings, self.work_dir = design, run_settings, work_dir
-        self.servers, self.launchers = servers, launchers
+        self.servers, self.launchers, self.replay = servers, launchers, replay
         self.recordings: dict[tuple[int, int], RecordingCache] = {}
         self.lines = line_points(design)
 
+    @property
+    def recorded(self) -> bool:
+        """Whether the design meets a recorded site: its catalog is the recording, never drawn."""
+        return self.replay is not None
+
     @contextlib.contextmanager
     def on(self, pages: int, per_page: int) -> Iterator[Stage]:
+        if self.replay is not None:
+            if (pages, per_page) != (0, 0):
+                raise KilltestError(f"design {self.design.name!r} meets a recorded site: its catalog is the"
+                                    f" recording (0x0), not {pages}x{per_page} products")
+            yield self.replay
+            return
+        if min(pages, per_page) < 1:
+            raise KilltestError(f"design {self.design.name!r} meets the shop: a catalog of {pages}x{per_page}"
+                                " products is no catalog (0x0 is a recorded site's)")
         with SiteServer(build_catalog(pages, per_page)) as site:
             yield Stage(site, self.servers, self.launchers)
 
@@ -128,7 +167,14 @@ class Bench:
 @contextlib.contextmanager
 def bench(design: Design, run_settings: RunSettings, *, prefork: bool = True,
           work_dir: str | None = None) -> Iterator[Bench]:
-    """The orchestrator's store-server and pre-fork phases for one design; a site per catalog in `Bench.on`."""
+    """The orchestrator's store-server and pre-fork phases for one design; a site per catalog in `Bench.on`.
+    A design that names a recording meets its replay instead, set up once by the orchestrator's `stage`
+    as for `run` and `explore` (the replay proxy, its CA, no pre-forked start)."""
+    site = one_site([design])
+    if site is not None:
+        with stage(load_site(site), [design], prefork=prefork) as on:
+            yield Bench(design, run_settings, on.servers, on.launchers, work_dir, replay=on)
+        return
     with store_servers_phase([design]) as servers, prefork_phase([design], prefork) as launchers:
         yield Bench(design, run_settings, servers, launchers, work_dir)
 
@@ -167,7 +213,7 @@ def _each_case(on: Bench, examples: int, seed: int, deadline: float | None,
     def one_case(data: st.DataObject) -> None:
         if deadline is not None and time.monotonic() > deadline:
             return
-        pages, per_page = data.draw(catalog_sizes(), label="catalog")
+        pages, per_page = (0, 0) if on.recorded else data.draw(catalog_sizes(), label="catalog")
         with on.on(pages, per_page) as stage_on:
             writes = on.store_writes(stage_on, pages, per_page)
             requests = stage_on.site.catalog.full_crawl_requests
@@ -222,7 +268,8 @@ def broken(trial: Trial) -> list[str]:
 
 
 def _smaller(case: Case) -> Iterator[Case]:
-    """Cases one step smaller than `case`: fewer points, lower numbers, a smaller catalog."""
+    """Cases one step smaller than `case`: fewer points, lower numbers, a smaller catalog (never on a
+    recorded site: its catalog is the recording)."""
     points = case.schedule.split(",")
     for i in range(len(points)):
         if len(points) > 1:
@@ -231,7 +278,7 @@ def _smaller(case: Case) -> Iterator[Case]:
         for lower in _lower(point):
             yield dataclasses.replace(case, schedule=",".join(points[:i] + [lower] + points[i + 1:]))
     for smaller in ((case.pages, case.per_page - 1), (case.pages - 1, case.per_page)):
-        if min(smaller) >= 1:
+        if not case.recorded and min(smaller) >= 1:
             yield from _scaled(case, *smaller)
 
 
