@@ -82,7 +82,11 @@ def write_exchange(writer, url: str, method: str, request_headers: list[tuple[st
 
 def read_exchanges(path: str, ignore_params: tuple[str, ...] = ()) -> dict[str, Exchange]:
     """Every recorded answer by match_key; the last one recorded for a key wins (a page fetched twice)."""
-    from warcio.archiveiterator import ArchiveIterator
+    try:
+        from warcio.archiveiterator import ArchiveIterator
+    except ImportError:
+        raise ValueError("a recorded site needs warcio, which is not installed here: pip install 'killtest[record]'"
+                         ) from None
 
     methods: dict[str, str] = {}
     found: dict[str, Exchange] = {}
@@ -100,6 +104,10 @@ def read_exchanges(path: str, ignore_params: tuple[str, ...] = ()) -> dict[str, 
                         int(record.http_headers.get_statuscode()), headers, record.raw_stream.read(), url)
     except OSError as error:
         raise ValueError(f"cannot read the recording {path}: {error.strerror}") from None
+    except Exception as error:  # warcio's ArchiveLoadFailed and the like: not a WARC file, or a damaged one
+        why = (str(error).strip().splitlines() or [""])[0]
+        raise ValueError(f"cannot read the recording {path}: not a readable WARC file ({type(error).__name__}:"
+                         f" {why})") from None
     return found
 
 
@@ -175,8 +183,13 @@ def load_recorded_site(recording: str, start_url: str, ignore_params: tuple[str,
             raise ValueError(f"cannot read the reference records {path} ({error}):"
                              " run `killtest record` first") from None
     exchanges = read_exchanges(recording, tuple(ignore_params))
-    pages = pages_of(exchanges, {str(r["key"]): {k: str(v) for k, v in r["fields"].items()}
-                                 for r in reference["records"]})
+    try:
+        pages = pages_of(exchanges, {str(r["key"]): {k: str(v) for k, v in r["fields"].items()}
+                                     for r in reference["records"]})
+        int(reference["requests"])
+    except (KeyError, TypeError, AttributeError, ValueError) as error:
+        raise ValueError(f"the reference records {reference_path(recording)} are damaged ({type(error).__name__}:"
+                         f" {error}): run `killtest record` again") from None
     products = tuple(RecordedProduct(index=i, sku=str(r["key"]), price=str(r["fields"].get("price", "")),
                                      values=tuple(sorted((k, str(v)) for k, v in r["fields"].items())),
                                      page=pages.get(str(r["key"]), ""))

@@ -46,7 +46,11 @@ class ProxyProcess:
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
             env={k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")})
         register(self.process.pid)
-        said = self._first_line()
+        try:
+            said = self._first_line()
+        except BaseException:  # Ctrl+C while it starts: no half-started proxy is left running
+            self.stop()
+            raise
         if "port" not in said:
             self.stop()
             raise RuntimeError(f"the recording proxy did not start: {said.get('error') or said.get('stderr')}")

@@ -173,6 +173,8 @@ def explore(design: DesignLike, *, only: str | None = None, out: str | os.PathLi
                 for o in exploration.broken for problem in o.problems]
     replay = replay_line(args, found, exploration.broken[0].point) if exploration.broken else None
     validity = (Validity.VALID if exploration_passed(found, exploration) else Validity.INVALID).value
+    if validity == Validity.VALID.value and not any(o.landed for o in exploration.outcomes):
+        validity = Validity.UNKNOWN.value  # no point was reached: nothing was proved, which is no PASS
     summary = (f"killtest explore {found.name}: {len(exploration.outcomes)} crash points,"
                f" {len(exploration.broken)} broken — {validity}")
     return _result("explore", (found.name,), validity, findings, replay, args.out,
@@ -203,8 +205,15 @@ def fuzz(design: DesignLike, *, examples: int | None = None, seed: int | None = 
 def _given(design: DesignLike) -> str:
     """What `--design` says for `design`: a built-in name, or a spec's absolute path."""
     if isinstance(design, Design):
-        return design.spec_file or design.name
-    text = os.fspath(design)
+        given = design.spec_file or design.name
+        if design_named(given) != design:  # the command reloads it by name or path: a changed copy would be lost
+            raise KilltestError(f"design {design.name!r} differs from what {given!r} loads: a Design changed in"
+                                " code cannot be run; write the change into a spec and give its path")
+        return given
+    try:
+        text = os.fspath(design)
+    except TypeError:
+        text = ""
     if not isinstance(text, str) or not text:
         raise KilltestError(f"a design is a built-in name or the path of a spec (.toml), not {design!r}")
     return os.path.abspath(text) if text.endswith(".toml") or os.sep in text else text

@@ -97,7 +97,7 @@ def claim(db: sqlite3.Connection, crawl: int, lease_s: float) -> str | None:
     except BaseException:
         db.execute("ROLLBACK")
         raise
-    return hold(crawl, row)
+    return hold(db, crawl, row)
 
 
 def record_row(path: str, record: dict) -> tuple:
@@ -215,21 +215,28 @@ class LeaseLost(Exception):
 
 
 FENCE_COMMITS = True  # scrapers/zoo/unfenced_lease.py turns it off: the article's complete(), unfenced
-_tokens: dict[tuple[int, str], float] = {}  # (crawl, path) -> the deadline of this worker's lease on it
+# (connection, crawl, path) -> the deadline of the lease this connection's claim got: per connection, so
+# two threads of one process (each with its own connection) never take each other's token.
+_tokens: dict[tuple[int, int, str], object] = {}
 
 
-def hold(crawl: int, row: tuple | None) -> str | None:
+def hold(db: object, crawl: int, row: tuple | None) -> str | None:
     """Keep the claimed lease's deadline as the page's fencing token; the claimed path, or None."""
     if row is None:
         return None
-    _tokens[(crawl, row[0])] = row[1]
+    _tokens[(id(db), crawl, row[0])] = row[1]
     return row[0]
+
+
+def token_of(db: object, crawl: int, path: str) -> object | None:
+    """The fencing token of this connection's claim on the page, taken (a commit uses it once)."""
+    return _tokens.pop((id(db), crawl, path), None)
 
 
 def fenced_done(db: sqlite3.Connection, crawl: int, path: str) -> None:
     """Mark the page done, inside the caller's transaction, only while this worker's lease is the page's
     current one; LeaseLost otherwise, and the caller's ROLLBACK takes the record write back with it."""
-    token = _tokens.pop((crawl, path), None)
+    token = token_of(db, crawl, path)
     if token is None or not FENCE_COMMITS:
         db.execute("UPDATE frontier SET status = 'done' WHERE crawl = ? AND path = ?", (crawl, path))
         return

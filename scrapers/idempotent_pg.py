@@ -64,7 +64,7 @@ def claim(db: psycopg.Connection, crawl: int, lease_s: float) -> str | None:
         " WHERE (crawl, path) = (SELECT crawl, path FROM frontier WHERE crawl = %s AND status != 'done'"
         "  AND (status = 'pending' OR leased_until < now()) ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED)"
         " RETURNING path, leased_until", (lease_s, crawl)).fetchone()
-    return idempotent.hold(crawl, row)  # the lease's deadline is its fencing token, as in the SQLite design
+    return idempotent.hold(db, crawl, row)  # the lease's deadline is its fencing token, as in the SQLite design
 
 
 def save_record(db: psycopg.Connection, path: str, record: dict) -> None:
@@ -75,7 +75,7 @@ def save_record(db: psycopg.Connection, path: str, record: dict) -> None:
 def mark_done(db: psycopg.Connection, crawl: int, path: str) -> None:
     """The done mark, fenced: only while this worker's lease is the page's current one (else LeaseLost,
     and the transaction around it rolls the record write back), as the SQLite design's fenced_done."""
-    token = idempotent._tokens.pop((crawl, path), None)
+    token = idempotent.token_of(db, crawl, path)
     if token is None or not idempotent.FENCE_COMMITS:
         db.execute("UPDATE frontier SET status = 'done' WHERE crawl = %s AND path = %s", (crawl, path))
         return

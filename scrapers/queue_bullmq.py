@@ -34,8 +34,11 @@ RECORDS = "records"  # hash: record ID -> the record as JSON
 # One script, so atomic: the record (first_seen kept; data and last_changed rewritten only when the
 # content changed) and the page's "done" mark for its crawl. BullMQ completes the job in a script
 # of its own, so a kill between the two leaves a finished page whose job runs again: the done set
-# lets that run skip the fetch, as the SQLite design's frontier does.
+# lets that run skip the fetch, as the SQLite design's frontier does. Fenced, as Firecrawl's queue fences
+# its commit: only while the job's BullMQ lock (KEYS[3]) still holds this worker's token (ARGV[5]); a
+# worker woken past its lock, whose job another worker has taken, writes nothing (-1).
 UPSERT_AND_MARK_DONE = """
+if redis.call('GET', KEYS[3]) ~= ARGV[5] then return -1 end
 redis.call('SADD', KEYS[2], ARGV[4])
 local old = redis.call('HGET', KEYS[1], ARGV[1])
 if old then
@@ -85,12 +88,14 @@ def done_key(crawl: int) -> str:
     return f"crawl:{crawl}:done"
 
 
-async def save_record(client: aioredis.Redis, crawl: int, path: str, record: dict) -> None:
+async def save_record(client: aioredis.Redis, crawl: int, path: str, record: dict, token: str) -> None:
     content_hash = hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()
     now = time.time()
     stored = {**record, "path": path, "content_hash": content_hash, "first_seen": now, "last_changed": now}
-    await client.eval(UPSERT_AND_MARK_DONE, 2, RECORDS, done_key(crawl), record_id(record["sku"]), content_hash,
-                      json.dumps(stored), path)
+    lock = f"bull:{queue_name(crawl)}:{path}:lock"  # BullMQ's own lock key of the job (its id is the path)
+    if await client.eval(UPSERT_AND_MARK_DONE, 3, RECORDS, done_key(crawl), lock, record_id(record["sku"]),
+                         content_hash, json.dumps(stored), path, token) == -1:
+        emit("lease_lost", path=path)  # BullMQ will refuse to complete the job too ("Missing lock")
 
 
 async def crawl_site(args: argparse.Namespace) -> None:
@@ -111,7 +116,7 @@ async def crawl_site(args: argparse.Namespace) -> None:
             await schedule(client, queue, args.crawl, PRODUCT_LINK.findall(html) + LISTING_LINK.findall(html), again)
             await client.sadd(done_key(args.crawl), path)
         else:
-            await save_record(client, args.crawl, path, parse_product(html))
+            await save_record(client, args.crawl, path, parse_product(html), token)
 
     options = {**connection, "lockDuration": args.lock_ms, "stalledInterval": args.stalled_ms,
                "maxStalledCount": args.max_stalled, "drainDelay": 1}

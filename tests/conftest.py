@@ -7,7 +7,17 @@ from hypothesis import HealthCheck, settings
 
 from killtest.fixture_site.catalog import build_catalog
 from killtest.fixture_site.server import SiteServer
+from killtest.harness import lifeline
 from killtest.harness.design.model import Design, StoreSpec
+
+
+@pytest.fixture(autouse=True)
+def no_watchdog_outlives_a_test():
+    """An in-process API call (killtest.api, killtest.spread) starts this process's watchdog
+    (harness/lifeline.py), a child that lives as long as the process: right for a user's pytest session,
+    but the runner's tests count this process's children, so every test says goodbye to it."""
+    yield
+    lifeline.stop_watchdog()
 
 
 @pytest.fixture

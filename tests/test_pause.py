@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import threading
 import time
@@ -16,6 +17,7 @@ from killtest.harness.check.verdict import RunVerdict
 from killtest.harness.check.zombies import (
     ZombieWrite,
     fetched_twice_not_by_a_pause,
+    pauses_landed,
     put_backs,
     refetches_by_woken_workers,
     zombie_writes,
@@ -116,7 +118,9 @@ def test_a_paused_worker_is_stopped_for_its_seconds_then_resumed_and_the_start_g
     assert 1.2 <= stopped[first][-1] - stopped[first][0] < 2.0
     assert history.of_type("kill") == [] and history.of_type("process_exited")  # a pause killed nothing
     verdict = check_run(design, 1, history, site.catalog)
-    assert verdict.validity == "valid", verdict.problems
+    # A pause shorter than the lease gave no other worker the page: every promise kept, but it proved
+    # nothing about a takeover, so the run is unknown, never a PASS (check/zombies.py pauses_past_the_lease).
+    assert verdict.validity == "unknown" and verdict.findings == ["no_kill_landed"], verdict.problems
     assert verdict.rows == verdict.correct_records == len(CATALOG.products)
     assert [span[2] for span in pauses(history)] == ["start 1, worker 1"]
     plot_timeline(history, str(tmp_path / "timeline.png"), "a pause")
@@ -253,6 +257,9 @@ def test_the_woken_workers_first_fetch_of_a_page_stored_meanwhile_is_excused_onc
     sku, path = CATALOG.products[2].sku, CATALOG.products[2].path
     other_sku, other_path = CATALOG.products[3].sku, CATALOG.products[3].path
     h = History()
+    h.add("run_started", 0.0, design="x", seed=None, kill_points=["p1:3@1"], lease_s=1.0, time_limit_s=20,
+          products=6, full_crawl_requests=8, workers=2)
+    h.add("request", 0.5, path=CATALOG.products[0].path, status=200, start=0)  # the start is at work
     h.add("paused", 1.0, start=0, worker=1, pids=[11], seconds=3.0)
     h.add("request", 2.0, path=path, status=200, start=0)  # B takes the page over and stores it at 2.01
     h.add("request", 2.1, path=other_path, status=200, start=0)
@@ -262,3 +269,34 @@ def test_the_woken_workers_first_fetch_of_a_page_stored_meanwhile_is_excused_onc
     h.add("store_record", 2.01, key=sku, fields={}, stamped=True, changed_t=2.01)
     h.add("store_record", 2.11, key=other_sku, fields={}, stamped=True, changed_t=2.11)
     assert refetches_by_woken_workers(h.sorted(), {sku: path, other_sku: other_path}) == {path}
+
+
+def test_only_a_pause_of_one_worker_of_several_past_the_lease_counts_as_a_fault_that_landed():
+    """A pause that gave nobody the chance to take a page over proves nothing: a run with no other fault is
+    unknown, never a PASS (a broken design paused for 0.1 s must not pass)."""
+    def history(workers: int, worker: int | None, seconds: float) -> History:
+        h = History()
+        h.add("run_started", 0.0, design="x", seed=None, kill_points=["p"], lease_s=1.0, time_limit_s=20,
+              products=6, full_crawl_requests=8, workers=workers)
+        h.add("request", 0.5, path=CATALOG.products[0].path, status=200, start=0)
+        h.add("paused", 1.0, start=0, worker=worker, pids=[11], seconds=seconds)
+        h.add("resumed", 1.0 + seconds, start=0, worker=worker, pids=[11], seconds=seconds)
+        return h
+
+    assert pauses_landed(history(2, 1, 3.0)) == 1
+    assert pauses_landed(history(1, 1, 3.0)) == 0  # nobody else to take the page over
+    assert pauses_landed(history(2, None, 3.0)) == 0  # every worker stopped at once
+    assert pauses_landed(history(2, 1, 0.5)) == 0  # shorter than the lease
+
+
+def test_a_point_set_up_when_its_start_is_spawned_is_refused_after_a_pause():
+    """After a pause the start goes on, so a line, store-write or r5+ point would never be set up: one line,
+    never a run that silently does not fire it."""
+    design = design_named("idempotent")
+    for late in ("l:scrapers/idempotent.py:complete+8:2", "w5", "r5+"):
+        with pytest.raises(KilltestError, match=f"kill point {re.escape(late)} needs a start of its own"):
+            validate_schedule(parse_schedule(f"p0.2:3,{late}", design), [design], workers=1)
+    validate_schedule(parse_schedule("w5,p0.2:3,r9", design), [design], workers=1)  # first, or a plain request: fine
+    with pytest.raises(KilltestError, match="needs a start of its own"):
+        validate_schedule(parse_schedule("t0.2@1,l:scrapers/idempotent.py:complete+8:2", design), [design],
+                          workers=2)  # one worker restarted alone: the start goes on

@@ -10,6 +10,7 @@ from killtest.harness.errors import KilltestError
 from killtest.harness.faults.points import Fired, KillPoint, StartOptions, kinds, parse_point
 from killtest.harness.faults.points.line import AtLine, anchor_for, resolve_anchor
 from killtest.harness.faults.points.pause import Pause
+from killtest.harness.faults.points.power_cut import PowerCut
 from killtest.harness.faults.points.redeploy import Redeploy
 from killtest.harness.faults.points.request import AtRequest
 from killtest.harness.faults.points.server_restart import ServerRestart
@@ -31,7 +32,7 @@ def complete_line() -> int:
 def test_every_kind_is_registered_by_its_own_prefix():
     registered = {kind.PREFIX: kind for kind in kinds()}
     assert registered == {"t": AfterDelay, "r": AtRequest, "d": Redeploy, "s": ServerRestart, "l:": AtLine,
-                          "w": AtStoreWrite, "p": Pause}
+                          "w": AtStoreWrite, "p": Pause, "x": PowerCut}
     assert all(isinstance(kind.parse(text), KillPoint) for text, kind in
                [("t1", AfterDelay), ("r1", AtRequest), ("d1:0", Redeploy), ("s1", ServerRestart),
                 ("l:scrapers/idempotent.py:1:1", AtLine), ("w1", AtStoreWrite)])

@@ -75,9 +75,9 @@ def crash(e: Evidence) -> CheckResult:
 
 
 def kills_landed(e: Evidence) -> CheckResult:
-    """A run must have landed a kill (or a pause: a fault that is not a kill) on a start at work, or it
-    proved nothing: unknown. A run with no kill planned proved nothing either: a crawl nobody interrupted
-    says nothing about kills."""
+    """A run must have landed a kill (or a pause of one worker of several past its lease, which lets
+    another take its page over) on a start at work, or it proved nothing: unknown. A run with no kill
+    planned proved nothing either: a crawl nobody interrupted says nothing about kills."""
     v = e.verdict
     figures = {"kills": v.kills, "kills_before_work": v.kills_before_work, "kills_missed": v.kills_missed}
     pauses = pauses_landed(e.history)
@@ -218,7 +218,12 @@ def recording(e: Evidence) -> CheckResult:
     """On a recorded site, every request was one the recording holds (a replay never forwards one)."""
     if not isinstance(e.catalog, RecordedSite):
         return judged([])
-    unrecorded = sorted({r["path"][1:] for r in e.history.of_type("request") if not e.catalog.recorded(r["path"])})
+    requests = e.history.of_type("request")
+    if not requests and e.records.distinct:  # records without a request: it went around the replay proxy
+        return CheckResult(Validity.UNKNOWN, {"unrecorded_requests": 0}, [(
+            Finding.UNRECORDED_REQUEST, "no request reached the replay though the store holds records: the design"
+                                        " went around the proxy, to the live site")])
+    unrecorded = sorted({r["path"][1:] for r in requests if not e.catalog.recorded(r["path"])})
     if not unrecorded:
         return judged([], {"unrecorded_requests": 0})
     return CheckResult(Validity.UNKNOWN, {"unrecorded_requests": len(unrecorded)}, [(

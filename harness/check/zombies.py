@@ -108,14 +108,32 @@ def put_backs(history: History, stale: list[str], paths_by_sku: dict[str, str]) 
     return found
 
 
+def pauses_past_the_lease(history: History) -> list[tuple[dict, dict]]:
+    """(paused, resumed) of each pause that can have let another writer take a page over: it stopped one
+    worker of several, of a start at work, for longer than the run's lease. Any other pause (every worker
+    at once, one worker alone, or shorter than the lease) gives nobody the chance: it proves nothing about
+    fencing and excuses no request."""
+    started = history.first("run_started") or {}
+    lease_s, workers = started.get("lease_s"), started.get("workers") or 1
+    found = []
+    for paused, resumed in zip(history.of_type("paused"), history.of_type("resumed")):
+        if workers < 2 or paused.get("worker") is None or not paused.get("pids"):
+            continue
+        if lease_s is not None and resumed.get("seconds", 0.0) <= lease_s:
+            continue
+        if did_work(history, paused["start"]):
+            found.append((paused, resumed))
+    return found
+
+
 def pauses_landed(history: History) -> int:
-    """Pauses that stopped at least one worker of a start at work."""
-    return sum(1 for p in history.of_type("paused") if p.get("pids") and did_work(history, p["start"]))
+    """Pauses that count as a fault that landed (pauses_past_the_lease)."""
+    return len(pauses_past_the_lease(history))
 
 
 def paused_workers(history: History) -> int:
-    """Workers stopped, over every pause: each may leave one claimed page for another worker to fetch again."""
-    return sum(len(p.get("pids", [])) for p in history.of_type("paused"))
+    """Workers stopped past the lease: each may leave one claimed page for another worker to fetch again."""
+    return sum(len(p.get("pids", [])) for p, _ in pauses_past_the_lease(history))
 
 
 def fetched_twice_not_by_a_pause(history: History) -> list[str]:
@@ -123,7 +141,7 @@ def fetched_twice_not_by_a_pause(history: History) -> list[str]:
     page fetched again while its fetcher was being killed alone is: each pause stands in for a kill of
     its worker (every worker: one no restart names), from SIGSTOP until SIGCONT."""
     stand_ins = []
-    for paused, resumed in zip(history.of_type("paused"), history.of_type("resumed")):
+    for paused, resumed in pauses_past_the_lease(history):
         worker = paused.get("worker") or _EVERY_WORKER
         stand_ins.append({"type": "kill", "t": paused["t"], "start": paused["start"], "worker": worker})
         stand_ins.append({"type": "worker_restarted", "t": resumed["t"], "start": paused["start"], "worker": worker})
@@ -145,7 +163,7 @@ def refetches_by_woken_workers(history: History, paths_by_sku: dict[str, str]) -
     refetches = [r for r in history.of_type("request")
                  if r["path"] in stored_at and r["t"] > stored_at[r["path"]] + CLOCK_SLACK_S]
     excused: list[dict] = []
-    for paused, resumed in zip(history.of_type("paused"), history.of_type("resumed")):
+    for paused, resumed in pauses_past_the_lease(history):
         woken = [r for r in refetches if r["start"] == paused["start"] and r["t"] >= resumed["t"]]
         excused += woken[:len(paused.get("pids", []))]
     return {path for path in {r["path"] for r in excused}

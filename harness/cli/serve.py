@@ -8,6 +8,7 @@ scraper needs to reach it are printed. Ctrl+C stops it.
 from __future__ import annotations
 
 import argparse
+import socket
 import threading
 
 from werkzeug.serving import make_server
@@ -15,7 +16,7 @@ from werkzeug.serving import make_server
 from killtest.fixture_site.app import create_app
 from killtest.fixture_site.catalog import build_catalog
 from killtest.fixture_site.request_log import RequestLog
-from killtest.harness import defaults
+from killtest.harness import defaults, lifeline
 from killtest.harness.cli.command import EXIT_PASSED, Command
 from killtest.harness.cli.shared import designs_named
 from killtest.harness.design.site_spec import site_of
@@ -35,6 +36,7 @@ class ServeCommand(Command):
         site = site_of(designs_named([args.design])[0])
         if site is None:
             raise KilltestError(f"--design {args.design}: its spec has no [site] table naming a recording")
+        lifeline.ensure_watchdog()  # the replay proxy runs in a session of its own: it must not outlive us
         with replaying(load_site(site, need_reference=False)) as replay:
             env = " ".join(f"{k}={v}" for k, v in sorted(replay.scraper_env().items()) if v)
             progress.done(f"replaying {site.recording} for {site.start_url}; a scraper reaches it with: {env}")
@@ -44,6 +46,11 @@ class ServeCommand(Command):
 
 def serve_shop(port: int, progress: Progress) -> None:
     app = create_app(build_catalog(defaults.LISTING_PAGES, defaults.PER_PAGE), RequestLog())
+    try:  # werkzeug would print its own advice and exit 1: say it in killtest's one line instead
+        with socket.create_server(("127.0.0.1", port)):
+            pass
+    except OSError as error:
+        raise KilltestError(f"--port {port}: cannot listen on 127.0.0.1:{port}: {error.strerror}") from None
     server = make_server("127.0.0.1", port, app, threaded=True)
     progress.done(f"the shop: http://127.0.0.1:{server.server_port}/list/0 ({defaults.LISTING_PAGES} listing pages"
                   f" of {defaults.PER_PAGE} products; docs/explanation/shop.md)")

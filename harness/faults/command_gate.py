@@ -98,7 +98,11 @@ class Gate:
         except BlockingIOError:
             return
         client.setblocking(True)
-        server = socket.create_connection(self.upstream)
+        try:
+            server = socket.create_connection(self.upstream)
+        except OSError:  # the store's server is down (a store crash point): the client sees its connection refused
+            client.close()
+            return
         for sock in (client, server):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         state = {"client": client, "server": server, "framer": framer_for(self.kind), "pending": b"",

@@ -88,3 +88,17 @@ def validate_schedule(schedule: KillSchedule, designs: Sequence[DesignLike], wor
     """A one-line KilltestError for the first point that cannot apply to every design with `workers` workers."""
     for point in schedule.points:
         point.validate(designs, workers)
+    problem = order_problem(schedule.points)
+    if problem is not None:
+        raise KilltestError(problem)
+
+
+def order_problem(points: Sequence[KillPoint]) -> str | None:
+    """Why the points cannot run in this order, in one line: a point carried out by how its start is
+    spawned (a line, a store write, r5+) after one that leaves the start running would never fire."""
+    for before, point in zip(points, points[1:]):
+        if point.needs_own_start and not before.starts_over:
+            return (f"kill point {point.spec} needs a start of its own (it is set up when the start is spawned),"
+                    f" but {before.spec} before it leaves the start running; put {point.spec} first, or after a"
+                    " point that ends the whole start")
+    return None

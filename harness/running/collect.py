@@ -33,6 +33,8 @@ def add_requests(history: History, site: SiteServer, starts: list[Start], began:
     start_times = [s.started for s in starts]
     by_door = {start.door: start.index for start in starts if start.door is not None}
     for served in site.request_log.snapshot():
+        if served.door is not None and served.door not in by_door:
+            continue  # sent through a door of an earlier run (its start was stopped mid-request): not this run's
         if served.door in by_door:
             start: int | None = by_door[served.door]
         else:

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
@@ -64,6 +65,10 @@ def record_design(design: Design, resolve: list[str], insecure_upstream: bool, t
     _record_once(design, site, resolve, insecure_upstream, time_limit_s)
     record_s = time.monotonic() - began
     replayed = load_site(site, need_reference=False)
+    if not replayed.exchanges:  # it stored records without asking the proxy: it went around it, to the live site
+        raise KilltestError(f"design {design.name!r} made no request through the recording proxy: it does not"
+                            " honour HTTP_PROXY/HTTPS_PROXY (set its HTTP client's proxy from them), so killtest"
+                            " cannot record or replay its site")
     on_progress(f"recorded {len(replayed.exchanges)} exchanges in {record_s:.1f}s; replaying it twice")
     settings = RunSettings(time_limit_s=time_limit_s, no_progress_s=None)
     with stage(replayed, [design]) as on:
@@ -76,6 +81,9 @@ def record_design(design: Design, resolve: list[str], insecure_upstream: bool, t
             raise KilltestError(f"replay {number} asked for {len(unrecorded)} URL(s) the recording does not hold"
                                 f" ({', '.join(unrecorded[:EXAMPLES])}): the scraper is nondeterministic")
     requests = max(len(history.of_type("request")) for history in runs)
+    if min(len(history.of_type("request")) for history in runs) == 0:
+        raise KilltestError(f"design {design.name!r} made no request to the replay: it does not honour"
+                            " HTTP_PROXY/HTTPS_PROXY, so its runs would meet the live site, not the recording")
     reference = write_reference(site.recording, site.start_url, requests, records[0])
     return Recorded(site.recording, reference, os.path.getsize(site.recording), len(replayed.exchanges),
                     len(records[0]), requests, round(record_s, 2))
@@ -84,7 +92,11 @@ def record_design(design: Design, resolve: list[str], insecure_upstream: bool, t
 def _record_once(design: Design, site: SiteSpec, resolve: list[str], insecure_upstream: bool,
                  time_limit_s: float) -> None:
     """The one live run, through the recording proxy; the WARC lands at the spec's path once it succeeded."""
-    os.makedirs(os.path.dirname(site.recording), exist_ok=True)
+    try:
+        os.makedirs(os.path.dirname(site.recording), exist_ok=True)
+    except OSError as error:
+        raise KilltestError(f"cannot create the recording's folder {os.path.dirname(site.recording)}:"
+                            f" {error.strerror}") from None
     partial = site.recording + ".partial"
     args = ["record", "--warc", partial, *(f"--resolve={r}" for r in resolve)]
     with lifeline.temp_dir(prefix="killtest-record-") as scratch:
@@ -109,6 +121,10 @@ def _record_once(design: Design, site: SiteSpec, resolve: list[str], insecure_up
                 raise KilltestError(f"design {design.name!r} exited with status {returncode} while recording: {tail}")
             if not stored_records(design, design.store_location(launch)):
                 raise KilltestError(f"design {design.name!r} stored no record while recording {site.start_url}")
+        except BaseException:
+            with contextlib.suppress(OSError):  # a failed recording leaves no half-written WARC behind
+                os.remove(partial)
+            raise
         finally:
             proxy.stop()
     os.replace(partial, site.recording)

@@ -64,7 +64,7 @@ def run_zoo(entries: list[ZooEntry], work_dir: str | None = None,
                 # No pre-fork: a zoo scenario runs each start as a new interpreter, as its replay line does.
                 history = run_phase(on, design, parse_schedule(schedule), settings, work_dir=work_dir,
                                     prefix="killtest-zoo-")
-                verdicts[design.name] = check_phase(design, 1, history, catalog)
+                verdicts[design.name] = check_phase(design, 1, history, on.site.catalog)
         found = verdicts[entry.design.name]
         outcomes.append(ZooOutcome(entry.design.name, entry.mistake, entry.expect, scenario.describe(),
                                    found.findings, found.problems, verdicts[ZOO_REFERENCE_DESIGN].findings,

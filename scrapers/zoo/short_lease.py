@@ -2,7 +2,10 @@
 
 Each start runs two worker threads on one store. The lease is fixed at 0.2 s, whatever the run
 asks for; when a page takes longer, the other worker finds the lease expired, claims the page and
-fetches it a second time while the first is still at it.
+fetches it a second time while the first is still at it. The fenced commit then refuses the first
+worker's result, and the second's too once the first has claimed the page back: a page slower than the
+lease is never finished (liveness and a lost record beside the expected finding). A lease must outlast
+the slowest page, or be renewed while the page is fetched.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ A kill point ends one start of a run. Each kind owns, in its own module:
   placeholder values: `work_dir`, `store`, ...), what is armed around
   it (`.arm(site)`: the request kind installs the site's request hook), how long the runner waits
   (`.wait_s`) and what happens when that wait runs out (`.fire(target)`: kill, redeploy, restart one
-  worker, crash the store's server first).
+  worker, crash the store's server first), and once the whole start is dead (`.after_kill(target)`: a
+  power cut, under the mount the runner keeps over the work dir when `needs_power_loss_mount`).
 
 The runner asks the point and knows no kind by name, so a new kind (store-write points, pauses,
 power loss) is one module here plus its test: define a class on `PointKind` and decorate it with
@@ -70,6 +71,10 @@ class Target(Protocol):
     def pause(self, worker: int | None, seconds: float) -> float:
         """SIGSTOP every worker (or worker `worker` alone), SIGCONT them `seconds` later; the seconds stopped."""
 
+    def lose_power(self) -> dict[str, Any]:
+        """SIGKILL every worker, then cut the power of the run's power-loss mount: what no fsync made durable
+        is gone (killtest.harness.faults.power_loss). Writes `power_lost`; returns what was lost."""
+
 
 class Armed(Protocol):
     """What a point set up around one start (for example the site's request hook)."""
@@ -131,9 +136,20 @@ class KillPoint(Protocol):
 
     def start_options(self, values: Mapping[str, str] | None = None) -> StartOptions: ...
 
+    @property
+    def starts_over(self) -> bool: ...
+
+    @property
+    def needs_own_start(self) -> bool: ...
+
     def arm(self, site: Any) -> Armed: ...
 
     def fire(self, target: Target) -> Fired: ...
+
+    def after_kill(self, target: Target) -> None: ...
+
+    # The whole run needs the power-loss file system mounted over its work dir (killtest.harness.faults.power_loss).
+    needs_power_loss_mount: ClassVar[bool]
 
 
 class PointKind:
@@ -148,6 +164,9 @@ class PointKind:
     EXAMPLES: ClassVar[tuple[str, ...]]
     ORDER: ClassVar[int] = 100
     TAKES_WORKER: ClassVar[bool] = False  # its text may end with @<worker>
+    # True: the runner mounts the power-loss file system over the run's work dir for the whole run and
+    # leaves it before the store is read (a power-cut point: killtest.harness.faults.points.power_cut).
+    needs_power_loss_mount: ClassVar[bool] = False
     worker: int | None = None
 
     @classmethod
@@ -176,6 +195,18 @@ class PointKind:
             raise KilltestError(f"kill point {self.spec} names worker {self.worker}, but each start"
                                 f" has {workers}; give --workers {self.worker} or more")
 
+    @property
+    def starts_over(self) -> bool:
+        """Whether the whole start ends when the point fires, so the next point meets a new start; a point
+        that hits one worker (`@K`, which restarts it alone) or pauses does not."""
+        return self.worker is None
+
+    @property
+    def needs_own_start(self) -> bool:
+        """Whether the point is carried out by how its start is spawned (a line tracer, a write gate), so
+        it must meet a start of its own: first in the schedule, or after a point that `starts_over`."""
+        return False
+
     def start_options(self, values: Mapping[str, str] | None = None) -> StartOptions:
         """How the start is spawned; `values` are the start's placeholders (Design.values):
         a store-write point builds its strace `-P` paths from `work_dir` and `store`."""
@@ -186,6 +217,10 @@ class PointKind:
 
     def fire(self, target: Target) -> Fired:
         raise NotImplementedError(f"kill point {self.spec} does not wait for a time")
+
+    def after_kill(self, target: Target) -> None:
+        """Called once the point killed the whole start (fired, or exact inside it), before the next start:
+        a power cut drops here what was not durable. Nothing by default."""
 
 
 _KINDS: dict[str, type[PointKind]] = {}

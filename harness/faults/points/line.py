@@ -75,6 +75,10 @@ class AtLine(PointKind):
                 raise KilltestError(f"kill point {self.spec}: design {design.name!r} is not a Python module, so its"
                                     " lines cannot be traced; use request (r5) or timed (t0.4) kill points")
 
+    @property
+    def needs_own_start(self) -> bool:
+        return True  # the tracer is how its start is spawned
+
     def start_options(self, values: Mapping[str, str] | None = None) -> StartOptions:
         return StartOptions(kill_at_line=(os.path.join(PROJECT_ROOT, self.path), self.line, self.hit))
 

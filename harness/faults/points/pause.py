@@ -50,6 +50,10 @@ class Pause(PointKind):
     def wait_s(self) -> float:
         return self.delay_s
 
+    @property
+    def starts_over(self) -> bool:
+        return False  # the start goes on after SIGCONT
+
     def fire(self, target: Target) -> Fired:
         target.pause(self.worker, self.pause_s)  # it records `paused` and `resumed`
         return Fired("SIGSTOP", 0, start_over=False, killed=False)

@@ -49,6 +49,10 @@ class AtRequest(PointKind):
     def spec(self) -> str:
         return f"r{self.index}{'+' if self.after_response else ''}"
 
+    @property
+    def needs_own_start(self) -> bool:
+        return self.after_response  # `r5+` is strace's, set up when its start is spawned
+
     def start_options(self, values: Mapping[str, str] | None = None) -> StartOptions:
         return gate_options(self.plan, values) if self.resolved else StartOptions()
 

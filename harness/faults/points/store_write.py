@@ -77,6 +77,10 @@ class AtStoreWrite(PointKind):
     EXAMPLES = ("w5",)
     ORDER = 25
 
+    @property
+    def needs_own_start(self) -> bool:
+        return True  # the write gate (strace, or the store-command proxy) is how its start is spawned
+
     @classmethod
     def parse(cls, text: str, design: DesignLike | None = None) -> AtStoreWrite:
         body, colon, connection = text[len(cls.PREFIX):].partition(":c")
