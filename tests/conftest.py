@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+
+import psutil
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -12,12 +16,18 @@ from killtest.harness.design.model import Design, StoreSpec
 
 
 @pytest.fixture(autouse=True)
-def no_watchdog_outlives_a_test():
+def no_watchdog_or_zombie_outlives_a_test():
     """An in-process API call (killtest.api, killtest.spread) starts this process's watchdog
     (harness/lifeline.py), a child that lives as long as the process: right for a user's pytest session,
-    but the runner's tests count this process's children, so every test says goodbye to it."""
+    but the runner's tests count this process's children, so every test says goodbye to it. And this
+    process becomes a child subreaper once a test pre-forks (killtest.harness.running.prefork): what a
+    killed scraper or proxy leaves is handed to it and would stay a zombie; it is reaped here."""
     yield
     lifeline.stop_watchdog()
+    for child in psutil.Process().children():
+        with contextlib.suppress(psutil.Error, ChildProcessError):
+            if child.status() == psutil.STATUS_ZOMBIE:
+                os.waitpid(child.pid, os.WNOHANG)
 
 
 @pytest.fixture
