@@ -21,8 +21,10 @@ from killtest import crash_points, explore, fuzz_example, fuzz_examples
 
 DESIGN = "zoo-done-before-record"
 OPTIONS = {"listing_pages": 2, "per_page": 3}
-# Every 40th crash point (requests, store writes, lines) and the store write known to lose a record.
-POINTS = sorted(set(crash_points(DESIGN, **OPTIONS)[::40]) | {"w68"})
+# Request and line points (exact on every recording), every 6th, and the store write known to lose a record.
+# Late store writes are left out: their numbering can shift by one between two recordings of this design
+# (each item makes its own), an open problem of file-store w points noted in docs/how-to/pytest.md.
+POINTS = sorted(set([p for p in crash_points(DESIGN, **OPTIONS) if not p.startswith("w")][::6]) | {"w68"})
 
 
 @pytest.mark.parametrize("point", POINTS)
@@ -53,7 +55,7 @@ def test_xdist_workers_reach_the_same_verdicts_as_a_serial_run(pytester):
     machines = pytester.runpytest_subprocess("-rA", "-p", "no:cacheprovider", "--dist", "load",
                                              "--tx", "popen", "--tx", "popen")
     by_serial, by_spread, by_machines = _outcomes(serial), _outcomes(spread), _outcomes(machines)
-    assert len(by_serial) >= 8, serial.outlines[-30:]
+    assert len(by_serial) >= 6, serial.outlines[-30:]
     assert by_serial == by_spread == by_machines
     assert by_serial["test_user.py::test_crash_point[w68]"] == "FAILED"
     assert "killtest replay --design zoo-done-before-record --schedule w68" in "\n".join(spread.outlines)
