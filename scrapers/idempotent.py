@@ -233,15 +233,16 @@ def token_of(db: object, crawl: int, path: str) -> object | None:
     return _tokens.pop((id(db), crawl, path), None)
 
 
-def fenced_done(db: sqlite3.Connection, crawl: int, path: str) -> None:
+def fenced_done(db, crawl: int, path: str, placeholder: str = "?") -> None:
     """Mark the page done, inside the caller's transaction, only while this worker's lease is the page's
-    current one; LeaseLost otherwise, and the caller's ROLLBACK takes the record write back with it."""
+    current one; LeaseLost otherwise, and the caller's ROLLBACK takes the record write back with it.
+    The PostgreSQL design runs the same statements with its driver's `%s` placeholder."""
     token = token_of(db, crawl, path)
+    done = "UPDATE frontier SET status = 'done' WHERE crawl = ? AND path = ?".replace("?", placeholder)
     if token is None or not FENCE_COMMITS:
-        db.execute("UPDATE frontier SET status = 'done' WHERE crawl = ? AND path = ?", (crawl, path))
+        db.execute(done, (crawl, path))
         return
-    held = db.execute("UPDATE frontier SET status = 'done' WHERE crawl = ? AND path = ? AND status = 'leased'"
-                      " AND leased_until = ?", (crawl, path, token)).rowcount
+    held = db.execute(f"{done} AND status = 'leased' AND leased_until = {placeholder}", (crawl, path, token)).rowcount
     if held != 1:
         raise LeaseLost(path)
 

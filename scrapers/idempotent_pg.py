@@ -75,14 +75,7 @@ def save_record(db: psycopg.Connection, path: str, record: dict) -> None:
 def mark_done(db: psycopg.Connection, crawl: int, path: str) -> None:
     """The done mark, fenced: only while this worker's lease is the page's current one (else LeaseLost,
     and the transaction around it rolls the record write back), as the SQLite design's fenced_done."""
-    token = idempotent.token_of(db, crawl, path)
-    if token is None or not idempotent.FENCE_COMMITS:
-        db.execute("UPDATE frontier SET status = 'done' WHERE crawl = %s AND path = %s", (crawl, path))
-        return
-    held = db.execute("UPDATE frontier SET status = 'done' WHERE crawl = %s AND path = %s AND status = 'leased'"
-                      " AND leased_until = %s", (crawl, path, token)).rowcount
-    if held != 1:
-        raise idempotent.LeaseLost(path)
+    idempotent.fenced_done(db, crawl, path, placeholder="%s")
 
 
 def complete(db: psycopg.Connection, crawl: int, path: str, discovered: list[str] = (),
