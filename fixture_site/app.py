@@ -10,7 +10,7 @@ import time
 from flask import Flask, Response, abort, g, request
 
 from killtest.fixture_site.catalog import Catalog
-from killtest.fixture_site.doors import DOOR
+from killtest.fixture_site.doors import DOOR, WORKER_PID
 from killtest.fixture_site.request_log import RequestLog
 from killtest.fixture_site.toxics import ToxicDice, toxic_named
 from killtest.fixture_site.webhooks import WebhookLog
@@ -63,7 +63,7 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
         if fault is not None:  # the toxic rolled for this request may change the page (truncate cuts it)
             toxic_named(fault).alter(g.toxics, response)
         log.record(request.path, response.status_code, arrived=g.get("arrived"), fault=fault,
-                   door=request.environ.get(DOOR))
+                   door=request.environ.get(DOOR), worker_pid=request.environ.get(WORKER_PID))
         on_sent = app.config.get("ON_RESPONSE_SENT")
         if on_sent is not None:
             path = request.path
@@ -139,7 +139,7 @@ class _Injection:
 
     def drop(self) -> Response:
         self.log.record(request.path, 0, arrived=g.get("arrived"), fault=g.get("fault"),
-                        door=request.environ.get(DOOR))
+                        door=request.environ.get(DOOR), worker_pid=request.environ.get(WORKER_PID))
         request.environ[DROP] = True  # _dropping_connections drops it once Flask has returned
         return Response(status=204)
 

@@ -12,6 +12,11 @@ is still the killed start's. Workers of one start share its door.
 The doors share the site's WSGI server (its app, request log and handler threads): one thread
 accepts on the open door and hands each connection to the server; the handler asks `credit` which
 door a connection's requests are credited to (None: the site's own port).
+
+Workers of one start share its door. When the harness names a door's worker pids (`rotate(workers)`,
+a list it adds a restarted worker's pid to), each connection is also credited, when it is taken in,
+to the worker whose process holds its client end (killtest.fixture_site.socket_owner): exact, unless
+the worker died between connecting and the accept.
 """
 
 from __future__ import annotations
@@ -26,7 +31,10 @@ from collections.abc import Iterator
 
 from werkzeug.serving import BaseWSGIServer
 
+from killtest.fixture_site.socket_owner import owner
+
 DOOR = "killtest.door"  # the WSGI environ key holding the door a request is credited to, or None
+WORKER_PID = "killtest.worker_pid"  # the environ key holding the pid of the worker that made it, or None
 
 
 class Doors:
@@ -37,8 +45,9 @@ class Doors:
         self._ids = itertools.count(1)
         self._door: tuple[int, socket.socket] | None = None  # (id, listening socket) of the open door
         self._port: int | None = None  # the run's port, kept across rotations
-        # (fd, client address) of each connection taken in -> the id of the door it came in by
-        self._credit: dict[tuple[int, object], int] = {}
+        # (fd, client address) of each connection taken in -> (the id of the door it came in by, its worker's pid)
+        self._credit: dict[tuple[int, object], tuple[int, int | None]] = {}
+        self._workers: list[int] | None = None  # the open door's worker pids, when the harness named them
         self._held: list[tuple[socket.socket, object]] = []  # taken in while paused (tests)
         self._lock = threading.Lock()
         self._wake_r, self._wake_w = os.pipe()
@@ -48,10 +57,13 @@ class Doors:
         self._thread = threading.Thread(target=self._accept_forever, name="fixture-site-doors", daemon=True)
         self._thread.start()
 
-    def rotate(self) -> tuple[int, str]:
-        """Take in all the old door's connections, close it, and open a new door on the same port."""
+    def rotate(self, workers: list[int] | None = None) -> tuple[int, str]:
+        """Take in all the old door's connections, close it, and open a new door on the same port.
+
+        `workers`: the pids of the start's workers, filled in as they are spawned, for worker credit."""
         with self._lock:
             self._close_door()
+            self._workers = workers
             listening = socket.create_server((self._host, self._port or 0), backlog=128)  # SO_REUSEADDR
             listening.setblocking(False)
             self._port = listening.getsockname()[1]
@@ -66,12 +78,24 @@ class Doors:
             self._close_door()
             self._port = None
             self._credit = {}
+            self._workers = None
         os.write(self._wake_w, b"c")
 
-    def credit(self, connection: socket.socket, client_address: object) -> int | None:
-        """The door a connection came in by; None for the site's own port."""
+    def credit(self, connection: socket.socket, client_address: object) -> tuple[int | None, int | None]:
+        """The door a connection came in by (None: the site's own port), and the pid of the worker that
+        made it (None: not asked, or not found)."""
         with self._lock:
-            return self._credit.get((connection.fileno(), client_address))
+            door, pid = self._credit.get((connection.fileno(), client_address), (None, None))
+            workers = self._workers
+        if door is not None and pid is None and workers:
+            # Not found when taken in: a worker can connect before the harness has its pid (a pre-forked
+            # start reports it after the fork). Its request is being read: ask again, once.
+            with contextlib.suppress(OSError):
+                pid = owner(client_address, connection.getsockname(), workers)  # type: ignore[arg-type]
+            if pid is not None:
+                with self._lock:
+                    self._credit[(connection.fileno(), client_address)] = (door, pid)
+        return door, pid
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
@@ -113,7 +137,8 @@ class Doors:
             except (BlockingIOError, OSError):
                 return
             connection.setblocking(True)
-            self._credit[(connection.fileno(), address)] = door
+            pid = owner(address, listening.getsockname(), self._workers) if self._workers else None
+            self._credit[(connection.fileno(), address)] = (door, pid)
             if self._reading.is_set():
                 self._server.process_request(connection, address)  # a handler thread of the site's server
             else:

@@ -9,7 +9,7 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from killtest.fixture_site.app import create_app
 from killtest.fixture_site.catalog import Catalog
-from killtest.fixture_site.doors import DOOR, Doors
+from killtest.fixture_site.doors import DOOR, WORKER_PID, Doors
 from killtest.fixture_site.request_log import RequestLog
 from killtest.fixture_site.toxics import ToxicDice
 from killtest.fixture_site.webhooks import WebhookLog
@@ -25,7 +25,8 @@ class _QuietHandler(WSGIRequestHandler):
     def make_environ(self):
         environ = super().make_environ()
         doors = getattr(self.server, "killtest_doors", None)  # the door it is credited to (killtest.fixture_site.doors)
-        environ[DOOR] = doors.credit(self.connection, self.client_address) if doors is not None else None
+        credit = doors.credit(self.connection, self.client_address) if doors is not None else (None, None)
+        environ[DOOR], environ[WORKER_PID] = credit
         return environ
 
 
@@ -63,12 +64,13 @@ class SiteServer:
         self._app.config["ON_REQUEST"] = hook
         self._app.config["ON_RESPONSE_SENT"] = after_sent
 
-    def open_door(self) -> tuple[int, str]:
+    def open_door(self, workers: list[int] | None = None) -> tuple[int, str]:
         """A door of its own for the next start, at the run's one address: (door, base URL). Every earlier
-        start must be dead: what they sent is theirs, what comes in from now on is the new start's."""
+        start must be dead: what they sent is theirs, what comes in from now on is the new start's.
+        `workers`: the start's worker pids as they are spawned, to credit each request to its worker."""
         if self._doors is None:
             raise RuntimeError("the site is not being served")
-        return self._doors.rotate()
+        return self._doors.rotate(workers)
 
     def doors_paused(self):
         """A context in which the site takes in no connection through a door (doors.Doors.paused)."""

@@ -21,8 +21,8 @@ EVENTS: dict[str, str] = {
     "process_started": "start (its index), pid and pids (one per worker), crawl (1, or 2 and up for a re-crawl),"
                        " door (the site's door it was given, its workers share it: killtest.fixture_site.doors)",
     "kill": "start, signal (SIGKILL, or SIGTERM for a redeploy), point, returncode (the exit status the kernel"
-            " reported, -9), held_leases (the claims the store held afterwards); worker when one worker was"
-            " hit, server_restart_s when the store's server was restarted",
+            " reported, -9), held_leases (the claims the store held afterwards); worker and worker_pid (its"
+            " process) when one worker was hit, server_restart_s when the store's server was restarted",
     "worker_restarted": "start, worker, pid: a worker killed alone and started again at once",
     "paused": "start, worker (none: every worker), pids (the process groups sent SIGSTOP), seconds (planned),"
               " point: a pause point stopped the start or one worker",
@@ -37,7 +37,8 @@ EVENTS: dict[str, str] = {
                   " that long, not by the time limit): the start was stopped",
     "catalog_changed": "version, changed, removed, added (SKUs), products, full_crawl_requests: the site drifted",
     "request": "path, status, start (the start whose door it came in by; without a door, the start running when"
-               " it arrived), fault (the network fault it met, if any)",
+               " it arrived), fault (the network fault it met, if any), worker and pid (with several workers: the"
+               " worker whose process made the connection, when the site could tell)",
     "side_request": "path, status, start, fault: a request for a product's image or a webhook, not a page of the"
                     " crawl",
     "webhook": "key (the idempotency key, or none), payload: a delivery the site received",

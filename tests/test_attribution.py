@@ -7,6 +7,7 @@ begun was credited to the next one: a false `fetched_twice_by_one_start` in a de
 """
 
 import os
+import subprocess
 import sys
 import time
 
@@ -79,3 +80,78 @@ def test_a_start_that_keeps_the_address_it_was_given_is_credited_with_its_own_re
         history = History()
         add_requests(history, site, [first, later], began)
     assert [e["start"] for e in history.of_type("request")] == [0, 1]
+
+
+# Sends one request on a connection of its own, says so with its pid, and waits to be killed.
+PID_SENDER = SENDER.replace("print('sent', flush=True)", "import os; print('sent', os.getpid(), flush=True)")
+WORKERS_DESIGN = Design(name="sender", store=DESIGN.store,
+                        command_template=(sys.executable, "-c", PID_SENDER, "{base_url}"))
+
+
+def _sent_by(path: str) -> int | None:
+    if not os.path.exists(path):
+        return None
+    words = open(path, encoding="utf-8").read().split()
+    return int(words[1]) if len(words) >= 2 and words[0] == "sent" else None
+
+
+def test_each_request_is_credited_to_the_worker_that_sent_it_even_one_killed_before_the_site_read_it(tmp_path):
+    with SiteServer(build_catalog(listing_pages=1, products_per_page=2, seed=1)) as site:
+        launch = Launch(base_url=site.base_url, work_dir=str(tmp_path), lease_s=1.0, open_door=site.open_door)
+        began = time.monotonic()
+        with site.doors_paused():  # the site reads nothing yet
+            start = spawn(WORKERS_DESIGN, launch, 0, workers=2)
+            first, second = (w.stdout_path for w in start.workers)
+            _wait_for(lambda: _sent_by(first) is not None and _sent_by(second) is not None)
+            killed_pid = _sent_by(first)
+            start.restart_worker(1, None, WORKERS_DESIGN, launch)  # killed with its request unread
+            restarted = start.workers[0].stdout_path
+            _wait_for(lambda: _sent_by(restarted) is not None)
+        _wait_for(lambda: site.request_log.total == 3)
+        start.kill()
+        site.close_doors()
+        history = History()
+        add_requests(history, site, [start], began)
+    credited = sorted((e["worker"], e["pid"]) for e in history.of_type("request"))
+    assert credited == sorted([(1, killed_pid), (2, _sent_by(second)), (1, _sent_by(restarted))])
+    assert killed_pid != _sent_by(restarted)
+
+
+def test_a_start_of_one_worker_names_no_worker(tmp_path):
+    """One worker: the start says it all, and the site is not asked (no cost per connection)."""
+    with SiteServer(build_catalog(listing_pages=1, products_per_page=2, seed=1)) as site:
+        launch = Launch(base_url=site.base_url, work_dir=str(tmp_path), lease_s=1.0, open_door=site.open_door)
+        began = time.monotonic()
+        start = spawn(WORKERS_DESIGN, launch, 0)
+        _wait_for(lambda: _sent_by(start.workers[0].stdout_path) is not None)
+        _wait_for(lambda: site.request_log.total == 1)
+        start.kill()
+        site.close_doors()
+        history = History()
+        add_requests(history, site, [start], began)
+    assert [e.get("worker") for e in history.of_type("request")] == [None]
+    assert [r.worker_pid for r in site.request_log.snapshot()] == [None]
+
+
+def test_the_kernel_names_the_inode_of_a_connections_client_end_and_none_once_it_is_closed():
+    import socket
+
+    from killtest.fixture_site.socket_owner import client_inode, owner
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        client = socket.create_connection(server.getsockname())
+        connection, address = server.accept()
+        with connection:
+            assert client_inode(address, server.getsockname()) == os.fstat(client.fileno()).st_ino
+            assert owner(address, server.getsockname(), [os.getpid()]) == os.getpid()
+            assert owner(address, server.getsockname(), [os.getppid()]) == os.getppid()  # a process it started
+            other = subprocess.Popen(["sleep", "30"])
+            try:
+                assert owner(address, server.getsockname(), [other.pid]) is None  # another's
+            finally:
+                other.kill()
+                other.wait()
+            client.close()
+            assert owner(address, server.getsockname(), [os.getpid()]) is None
+    assert client_inode(("127.0.0.1", 1), ("127.0.0.1", 2)) is None
+    assert client_inode(("::1", 1), ("::1", 2)) is None  # IPv6: not asked

@@ -273,6 +273,39 @@ def test_a_page_a_redeployed_worker_sent_in_its_grace_period_may_be_fetched_agai
     assert fetched_twice_by_one_start(h.sorted()) == ([] if retry_explained else ["/list/1"])
 
 
+@pytest.mark.parametrize("first_by, excused", [(2, True), (1, False), (None, True)])
+def test_with_the_worker_known_only_the_killed_workers_own_fetch_is_excused(first_by, excused):
+    """Worker 2 (pid 2) is killed at 0.30; /list/1 was first fetched at 0.29 and again at 2.5. By time
+    alone the second fetch is a retry; when the site names worker 1 (alive) as the first fetcher, the
+    page was held twice (a lease ran out while its holder worked), whatever the timing."""
+    h = History()
+    h.add("run_started", 0.0, design="x", seed=None, kill_points=["t0.3@2"], time_limit_s=60,
+          products=len(CATALOG.products), full_crawl_requests=CATALOG.full_crawl_requests, workers=2)
+    h.add("process_started", 0.0, start=0, pid=1, pids=[1, 2], crawl=1)
+    h.add("kill", 0.30, start=0, signal="SIGKILL", worker=2, worker_pid=2, returncode=-9, held_leases=[])
+    h.add("worker_restarted", 0.31, start=0, worker=2, pid=3)
+    who = {} if first_by is None else {"worker": first_by, "pid": first_by}
+    h.add("request", 0.29, path="/list/1", status=200, start=0, **who)
+    h.add("request", 2.50, path="/list/1", status=200, start=0, worker=2, pid=3)
+    h.add("run_finished", 3.0, outcome="completed", wall_s=3.0)
+    assert fetched_twice_by_one_start(h.sorted()) == ([] if excused else ["/list/1"])
+
+
+def test_a_killed_workers_fetch_long_before_its_death_is_excused_when_the_site_named_it():
+    """A worker that fetched a page, then was killed before committing it (a slow parse): the site named
+    the killed process as the fetcher, so the other worker's fetch after the signal is the page's retry."""
+    h = History()
+    h.add("run_started", 0.0, design="x", seed=None, kill_points=["t5@2"], time_limit_s=60,
+          products=len(CATALOG.products), full_crawl_requests=CATALOG.full_crawl_requests, workers=2)
+    h.add("process_started", 0.0, start=0, pid=1, pids=[1, 2], crawl=1)
+    h.add("request", 1.0, path="/list/1", status=200, start=0, worker=2, pid=2)
+    h.add("kill", 5.0, start=0, signal="SIGKILL", worker=2, worker_pid=2, returncode=-9, held_leases=[])
+    h.add("worker_restarted", 5.01, start=0, worker=2, pid=3)
+    h.add("request", 5.5, path="/list/1", status=200, start=0, worker=1, pid=1)
+    h.add("run_finished", 6.0, outcome="completed", wall_s=6.0)
+    assert fetched_twice_by_one_start(h.sorted()) == []
+
+
 def test_requests_per_stored_record_counts_distinct_records_per_crawl():
     from killtest.harness.check.health import health_warning, requests_per_record
 

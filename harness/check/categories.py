@@ -132,14 +132,24 @@ def sort_kills(history: History) -> list[KillFinding]:
         held_now = set(kill.get("held_leases", []))
         if reads_leases:
             in_flight = sorted(held_now - held_before)
-        else:
-            own = [r["path"] for r in requests if r["start"] == kill["start"]]
+        else:  # its last request: of the killed worker's own process when the site could tell which
+            own = [r["path"] for r in requests if r["start"] == kill["start"] and _made_by(r, kill)]
             in_flight = own[-1:]
         held_before = held_now
         fetched_later = {r["path"] for r in requests if crawl_of.get(r["start"]) == 1 and _after(r, kill)}
         findings.append(KillFinding(kill["start"], kill["t"], kill["returncode"], status, in_flight,
                                     [p for p in in_flight if p in fetched_later]))
     return findings
+
+
+def _made_by(request: dict, kill: dict) -> bool:
+    """`request` (of the kill's start) may have been made by what the kill hit: the whole start, or the
+    one worker's process (by its pid when known; else any request before the kill)."""
+    if kill.get("worker") is None:
+        return True
+    if kill.get("worker_pid") is not None and request.get("pid") is not None:
+        return request["pid"] == kill["worker_pid"]
+    return request["t"] <= kill["t"]
 
 
 def _after(request: dict, kill: dict) -> bool:
@@ -181,27 +191,38 @@ def fetched_twice_by_one_start(history: History) -> list[str]:
     """Pages one start fetched more than once with no kill between: two of its workers held one page.
 
     A lease that ran out while its holder still worked lets a second worker claim the page. When a kill
-    hit one worker of the start while the first fetch was under way (from the signal until the worker
-    was dead and started again: a redeploy's worker may still send a request in its grace period),
-    the second fetch is that page's honest retry; so is a fetch after one that met a network fault.
+    hit one worker of the start while the first fetch was under way, the second fetch is that page's
+    honest retry; so is a fetch after one that met a network fault. Which worker made the first fetch
+    is known exactly when the site could tell (a request's `pid`, a kill's `worker_pid`): only the
+    killed worker's own fetch is excused, and only by a second fetch after the signal. Otherwise, by
+    time: any fetch from the signal until the worker was dead and started again (a redeploy's worker
+    may still send a request in its grace period).
     """
     restarts = history.of_type("worker_restarted")
     single_kills = []
     for kill in (k for k in history.of_type("kill") if k.get("worker") is not None):
         dead_by = min((r["t"] for r in restarts if r["start"] == kill["start"] and r["worker"] == kill["worker"]
                        and r["t"] >= kill["t"]), default=kill["t"])
-        single_kills.append((kill["start"], kill["t"], dead_by))
-    fetches: dict[tuple[int, str], list[tuple[float, str | None]]] = {}
+        single_kills.append((kill["start"], kill["t"], dead_by, kill.get("worker_pid")))
+    fetches: dict[tuple[int, str], list[dict]] = {}
     for r in history.of_type("request"):
         if r["start"] is not None:
-            fetches.setdefault((r["start"], r["path"]), []).append((r["t"], r.get("fault")))
+            fetches.setdefault((r["start"], r["path"]), []).append(r)
     twice = set()
-    for (start, path), times in fetches.items():
-        for (first, fault), (second, _) in zip(times, times[1:]):
-            if fault is None and not any(s == start and first <= dead_by and second >= signalled
-                       for s, signalled, dead_by in single_kills):
+    for (start, path), made in fetches.items():
+        for first, second in zip(made, made[1:]):
+            if first.get("fault") is None and not any(
+                    s == start and second["t"] >= signalled and _killed_fetch(first, dead_by, killed_pid)
+                    for s, signalled, dead_by, killed_pid in single_kills):
                 twice.add(path)
     return sorted(twice)
+
+
+def _killed_fetch(request: dict, dead_by: float, killed_pid: int | None) -> bool:
+    """`request` was made by the worker a kill hit: by its process when both are known, else before it was dead."""
+    if request.get("pid") is not None and killed_pid is not None:
+        return request["pid"] == killed_pid
+    return request["t"] <= dead_by
 
 
 def claim_stalls(history: History) -> dict[str, tuple[float, float]]:

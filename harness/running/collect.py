@@ -28,21 +28,32 @@ def add_requests(history: History, site: SiteServer, starts: list[Start], began:
     Each start reaches the site through a door of its own (killtest.fixture_site.doors), so a request it sent
     just before being killed, and that the site read after the next start began, is still the killed
     start's. A request without a door (a test's own, on the site's port) falls back to the start
-    that was running when it arrived.
+    that was running when it arrived. When a start has several workers, a request also names the
+    worker (`worker`, its number, and `pid`, that incarnation's process) whose process made its
+    connection, when the site could tell (killtest.fixture_site.socket_owner).
     """
     start_times = [s.started for s in starts]
-    by_door = {start.door: start.index for start in starts if start.door is not None}
+    by_door = {start.door: start for start in starts if start.door is not None}
     for served in site.request_log.snapshot():
         if served.door is not None and served.door not in by_door:
             continue  # sent through a door of an earlier run (its start was stopped mid-request): not this run's
         if served.door in by_door:
-            start: int | None = by_door[served.door]
+            start: int | None = by_door[served.door].index
         else:
             start = max((i for i, t in enumerate(start_times) if t <= served.t), default=None)
         # A product's image and the design's webhooks are side effects, not pages of the crawl.
         kind = "side_request" if served.path.startswith(SIDE_EFFECT_PATHS) else "request"
         history.add(kind, served.t - began, path=served.path, status=served.status, start=start,
-                    **({"fault": served.fault} if served.fault else {}))
+                    **({"fault": served.fault} if served.fault else {}), **_worker(served, by_door))
+
+
+def _worker(served, by_door: dict[int, Start]) -> dict:
+    """`worker` and `pid` of a request, when its start has several workers and the site found which made it."""
+    start = by_door.get(served.door) if served.door is not None else None
+    if start is None or start.worker_pids is None or served.worker_pid is None:
+        return {}
+    number = start.worker_of(served.worker_pid)
+    return {} if number is None else {"worker": number, "pid": served.worker_pid}
 
 
 def add_side_effects(history: History, design: Design, launch: Launch, location: str, site: SiteServer,

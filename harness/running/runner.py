@@ -241,9 +241,11 @@ def _fire(run: _Run, point: KillPoint, crawl: int) -> None:
     index = run.current.index
     killed_at = time.monotonic()
     fired = point.fire(StartTarget(run, crawl, point.spec))
+    # One worker killed and started again: its killed process, which the site credits requests to.
+    alone = {"worker_pid": run.current.retired[-1].process.pid} if fired.restarted_pid is not None else {}
     if fired.killed:  # a pause kills nothing: its target wrote `paused` and `resumed`
         run.history.add("kill", killed_at - run.began, start=index, signal=fired.signal, point=point.spec,
-                        returncode=fired.returncode, held_leases=run.held_leases(), **fired.fields)
+                        returncode=fired.returncode, held_leases=run.held_leases(), **fired.fields, **alone)
     if fired.restarted_pid is not None:
         run.history.add("worker_restarted", run.since_began(), start=index, worker=point.worker,
                         pid=fired.restarted_pid)
