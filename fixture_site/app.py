@@ -37,8 +37,15 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
     pace = _Pace(pace_rps)
     app = Flask("fixture_site")
     app.config["CATALOG"] = catalog  # replaced whole when the site drifts (SiteServer.set_catalog)
+    # (catalog, its version number), replaced together: a page is answered from one version, and logged with it.
+    app.config["SERVED"] = (catalog, 0)
     app.config["REQUEST_LOG"] = log = request_log if request_log is not None else RequestLog()
     app.config["WEBHOOKS"] = deliveries = webhooks if webhooks is not None else WebhookLog()
+
+    def _catalog() -> Catalog:
+        """The catalog this request is answered from; its version goes into the request log."""
+        catalog, g.version = app.config["SERVED"]
+        return catalog
 
     @app.before_request
     def note_arrival() -> None:
@@ -63,7 +70,8 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
         if fault is not None:  # the toxic rolled for this request may change the page (truncate cuts it)
             toxic_named(fault).alter(g.toxics, response)
         log.record(request.path, response.status_code, arrived=g.get("arrived"), fault=fault,
-                   door=request.environ.get(DOOR), worker_pid=request.environ.get(WORKER_PID))
+                   door=request.environ.get(DOOR), worker_pid=request.environ.get(WORKER_PID),
+                   version=g.get("version"))
         on_sent = app.config.get("ON_RESPONSE_SENT")
         if on_sent is not None:
             path = request.path
@@ -79,7 +87,7 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
     @app.get("/list/<int:page>")
     def listing(page: int):
         try:
-            products, next_page = app.config["CATALOG"].listing(page)
+            products, next_page = _catalog().listing(page)
         except KeyError:
             abort(404)
         items = "".join(f'<li><a href="{p.path}">Product {p.index}</a></li>' for p in products)
@@ -88,7 +96,7 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
 
     @app.get("/product/<int:index>")
     def product(index: int):
-        item = app.config["CATALOG"].product(index)
+        item = _catalog().product(index)
         if item is None:
             abort(404)
         return _page(item.sku, f'<h1 class="name">{item.name}</h1>'
@@ -97,7 +105,7 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
 
     @app.get("/image/<int:index>.png")
     def image(index: int):
-        item = app.config["CATALOG"].product(index)
+        item = _catalog().product(index)
         if item is None:
             abort(404)
         return Response(item.image(), mimetype="image/png")

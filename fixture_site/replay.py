@@ -118,7 +118,7 @@ class ReplaySite(SiteServer):
         response.headers["Content-Length"] = str(len(found.body))
         return response
 
-    def set_catalog(self, catalog) -> None:
+    def set_catalog(self, catalog, version: int = 0) -> None:
         if catalog is self.recorded_site:
             return  # the run putting the site back as it was
         raise RuntimeError("a recorded site has one version: drift does not apply to it")

@@ -18,6 +18,7 @@ class ServedRequest:
     fault: str | None = None  # the toxic the site injected into this request (killtest.fixture_site.toxics)
     door: int | None = None  # the port it came in by, when the start was given one (killtest.fixture_site.doors)
     worker_pid: int | None = None  # the worker process that made it, when the harness asked (socket_owner)
+    version: int | None = None  # the catalog version a listing or product page was answered from (drift)
 
 
 class RequestLog:
@@ -28,9 +29,9 @@ class RequestLog:
         self._served: list[ServedRequest] = []
 
     def record(self, path: str, status: int, arrived: float | None = None, fault: str | None = None,
-               door: int | None = None, worker_pid: int | None = None) -> None:
+               door: int | None = None, worker_pid: int | None = None, version: int | None = None) -> None:
         entry = ServedRequest(t=time.monotonic() if arrived is None else arrived, path=path, status=status,
-                              fault=fault, door=door, worker_pid=worker_pid)
+                              fault=fault, door=door, worker_pid=worker_pid, version=version)
         with self._lock:
             self._served.append(entry)
 

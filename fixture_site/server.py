@@ -46,10 +46,12 @@ class SiteServer:
         self._thread: threading.Thread | None = None
         self._doors: Doors | None = None
 
-    def set_catalog(self, catalog: Catalog) -> None:
-        """Serve `catalog` from the next request on: the site's content drifts."""
+    def set_catalog(self, catalog: Catalog, version: int = 0) -> None:
+        """Serve `catalog`, numbered `version`, from the next request on: the site's content drifts. Each
+        page answered from it is logged with that number."""
         self.catalog = catalog
         self._app.config["CATALOG"] = catalog
+        self._app.config["SERVED"] = (catalog, version)
 
     def set_toxics(self, toxics, seed: int = 0) -> None:
         """Inject `toxics` (a killtest.fixture_site.toxics.Toxics; None or inactive: none) from now on, rolled with

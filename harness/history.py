@@ -38,7 +38,8 @@ EVENTS: dict[str, str] = {
     "catalog_changed": "version, changed, removed, added (SKUs), products, full_crawl_requests: the site drifted",
     "request": "path, status, start (the start whose door it came in by; without a door, the start running when"
                " it arrived), fault (the network fault it met, if any), worker and pid (with several workers: the"
-               " worker whose process made the connection, when the site could tell)",
+               " worker whose process made the connection, when the site could tell), version (when the site"
+               " drifted: the catalog version a listing or product page was answered from)",
     "side_request": "path, status, start, fault: a request for a product's image or a webhook, not a page of the"
                     " crawl",
     "webhook": "key (the idempotency key, or none), payload: a delivery the site received",

@@ -13,9 +13,13 @@ from __future__ import annotations
 import signal
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from killtest.harness.errors import KilltestError
 from killtest.harness.history import History
+
+if TYPE_CHECKING:  # drift.py imports this module
+    from killtest.harness.check.drift import Served
 
 EXAMPLES = 5  # how many keys or paths of each category a verdict names
 # Two stamps of one write (first written, last changed) may differ by a rounding; a rewrite is later.
@@ -42,6 +46,8 @@ class RecordSets:
     # Records the site changed whose stored last change is older than the site's change.
     missed_change: list[str] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)  # wrong records the site had changed: an old value kept
+    # Records the site removed after the final crawl was served their page: right to keep (drift.Served).
+    removed_after_served: list[str] = field(default_factory=list)
     correct: int = 0
     rows: int = 0
     distinct: int = 0
@@ -62,35 +68,48 @@ def same_value(stored: str, shown: str) -> bool:
 
 
 def sort_records(history: History, truth: dict[str, dict[str, str]],
-                 site_changed: dict[str, float] | None = None) -> RecordSets:
+                 site_changed: dict[str, float] | None = None, served: Served | None = None) -> RecordSets:
     """Sort the stored rows against the site's fields by key; only the fields a row holds are compared.
 
-    `site_changed` holds, for each key the site changed during the run, when it last did.
+    `site_changed` holds, for each key the site changed during the run, when it last did. `served`
+    (drift.served_to_final_crawl) is what the final crawl was served while the site changed under it:
+    a record whose page it fetched is judged by the values that fetch may have seen, and by the last
+    change it surely saw; a product it was never shown is not lost. Any other record is judged by
+    `truth`, the site at the end.
     """
     site_changed = site_changed or {}
+    served_fields = served.fields if served else {}
+    judged = {key: [fields] for key, fields in truth.items()} | served_fields
     stored = [e for e in history.of_type("store_record") if e["key"] is not None]
     values: dict[str, list[dict]] = {}
     for record in stored:
         values.setdefault(record["key"], []).append(record["fields"])
 
+    def shown(fields: dict, version: dict[str, str]) -> bool:
+        return all(same_value(str(v), version.get(name, "")) for name, v in fields.items())
+
     def all_correct(key: str) -> bool:
-        return all(same_value(str(v), truth[key].get(name, "")) for fields in values[key] for name, v in fields.items())
+        return all(any(shown(fields, version) for version in judged[key]) for fields in values[key])
+
+    def change_seen(key: str) -> float | None:
+        return served.change_t[key] if served and key in served.change_t else site_changed.get(key)
 
     rows_per_key = Counter(record["key"] for record in stored)
     return RecordSets(
-        lost=sorted(set(truth) - set(values)),
+        lost=sorted(set(truth) - set(values) - (served.unseen if served else set())),
         duplicated={k: n for k, n in sorted(rows_per_key.items()) if n > 1},
-        wrong=sorted(k for k in values if k in truth and not all_correct(k)),
-        not_on_site=sorted(set(values) - set(truth)),
+        wrong=sorted(k for k in values if k in judged and not all_correct(k)),
+        not_on_site=sorted(set(values) - set(judged)),
         unreadable=[e.get("unreadable", "") for e in history.of_type("store_record") if e["key"] is None],
         # A change a design claims for a record the site never changed is a rewrite of unchanged content.
         rewritten_unchanged=sorted({r["key"] for r in stored if r.get("changed_t") is not None and r["stamped"]
                                     and r["changed_t"] > r["t"] + CLOCK_SLACK_S and r["key"] not in site_changed}),
         missed_change=sorted({r["key"] for r in stored if r.get("changed_t") is not None and r["stamped"]
-                              and r["key"] in site_changed
-                              and r["changed_t"] < site_changed[r["key"]] - CLOCK_SLACK_S}),
-        stale=sorted(k for k in values if k in truth and k in site_changed and not all_correct(k)),
-        correct=sum(1 for k in values if k in truth and all_correct(k)),
+                              and (seen := change_seen(r["key"])) is not None
+                              and r["changed_t"] < seen - CLOCK_SLACK_S}),
+        stale=sorted(k for k in values if k in judged and k in site_changed and not all_correct(k)),
+        removed_after_served=sorted(set(values) & set(served_fields) - set(truth)),
+        correct=sum(1 for k in values if k in judged and all_correct(k)),
         rows=len(history.of_type("store_record")), distinct=len(values))
 
 

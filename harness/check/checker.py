@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from killtest.fixture_site.catalog import Catalog
 from killtest.harness.check.categories import sort_records
-from killtest.harness.check.drift import catalog_versions, site_change_times
+from killtest.harness.check.drift import catalog_versions, served_to_final_crawl, site_change_times
 from killtest.harness.check.named_checks import Evidence, compose
 from killtest.harness.check.run_figures import count_figures
 from killtest.harness.check.verdict import DesignTraits, RunVerdict
@@ -21,7 +21,7 @@ def check_run(design: DesignTraits, run: int, history: History, catalog: Catalog
     """Count rows, records, requests and kills, and list every promise the design broke."""
     versions = catalog_versions(catalog, history)
     final = versions[-1]  # the store must match the site at the end
-    records = sort_records(history, final.truth(), site_change_times(history))
+    records = sort_records(history, final.truth(), site_change_times(history), served_to_final_crawl(versions, history))
     verdict = count_figures(design.name, run, history, versions, records)
     composed = compose(Evidence(design, verdict, history, final, records))
     side_effects = composed.results.get("side_effects")

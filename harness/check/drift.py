@@ -3,11 +3,20 @@
 A run whose site drifted has `catalog_changed` events; the catalog the store must match at the end
 is the last version, rebuilt from the first one with the same seed (catalog_versions). A record the site changed must
 carry a last change no earlier than the site's; one it never changed must not have moved.
+
+Within a crawl the site may change under it: a record is then judged by what the final crawl was
+served (served_to_final_crawl): the catalog version the site logged answering its page's last fetch
+(a request's `version`), or, in a history without it, any version live from that fetch's arrival
+until its start ended.
 """
 
 from __future__ import annotations
 
-from killtest.fixture_site.catalog import Catalog, drifted, parse_drift
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+from killtest.fixture_site.catalog import Catalog, Product, drifted, parse_drift
+from killtest.harness.check.categories import CLOCK_SLACK_S, crawls_by_start
 from killtest.harness.history import History
 
 
@@ -51,3 +60,101 @@ def minimum_requests(first: Catalog, history: History, crawls: int) -> int:
         crawl_full = before[-1]["full_crawl_requests"] if before else full
         total += crawl_full + sum(len(c["added"]) for c in during)
     return total
+
+
+@dataclass
+class Served:
+    """What the final crawl was served while the site drifted under it, per product (by SKU).
+
+    `fields`: for each product whose page the final crawl fetched (200, no fault), the values it may
+    have seen at its last such fetch (two versions when that answer met a change). `change_t`: for
+    those, the product's last change that answer surely held (None: none). `unseen`: products of the
+    final catalog that appeared or moved to another listing page while the final crawl ran and that it
+    was never surely shown: on no listing page it fetched, its page never served, and their listing
+    page one it fetched or was never linked to.
+    """
+
+    fields: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    change_t: dict[str, float | None] = field(default_factory=dict)
+    unseen: set[str] = field(default_factory=set)
+
+
+def served_to_final_crawl(versions: list[Catalog], history: History) -> Served | None:
+    """What the final crawl was served (Served), or None when the site never changed.
+
+    Only the final crawl's fetches count: a re-crawl must follow every change made before it began.
+    The site logs the version each page was answered from; without that (an older history), a request
+    arrives before the site reads its catalog (pacing and latency come between), so a fetch may have
+    seen any version live from its arrival until its start ended (_answer_bounds)."""
+    changes = sorted(history.of_type("catalog_changed"), key=lambda e: e["version"])
+    if not changes or len(versions) != len(changes) + 1:
+        return None
+    begins = [c["t"] for c in changes]  # version i is live from begins[i - 1] on (version 0 from the start)
+    crawl_of = crawls_by_start(history)
+    final = max(crawl_of.values(), default=1)
+    began = min((e["t"] for e in history.of_type("process_started") if e.get("crawl", 1) == final), default=0.0)
+    answered_by = _answer_bounds(history)
+    by_path = [{p.path: p for p in v.products} for v in versions]
+    shown: set[str] = set()
+    fetched_pages: set[int] = set()
+    linked_pages = {0}
+    # sku -> (when its page was last served to the final crawl, the (version, product) that answer may have shown)
+    last_seen: dict[str, tuple[float, list[tuple[int, Product]]]] = {}
+    for r in history.of_type("request"):
+        if r["start"] is None or crawl_of.get(r["start"], 1) != final or r["status"] != 200 or r.get("fault"):
+            continue
+        live = _versions_answered(r, begins, answered_by)
+        page = _listing_page(r["path"])
+        if page is not None:
+            fetched_pages.add(page)
+            shown |= set.intersection(*({p.sku for p in _listed(versions[i], page)} for i in live))
+            if all(versions[i].listing_pages > page + 1 for i in live):
+                linked_pages.add(page + 1)
+            continue
+        answers = [(i, by_path[i][r["path"]]) for i in live if r["path"] in by_path[i]]
+        for sku in {product.sku for _, product in answers}:
+            if r["t"] >= last_seen.get(sku, (float("-inf"), []))[0]:
+                last_seen[sku] = (r["t"], [(i, product) for i, product in answers if product.sku == sku])
+    served = Served()
+    for sku, (_, seen) in last_seen.items():
+        served.fields[sku] = [product.fields() for _, product in seen]
+        surely = min(i for i, _ in seen)  # version v holds the changes before it: 0 .. v-1
+        served.change_t[sku] = max((c["t"] for c in changes[:surely] if sku in c["changed"] + c["added"]),
+                                   default=None)
+    pages = [{p.sku: n // v.products_per_page for n, p in enumerate(v.products)} for v in versions]
+    during = range(bisect_right(begins, began), len(versions))  # the versions live while the final crawl ran
+    for sku, page in pages[-1].items():
+        moved = any(pages[i].get(sku) != page for i in during)
+        if moved and sku not in shown and sku not in last_seen and (page in fetched_pages or page not in linked_pages):
+            served.unseen.add(sku)
+    return served
+
+
+def _versions_answered(request: dict, begins: list[float], answered_by: dict[int, float]) -> range:
+    """The catalog versions a page may have been answered from: the one the site logged (`version`), else,
+    by time, any live from its arrival until its start surely had the answer."""
+    if request.get("version") is not None:
+        return range(request["version"], request["version"] + 1)
+    return range(bisect_right(begins, request["t"] - CLOCK_SLACK_S),
+                 bisect_right(begins, answered_by.get(id(request), float("inf")) + CLOCK_SLACK_S) + 1)
+
+
+def _listing_page(path: str) -> int | None:
+    head, _, number = path.rpartition("/")
+    return int(number) if head == "/list" and number.isdigit() else None
+
+
+def _listed(catalog: Catalog, page: int) -> list:
+    """The products listing page `page` shows in `catalog` (none when it has no such page)."""
+    return catalog.listing(page)[0] if 0 <= page < catalog.listing_pages else []
+
+
+def _answer_bounds(history: History) -> dict[int, float]:
+    """For each request (by id), a time by which the site had surely answered it: the end of its start
+    (a kill of it all, its exit, a crash, the time limit), else of the run. Nothing earlier is sure: a
+    design may have many requests in flight (threads, asyncio, a crawler's concurrency)."""
+    ends = sorted((e["t"], e.get("start")) for e in history.events
+                  if e["type"] in ("process_exited", "crash", "time_limit", "run_finished")
+                  or (e["type"] == "kill" and e.get("worker") is None))
+    return {id(r): next((t for t, start in ends if t >= r["t"] and start in (None, r["start"])), float("inf"))
+            for r in history.of_type("request") if r["start"] is not None}

@@ -25,8 +25,10 @@ class Finding(Enum):
     CRASHED = ("crashed", Promise.FINISHES, "a start exited by itself with an error")
     NO_KILL_LANDED = ("no_kill_landed", Promise.PROVES_SOMETHING, "no kill landed on a start at work")
     LOST = ("lost", Promise.NO_LOST_RECORDS, "a product on the site was never stored")
-    WRONG_VALUE = ("wrong_value", Promise.CORRECT_VALUES, "a stored value the site never showed")
-    NOT_ON_SITE = ("not_on_site", Promise.ONLY_SITE_RECORDS, "a stored record the site does not have")
+    WRONG_VALUE = ("wrong_value", Promise.CORRECT_VALUES, "a stored value other than the one the final crawl's last"
+                   " fetch of its page was served (the site's at the end, for a page that crawl did not fetch)")
+    NOT_ON_SITE = ("not_on_site", Promise.ONLY_SITE_RECORDS,
+                   "a stored record the site does not have, nor had when the final crawl fetched its page")
     UNREADABLE = ("unreadable", Promise.CORRECT_VALUES, "a stored row that could not be read")
     EXTRA_ROWS = ("extra_rows", Promise.NO_DUPLICATES, "more rows than products")
     EXCESS_REQUESTS = ("excess_requests", Promise.BOUNDED_REQUESTS, "more requests than a full crawl plus one per kill")
@@ -40,7 +42,7 @@ class Finding(Enum):
     IGNORED_RETRY_AFTER = ("ignored_retry_after", Promise.HONOURS_RETRY_AFTER,
                            "a request sooner than a 429's Retry-After asked")
     MISSED_CHANGE = ("missed_change", Promise.TRUTHFUL_CHANGES,
-                     "a record the site changed whose last_changed did not move")
+                     "a record whose last_changed is older than the site's last change the crawl was served")
     MISSING_FILES = ("missing_files", Promise.IDEMPOTENT_SIDE_EFFECTS, "a product's current image not on disk")
     DUPLICATE_FILES = ("duplicate_files", Promise.IDEMPOTENT_SIDE_EFFECTS,
                        "a downloaded file that repeats another's bytes, or a partial download left behind")

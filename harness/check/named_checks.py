@@ -108,7 +108,8 @@ def records(e: Evidence) -> CheckResult:
     if v.wrong_records:
         stale = f" ({v.stale_records} of them stale: the site changed them, the store kept the old value)" \
             if v.stale_records else ""
-        found.append((Finding.WRONG_VALUE, f"{v.wrong_records} records hold a value the site does not show{stale}"
+        found.append((Finding.WRONG_VALUE, f"{v.wrong_records} records hold a value the site does not show (or did"
+                                           f" not, when the crawl last fetched their page){stale}"
                                            f"{keys_named(r.wrong)}"))
     if r.not_on_site:
         found.append((Finding.NOT_ON_SITE, f"{len(r.not_on_site)} records are not on the site"
@@ -138,8 +139,9 @@ def network(e: Evidence) -> CheckResult:
 
 
 def duplicates(e: Evidence) -> CheckResult:
-    """One row per product; fewer is a lost record, found by `records`."""
-    v, products = e.verdict, len(e.catalog.products)
+    """One row per product (a product removed after the final crawl was served its page counts); fewer is a
+    lost record, found by `records`."""
+    v, products = e.verdict, len(e.catalog.products) + len(e.records.removed_after_served)
     if v.rows <= products:
         return judged([])
     return judged([(Finding.EXTRA_ROWS, f"{v.rows} rows for {products} products (expected exactly one each)")],
@@ -181,7 +183,7 @@ def drift(e: Evidence) -> CheckResult:
                                                  " last_changed moved though the site never changed them"))
     if v.missed_changes:
         found.append((Finding.MISSED_CHANGE, f"{v.missed_changes} records the site changed keep a last_changed from"
-                                             " before the change"))
+                                             " before the change (the last one the crawl was shown)"))
     return judged(found, {"site_changes": v.site_changes})
 
 

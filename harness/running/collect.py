@@ -34,6 +34,7 @@ def add_requests(history: History, site: SiteServer, starts: list[Start], began:
     """
     start_times = [s.started for s in starts]
     by_door = {start.door: start for start in starts if start.door is not None}
+    drifted = bool(history.of_type("catalog_changed"))  # then a page names the catalog version it was answered from
     for served in site.request_log.snapshot():
         if served.door is not None and served.door not in by_door:
             continue  # sent through a door of an earlier run (its start was stopped mid-request): not this run's
@@ -44,7 +45,8 @@ def add_requests(history: History, site: SiteServer, starts: list[Start], began:
         # A product's image and the design's webhooks are side effects, not pages of the crawl.
         kind = "side_request" if served.path.startswith(SIDE_EFFECT_PATHS) else "request"
         history.add(kind, served.t - began, path=served.path, status=served.status, start=start,
-                    **({"fault": served.fault} if served.fault else {}), **_worker(served, by_door))
+                    **({"fault": served.fault} if served.fault else {}), **_worker(served, by_door),
+                    **({"version": served.version} if drifted and served.version is not None else {}))
 
 
 def _worker(served, by_door: dict[int, Start]) -> dict:

@@ -44,7 +44,7 @@ class SiteDrift:
             before = self.site.catalog
             self.version += 1
             after = drifted(before, self.drift, self.version)
-            self.site.set_catalog(after)
+            self.site.set_catalog(after, self.version)
             self.history.add("catalog_changed", time.monotonic() - self.began, version=self.version,
                              **changes_between(before, after), products=len(after.products),
                              full_crawl_requests=after.full_crawl_requests)
