@@ -159,6 +159,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--jobs", "points (explore) or searches (fuzz) run in this many processes at once, each with its own"
            " site, work dir and servers (default: the number of cores)", ("explore", "fuzz"), "campaign",
            positive(int), metavar="N"),
+    Option("--power-cut", "also cut the power: explore adds xw<n> after each store write w<n>, fuzz draws x, xr and"
+           " xw points (a file store under the work dir, FUSE)", ("explore", "fuzz"), "campaign", action="store_true"),
     Option("--only", f"which parts to run, comma-joined (default {','.join(d.BENCH_PARTS)}); the others keep their"
            " figures from an earlier bench.json", ("bench",), default=",".join(d.BENCH_PARTS)),
     Option("--paces", "comma-separated site paces in requests per second, 0 for unpaced"
@@ -168,8 +170,7 @@ OPTIONS: tuple[Option, ...] = (
            ("scale",), default=",".join(map(str, d.SCALE_WORKERS))),
     # A campaign's runs and kills.
     Option("--runs", f"runs per design (default {d.RUNS})", ("run",), "campaign", positive(int), d.RUNS),
-    Option("--runs", f"runs per design (default {d.SCALE_RUNS})", ("scale",), "campaign", positive(int),
-           d.SCALE_RUNS),
+    Option("--runs", f"runs per design (default {d.SCALE_RUNS})", ("scale",), "campaign", positive(int), d.SCALE_RUNS),
     Option("--runs", f"runs per design (default {d.CALIBRATE_RUNS})", ("calibrate",), "campaign", positive(int),
            d.CALIBRATE_RUNS),
     Option("--kills", f"SIGKILLs per run before the last start runs to the end (default {d.KILLS})", RUNS,
@@ -204,8 +205,7 @@ OPTIONS: tuple[Option, ...] = (
            action="store_true", replayed=True),
     Option("--no-prefork", "start a new interpreter for every start instead of forking one that imported the design"
            " already (slower, and lease expiry may then race the start-up)", EXACT_AND_FUZZ, "scenario",
-           action="store_true",
-           replayed=True),
+           action="store_true", replayed=True),
     Option("--workers", f"worker processes per start, sharing one store; a kill hits them all (default {d.WORKERS})",
            RUN_AND_REPLAY, "scenario", positive(int), d.WORKERS, zoo_key="workers", replayed=True),
     Option("--recrawls", "after the killed crawl, crawl the same store again this many times, unkilled; a design"

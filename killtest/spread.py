@@ -54,15 +54,17 @@ def crash_points(design: DesignLike, **options: Any) -> list[str]:
     """Every crash point `killtest explore` would try on `design` with these options (`listing_pages=`,
     `per_page=`, `lease=`, ...), as the text `explore(design, only=point)` takes."""
     from killtest.fixture_site.catalog import build_catalog
-    from killtest.harness.running.exploration import all_crash_points
+    from killtest.harness.running.exploration import all_crash_points, refuse_power_cut
     from killtest.harness.running.orchestrator import stage
     from killtest.harness.running.runner import RunSettings
 
     args = _parse("explore", [_given(design)], options)
     found = design_named(args.design)
     settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
+    if args.power_cut:  # `power_cut=True`: each store write's power-cut twin too, refused before any server starts
+        refuse_power_cut(found, "explore")
     with stage(build_catalog(args.listing_pages, args.per_page), [found]) as on:
-        return [point.spec for point in all_crash_points(found, on, settings, args.work_dir)]
+        return [point.spec for point in all_crash_points(found, on, settings, args.work_dir, power_cut=args.power_cut)]
 
 
 def fuzz_examples(design: DesignLike, *, examples: int | None = None, seed: int | None = None,
@@ -75,7 +77,7 @@ def fuzz_examples(design: DesignLike, *, examples: int | None = None, seed: int 
     args = _parse("fuzz", [_given(design)], options)
     found = design_named(args.design)
     settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
-    with bench(found, settings, prefork=False, work_dir=args.work_dir) as on:
+    with bench(found, settings, prefork=False, work_dir=args.work_dir, power_cut=args.power_cut) as on:
         cases = draw_cases(on, args.examples, args.seed)
     return [FuzzExample(case.schedule, case.pages, case.per_page) for case in cases]
 
@@ -94,7 +96,7 @@ def fuzz_example(design: DesignLike, example: FuzzExample, *, out: str | os.Path
     prepare_dirs(args)
     _progress(log).step(f"[fuzz {found.name}] {example}")
     settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
-    with bench(found, settings, prefork=not args.no_prefork, work_dir=args.work_dir) as on:
+    with bench(found, settings, prefork=not args.no_prefork, work_dir=args.work_dir, power_cut=args.power_cut) as on:
         trial = on.trial(Case(example.listing_pages, example.per_page, example.schedule))
     where = f"schedule {example.schedule} on {trial.case.catalog}{'' if trial.case.recorded else ' products'}"
     # A recorded site's catalog is its recording: its replay line names no catalog size.

@@ -1,4 +1,5 @@
-"""`killtest explore`: kill once at every request boundary, store write and commit-path line, and check each."""
+"""`killtest explore`: kill once at every request boundary, store write and commit-path line, and check each;
+with `--power-cut`, also cut the power at every store write of a file store."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from killtest.harness.faults.schedule import parse_schedule
 from killtest.harness.files import write_atomically
 from killtest.harness.options import options_of, replay_words
 from killtest.harness.report.render import exploration_markdown
-from killtest.harness.running.exploration import Exploration, explore_design
+from killtest.harness.running.exploration import Exploration, explore_design, refuse_power_cut
 from killtest.harness.running.parallel import default_jobs
 from killtest.harness.running.progress import Progress
 from killtest.harness.running.runner import RunSettings
@@ -51,13 +52,15 @@ def explore_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Des
     """What `explore` runs, without the printing: the design, its exploration, and the base path of the
     result files it wrote (killtest.api.explore calls it too)."""
     design = design_named(args.design)
+    if args.power_cut:
+        refuse_power_cut(design, "explore")  # before the points are parsed or a directory is made
     points = list(parse_schedule(args.only, design).points) if args.only else None
     prepare_dirs(args)
     catalog = build_catalog(args.listing_pages, args.per_page)
     settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
     exploration = explore_design(design, catalog, settings, points, work_dir=args.work_dir,
                                  prefork=not args.no_prefork, progress=progress,
-                                 jobs=args.jobs or default_jobs())
+                                 jobs=args.jobs or default_jobs(), power_cut=args.power_cut)
     base = os.path.join(args.out, f"explore-{design.name}")
     write_atomically(f"{base}.json", json.dumps(exploration.to_json(), indent=2) + "\n")
     write_atomically(f"{base}.md", exploration_markdown(exploration, typed_command(args)))

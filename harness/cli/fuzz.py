@@ -16,6 +16,7 @@ from killtest.harness.design.model import Design
 from killtest.harness.design.registry import design_named
 from killtest.harness.errors import KilltestError
 from killtest.harness.files import write_atomically
+from killtest.harness.running.exploration import refuse_power_cut
 from killtest.harness.running.parallel import default_jobs
 from killtest.harness.running.progress import Progress
 from killtest.harness.running.runner import RunSettings
@@ -59,11 +60,13 @@ def fuzz_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Design
         raise KilltestError(f"killtest fuzz needs Hypothesis ({error.name} is not installed):"
                             " pip install 'hypothesis>=6.80'") from None
     design = design_named(args.design)
+    if args.power_cut:
+        refuse_power_cut(design, "fuzz", needs_strace=False)  # before any directory is made
     prepare_dirs(args)
     settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
     result = fuzz_design(design, settings, examples=args.examples, seed=args.seed, max_seconds=args.max_seconds,
                          jobs=args.jobs or default_jobs(), prefork=not args.no_prefork, work_dir=args.work_dir,
-                         on_progress=progress.step)
+                         on_progress=progress.step, power_cut=args.power_cut)
     base = os.path.join(args.out, f"fuzz-{design.name}")
     replay = None
     if result.shrunk is not None:

@@ -5,7 +5,11 @@ Every point is one run: the first start dies exactly there, the next one finishe
 outcome is held to the idempotent promises whatever the design claims, so for a design that does
 not keep them the report names the points that break them. Store-write points (`w5`) reach any
 program, in any language: one recording run lists the first start's writes to its store
-(harness/running/write_plans.py). With `jobs` above 1 the points are dealt to that many processes,
+(harness/running/write_plans.py). With `power_cut` (`--power-cut`), each store write `w5` of a file store
+is followed by its power-cut twin `xw5` (harness/faults/points/power_cut.py): the same write, the power
+gone instead of a SIGKILL, so what no fsync made durable is lost. No `xr5`: a file's durable state
+changes only at a store write (fsync counts as one), so a cut at a request loses what a cut at the next
+store write loses. With `jobs` above 1 the points are dealt to that many processes,
 each with its own site, work dirs and servers (harness/running/parallel.py); the outcomes are the same.
 """
 
@@ -22,9 +26,12 @@ from killtest.fixture_site.catalog import Catalog
 from killtest.harness.check.findings import Finding
 from killtest.harness.check.verdict import RunVerdict, Validity
 from killtest.harness.design.model import Design
+from killtest.harness.errors import KilltestError
 from killtest.harness.faults.points import KillPoint, parse_point
 from killtest.harness.faults.points.line import AtLine, anchor_for, shown_path
+from killtest.harness.faults.points.power_cut import PowerCutAtStoreWrite, refuse_what_cannot_lose_power
 from killtest.harness.faults.points.request import AtRequest
+from killtest.harness.faults.points.store_write import AtStoreWrite, require_strace
 from killtest.harness.faults.schedule import KillSchedule
 from killtest.harness.running.orchestrator import Stage, check_phase, run_phase, stage
 from killtest.harness.running.parallel import chunks, run_jobs
@@ -96,23 +103,52 @@ class Exploration:
                 "outcomes": [dataclasses.asdict(o) for o in self.outcomes]}
 
 
+def with_power_cuts(points: list[KillPoint]) -> list[KillPoint]:
+    """`points` with each plain store write `w5` followed by its power-cut twin `xw5`, aimed alike (once)."""
+    given = {point.spec for point in points}
+    return [each for point in points for each in (point, *(twin for twin in _power_cut_twin(point)
+                                                            if twin.spec not in given))]
+
+
+def _power_cut_twin(point: KillPoint) -> list[KillPoint]:
+    if type(point) is not AtStoreWrite or point.connection is not None:  # a server's statement: no cut
+        return []
+    return [PowerCutAtStoreWrite(point.index, plan=point.plan, resolved=point.resolved)]
+
+
+def refuse_power_cut(design: Design, command: str, needs_strace: bool = True) -> None:
+    """`--power-cut` where the power cannot be cut under this design's store: one line saying why, before any run."""
+    try:
+        refuse_what_cannot_lose_power("xw<n>", [design])
+        if needs_strace:
+            require_strace("xw<n>")
+    except KilltestError as error:
+        raise KilltestError(f"{command} --power-cut: {error}") from None
+
+
 def all_crash_points(design: Design, on: Stage, settings: RunSettings, work_dir: str | None = None,
-                     cache: RecordingCache | None = None) -> list[KillPoint]:
-    """`crash_points` on the stage's catalog, the store writes found by one recording run."""
+                     cache: RecordingCache | None = None, power_cut: bool = False) -> list[KillPoint]:
+    """`crash_points` on the stage's catalog, the store writes found by one recording run (each followed by
+    its power-cut twin with `power_cut`)."""
+    if power_cut:
+        refuse_power_cut(design, "explore")
     writes = store_write_points(design, on, settings, work_dir, cache)
-    return crash_points(design, on.site.catalog.full_crawl_requests, writes)
+    return crash_points(design, on.site.catalog.full_crawl_requests, with_power_cuts(writes) if power_cut else writes)
 
 
 def explore(design: Design, on: Stage, settings: RunSettings, work_dir: str | None = None,
             points: list[KillPoint] | None = None,
-            on_progress: Callable[[str], None] = lambda message: None) -> Exploration:
+            on_progress: Callable[[str], None] = lambda message: None, power_cut: bool = False) -> Exploration:
     """Kill `design` at each point in turn (all crash points by default) and check every outcome.
 
     `on` is the orchestrator's stage (site, store servers, pre-forked launchers): each point is one
     run phase and one check phase, with a fresh work dir and database, as any campaign's run.
     """
     cache: RecordingCache = {}
-    points = all_crash_points(design, on, settings, work_dir, cache) if points is None else points
+    if points is None:
+        points = all_crash_points(design, on, settings, work_dir, cache, power_cut)
+    elif power_cut:
+        points = with_power_cuts(points)
     exploration = Exploration(design.name, design.claims_idempotence, prefork=design.name in on.launchers)
     began = time.monotonic()
     for number, point in enumerate(points, start=1):
@@ -146,21 +182,26 @@ def broken_promises(verdict: RunVerdict) -> list[str]:
 
 def explore_design(design: Design, catalog: Catalog, settings: RunSettings, points: list[KillPoint] | None, *,
                    work_dir: str | None = None, prefork: bool = True, progress: Any = None,
-                   jobs: int = 1) -> Exploration:
+                   jobs: int = 1, power_cut: bool = False) -> Exploration:
     """`explore` through the orchestrator's phases: the site, the design's store server, its pre-forked
     launcher (a Python design, when `prefork`), then every point (all crash points when `points` is None).
 
     `progress` is a killtest.harness.running.progress.Progress, or any callable taking one line, or None. With
-    `jobs` above 1, the points are dealt to that many processes, each with its own stage.
+    `jobs` above 1, the points are dealt to that many processes, each with its own stage. `power_cut` adds
+    the power-cut twin of each store write, refused in one line before any run where it cannot apply.
     """
     on_progress = _step_of(progress)
+    if power_cut:
+        refuse_power_cut(design, "explore")
     if jobs <= 1:
         with stage(catalog, [design], prefork=prefork) as on:
-            return explore(design, on, settings, work_dir, points, on_progress=on_progress)
+            return explore(design, on, settings, work_dir, points, on_progress=on_progress, power_cut=power_cut)
     began = time.monotonic()
     if points is None:
         with stage(catalog, [design]) as on:
-            points = all_crash_points(design, on, settings, work_dir)
+            points = all_crash_points(design, on, settings, work_dir, power_cut=power_cut)
+    elif power_cut:
+        points = with_power_cuts(points)
     numbered = list(enumerate(point.spec for point in points))
     parts = run_jobs(_explore_part, [(design, catalog, settings, part, work_dir, prefork, len(numbered))
                                      for part in chunks(numbered, jobs)], jobs, on_progress)

@@ -3,7 +3,9 @@
 Search j of J draws `examples / J` cases with Hypothesis seed `seed + j - 1` on a bench of its own
 (harness/running/fuzzing.py); the failures are taken in search order, and the first is shrunk in this
 process. The same seed and jobs give the same cases. A design that names a recording is fuzzed on
-its replay, one per bench (so one per job), with only the schedule drawn.
+its replay, one per bench (so one per job), with only the schedule drawn. With `power_cut` the power-cut
+points are drawn too (harness/running/fuzz_schedules.py), refused in one line before any search where
+the power cannot be cut under the design's store.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from killtest.harness.design.model import Design
+from killtest.harness.running.exploration import refuse_power_cut
 from killtest.harness.running.fuzzing import FuzzResult, Trial, bench, search, shrink
 from killtest.harness.running.parallel import run_jobs
 from killtest.harness.running.runner import RunSettings
@@ -22,22 +25,24 @@ SHRINK_TRIES = 3  # failures a fuzz tries to shrink to an exact schedule before 
 
 def fuzz_design(design: Design, run_settings: RunSettings, *, examples: int, seed: int,
                 max_seconds: float | None = None, jobs: int = 1, prefork: bool = True, work_dir: str | None = None,
-                on_progress: Callable[[str], None] = lambda message: None) -> FuzzResult:
+                on_progress: Callable[[str], None] = lambda message: None, power_cut: bool = False) -> FuzzResult:
     """Search for a schedule that breaks a promise; shrink the first one found to the smallest that still does."""
+    if power_cut:
+        refuse_power_cut(design, "fuzz", needs_strace=False)  # here, before any job is started
     began = time.monotonic()
     result = FuzzResult(design.name)
     label = f"[fuzz {design.name}]"
     if jobs <= 1:
-        with bench(design, run_settings, prefork=prefork, work_dir=work_dir) as on:
+        with bench(design, run_settings, prefork=prefork, work_dir=work_dir, power_cut=power_cut) as on:
             result.trials = search(on, examples, seed, max_seconds, lambda t: on_progress(describe(label, t)))
             _shrink_first(result, on, label, on_progress)
     else:
         shares = [examples // jobs + (1 if j < examples % jobs else 0) for j in range(jobs)]
-        parts = run_jobs(_search_part, [(design, run_settings, share, seed + j, max_seconds, prefork, work_dir)
-                                        for j, share in enumerate(shares) if share], jobs, on_progress)
+        parts = run_jobs(_search_part, [(design, run_settings, share, seed + j, max_seconds, prefork, work_dir,
+                                         power_cut) for j, share in enumerate(shares) if share], jobs, on_progress)
         result.trials = [trial for part in parts for trial in part]
         if any(t.problems for t in result.trials):
-            with bench(design, run_settings, prefork=prefork, work_dir=work_dir) as on:
+            with bench(design, run_settings, prefork=prefork, work_dir=work_dir, power_cut=power_cut) as on:
                 _shrink_first(result, on, label, on_progress)
     result.elapsed_s = time.monotonic() - began
     return result
@@ -69,7 +74,7 @@ def _shrink_first(result: FuzzResult, on: Any, label: str, on_progress: Callable
 
 
 def _search_part(design: Design, run_settings: RunSettings, examples: int, seed: int, max_seconds: float | None,
-                 prefork: bool, work_dir: str | None, lines: Any) -> list[Trial]:
+                 prefork: bool, work_dir: str | None, power_cut: bool, lines: Any) -> list[Trial]:
     label = f"[fuzz {design.name} seed {seed}]"
-    with bench(design, run_settings, prefork=prefork, work_dir=work_dir) as on:
+    with bench(design, run_settings, prefork=prefork, work_dir=work_dir, power_cut=power_cut) as on:
         return search(on, examples, seed, max_seconds, lambda t: lines.put(describe(label, t)))

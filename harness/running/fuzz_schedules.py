@@ -4,7 +4,9 @@ A schedule is one to three points; each point is drawn from the kinds that apply
 request (`r5`, before the answer), after the answer (`r5+`), store write (`w45`, from the first
 start's recording), commit-path line (`l:...`, Python modules), timed (`t0.05`), redeploy
 (`d0.05:0.02`), pause (`p0.05:0.2`, SIGSTOP then SIGCONT) and store-server restart (`s0.1`, PostgreSQL
-and Redis stores). Catalogs are small:
+and Redis stores). With `power_cut` (`--power-cut`), the power-cut twins of the request, store-write and
+timed kinds too (`xr5`, `xr5+`, `xw45`, `x0.05`: harness/faults/points/power_cut.py), listed after every
+other kind: without `power_cut` the list of kinds, and so every draw of a seed, is what it was. Catalogs are small:
 1-3 listing pages of 1-4 products.
 
 `exact` tells whether a point gives the same outcome on every repeat: a timed point, a redeploy, a
@@ -24,6 +26,7 @@ from killtest.harness.design.stores import kind_of
 from killtest.harness.faults.points import KillPoint
 from killtest.harness.faults.points.line import AtLine, anchor_for
 from killtest.harness.faults.points.pause import Pause
+from killtest.harness.faults.points.power_cut import PowerCutAfterDelay, PowerCutAtRequest, PowerCutAtStoreWrite
 from killtest.harness.faults.points.redeploy import Redeploy
 from killtest.harness.faults.points.request import AtRequest
 from killtest.harness.faults.points.server_restart import ServerRestart
@@ -57,11 +60,11 @@ def catalog_sizes() -> st.SearchStrategy[tuple[int, int]]:
 
 
 def kill_points(design: Design, requests: int, store_writes: Sequence[int], lines: Sequence[AtLine],
-                exact_only: bool = False) -> st.SearchStrategy[KillPoint]:
+                exact_only: bool = False, power_cut: bool = False) -> st.SearchStrategy[KillPoint]:
     """One point of any kind the design takes, on a catalog of `requests` requests.
 
     `store_writes` are the write numbers strace can aim at in a first start (from a recording);
-    `lines` the commit-path lines of a Python design."""
+    `lines` the commit-path lines of a Python design; `power_cut` adds the power-cut kinds, last."""
     kinds: list[st.SearchStrategy[KillPoint]] = [st.builds(AtRequest, st.integers(1, requests))]
     if file_store(design) or not exact_only:
         kinds.append(st.builds(AtRequest, st.integers(1, requests), st.just(True)))
@@ -75,14 +78,23 @@ def kill_points(design: Design, requests: int, store_writes: Sequence[int], line
         kinds.append(st.builds(Pause, st.sampled_from(DELAYS_S), st.sampled_from(PAUSES_S)))
         if kind_of(design.store.kind).server is not None:
             kinds.append(st.builds(ServerRestart, st.sampled_from(DELAYS_S)))
+    if power_cut:  # last, and only when asked: without them a seed draws what it always drew
+        kinds.append(st.builds(PowerCutAtRequest, st.integers(1, requests)))
+        if file_store(design) or not exact_only:
+            kinds.append(st.builds(PowerCutAtRequest, st.integers(1, requests), st.just(True)))
+        if store_writes and file_store(design):
+            kinds.append(st.builds(PowerCutAtStoreWrite, st.sampled_from(list(store_writes))))
+        if not exact_only:
+            kinds.append(st.builds(PowerCutAfterDelay, st.sampled_from(DELAYS_S)))
     return st.one_of(kinds)
 
 
 def kill_schedules(design: Design, requests: int, store_writes: Sequence[int] = (),
-                   lines: Sequence[AtLine] = (), exact_only: bool = False) -> st.SearchStrategy[KillSchedule]:
+                   lines: Sequence[AtLine] = (), exact_only: bool = False,
+                   power_cut: bool = False) -> st.SearchStrategy[KillSchedule]:
     """One to three points, each ending one start; the start after the last runs to the end."""
     # A point set up when its start is spawned never fires after a pause (schedule.order_problem): not drawn.
-    return st.lists(kill_points(design, requests, store_writes, lines, exact_only), min_size=1,
+    return st.lists(kill_points(design, requests, store_writes, lines, exact_only, power_cut), min_size=1,
                     max_size=MAX_POINTS).filter(lambda points: order_problem(points) is None).map(
         lambda points: KillSchedule(seed=None, points=tuple(points)))
 

@@ -7,7 +7,7 @@
 2. shrink: the first failure is made smaller by our own greedy steps over exact points only (drop
    the timed points, drop a point, lower a point's number, shrink the catalog), each step one run,
    kept when it still fails. Exact runs repeat exactly, so the smallest schedule reproduces: it is
-   the one printed as a `killtest replay` line.
+   the one printed as a `killtest replay` line. A power-cut point (`xw45`) shrinks as its trigger does.
 
 On a recorded site (a design whose spec names a recording: docs/how-to/record-your-site.md) the
 recording is the catalog: no catalog size is drawn, a case's catalog is 0x0 (`Case.recorded`), every
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ from killtest.harness.design.site_spec import one_site
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults.points import parse_point
 from killtest.harness.faults.schedule import KillSchedule
-from killtest.harness.running.exploration import broken_promises
+from killtest.harness.running.exploration import broken_promises, refuse_power_cut
 from killtest.harness.running.fuzz_schedules import catalog_sizes, exact, file_store, kill_schedules, line_points
 from killtest.harness.running.orchestrator import (
     Stage,
@@ -107,8 +108,8 @@ class Bench:
     replay of a recorded site, `replay`), and the store writes recorded per catalog."""
 
     def __init__(self, design: Design, run_settings: RunSettings, servers: Any, launchers: dict,
-                 work_dir: str | None, replay: Stage | None = None) -> None:
-        self.design, self.settings, self.work_dir = design, run_settings, work_dir
+                 work_dir: str | None, replay: Stage | None = None, power_cut: bool = False) -> None:
+        self.design, self.settings, self.work_dir, self.power_cut = design, run_settings, work_dir, power_cut
         self.servers, self.launchers, self.replay = servers, launchers, replay
         self.recordings: dict[tuple[int, int], RecordingCache] = {}
         self.lines = line_points(design)
@@ -166,17 +167,19 @@ class Bench:
 
 @contextlib.contextmanager
 def bench(design: Design, run_settings: RunSettings, *, prefork: bool = True,
-          work_dir: str | None = None) -> Iterator[Bench]:
+          work_dir: str | None = None, power_cut: bool = False) -> Iterator[Bench]:
     """The orchestrator's store-server and pre-fork phases for one design; a site per catalog in `Bench.on`.
     A design that names a recording meets its replay instead, set up once by the orchestrator's `stage`
-    as for `run` and `explore` (the replay proxy, its CA, no pre-forked start)."""
+    as for `run` and `explore` (the replay proxy, its CA, no pre-forked start). `power_cut`: x points too."""
+    if power_cut:
+        refuse_power_cut(design, "fuzz", needs_strace=False)  # without strace: xr and x points, no xw
     site = one_site([design])
     if site is not None:
         with stage(load_site(site), [design], prefork=prefork) as on:
-            yield Bench(design, run_settings, on.servers, on.launchers, work_dir, replay=on)
+            yield Bench(design, run_settings, on.servers, on.launchers, work_dir, replay=on, power_cut=power_cut)
         return
     with store_servers_phase([design]) as servers, prefork_phase([design], prefork) as launchers:
-        yield Bench(design, run_settings, servers, launchers, work_dir)
+        yield Bench(design, run_settings, servers, launchers, work_dir, power_cut=power_cut)
 
 
 def search(on: Bench, examples: int, seed: int, max_seconds: float | None = None,
@@ -217,7 +220,8 @@ def _each_case(on: Bench, examples: int, seed: int, deadline: float | None,
         with on.on(pages, per_page) as stage_on:
             writes = on.store_writes(stage_on, pages, per_page)
             requests = stage_on.site.catalog.full_crawl_requests
-            schedule = data.draw(kill_schedules(on.design, requests, writes, on.lines), label="schedule")
+            schedule = data.draw(kill_schedules(on.design, requests, writes, on.lines, power_cut=on.power_cut),
+                                 label="schedule")
             visit(Case(pages, per_page, schedule.spec), stage_on)
 
     one_case()
@@ -290,22 +294,27 @@ def _scaled(case: Case, pages: int, per_page: int) -> Iterator[Case]:
         points = [_renumbered(point, ratio, nudge) for point in case.schedule.split(",")]
         if all(points):
             yield Case(pages, per_page, ",".join(p for p in points if p))
-        if not any(p[:1] in ("r", "w") and not p.startswith("l:") for p in case.schedule.split(",")):
+        if not any(_numbered(p) for p in case.schedule.split(",")):
             return  # nothing numbered to nudge
 
 
+def _numbered(point: str) -> tuple[str, int, str] | None:
+    """`xw45` -> (xw, 45, ""), `r5+` -> (r, 5, +); None for a line, a timed point, a server's `w3:c2`."""
+    match = re.fullmatch(r"(x?[rw])(\d+)(\+?)", point)
+    return (match[1], int(match[2]), match[3]) if match else None
+
+
 def _renumbered(point: str, ratio: float, nudge: int) -> str | None:
-    if point[:1] not in ("r", "w") or point.startswith("l:"):
+    if (numbered := _numbered(point)) is None:
         return point
-    suffix = "+" if point.endswith("+") else ""
-    number = round(int(point[1:len(point) - len(suffix)]) * ratio) + (nudge if point[0] == "w" else 0)
-    return f"{point[0]}{number}{suffix}" if number >= 1 else None
+    kind, number, suffix = numbered
+    number = round(number * ratio) + (nudge if kind.endswith("w") else 0)
+    return f"{kind}{number}{suffix}" if number >= 1 else None
 
 
 def _lower(point: str) -> list[str]:
-    """`w45` -> w23, w44; `r5+` -> r3+, r4+: the same kind, a smaller number."""
-    if point[:1] not in ("r", "w") or point.startswith("l:"):
+    """`w45` -> w22, w44; `r5+` -> r2+, r4+; `xw45` -> xw22, xw44: the same kind, a smaller number."""
+    if (numbered := _numbered(point)) is None:
         return []
-    suffix = "+" if point.endswith("+") else ""
-    number = int(point[1:len(point) - len(suffix)])
-    return [f"{point[0]}{n}{suffix}" for n in sorted({number // 2, number - 1}) if 0 < n < number]
+    kind, number, suffix = numbered
+    return [f"{kind}{n}{suffix}" for n in sorted({number // 2, number - 1}) if 0 < n < number]
