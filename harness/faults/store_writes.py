@@ -15,6 +15,8 @@ filter sets TCB_FILTERED before the tampering). So "the 5th write to the store" 
 3rd pwrite64 to those paths first (`landing` checks this on the recording), and refused otherwise.
 
 The recording's paths are kept relative to the work dir, so a plan applies to any run's fresh work dir.
+Explore offers only the writes two recordings of a start agree on (`agreeing_writes`): a `w5` it prints
+must name the same write when `killtest replay` records the start again.
 Pure functions: no I/O but what strace wrote.
 """
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -50,6 +53,12 @@ class StoreCall:
     syscall: str
     paths: tuple[str, ...]  # relative to the work dir ("" is the work dir itself), or absolute outside it
     count: int = 0  # the how-many-th call of `syscall` to the store by `tid`, 1-based: strace's `when`
+
+    @property
+    def aim(self) -> tuple[str, int, tuple[str, ...]]:
+        """What strace's count names, and the file: the same on every recording of the same write (the
+        thread's id is not: it is new each start; nor is what it writes: WAL salts, timestamps)."""
+        return self.syscall, self.count, self.paths
 
 
 @dataclass(frozen=True)
@@ -105,8 +114,39 @@ class Recording:
         return None
 
     def reachable_writes(self) -> list[int]:
-        """Every n whose plan strace can carry out."""
-        return [n for n, call in enumerate(self.calls, 1) if self.landing(call) == n]
+        """Every n whose plan strace can carry out: the first write to reach its (syscall, count)."""
+        first: dict[tuple[str, int], int] = {}
+        for n, call in enumerate(self.calls, 1):
+            first.setdefault((call.syscall, call.count), n)
+        return list(first.values())
+
+
+def agreeing_writes(first: Recording, second: Recording) -> list[int]:
+    """The n (1-based) whose write is the same on both recordings of a start: strace reaches it on both,
+    with the same aim (system call, per-thread count, file: `StoreCall.aim`), after the same writes (the
+    same calls, counted the same, in whatever order the start's threads made them). A file's name may
+    differ before it (a temporary file named by pid or at random), except in a call strace counts toward
+    it, of its system call: the kill's `-P` paths, taken from one recording, would miss it on another.
+    Such a `w<n>` names the same write whichever recording aims it."""
+    reachable = set(first.reachable_writes()) & set(second.reachable_writes())
+    calls: Counter[tuple[str, int]] = Counter()  # the writes before n: first's minus second's
+    files: Counter[tuple[str, int, tuple[str, ...]]] = Counter()  # the same, with their files
+    uneven_calls, uneven_files = 0, Counter[str]()  # how many keys are not zero (by system call: files)
+    agreed = []
+    for n, (one, other) in enumerate(zip(first.calls, second.calls), 1):
+        if n in reachable and one.aim == other.aim and uneven_calls == 0 and uneven_files[one.syscall] == 0:
+            agreed.append(n)
+        for call, step in ((one, 1), (other, -1)):
+            uneven_calls += _add(calls, (call.syscall, call.count), step)
+            uneven_files[call.syscall] += _add(files, call.aim, step)
+    return agreed
+
+
+def _add(balance: Counter, key: object, step: int) -> int:
+    """Add `step` at `key`; how many more keys are not zero (-1, 0 or 1)."""
+    before = balance[key]
+    balance[key] += step
+    return (balance[key] != 0) - (before != 0)
 
 
 def recording_prefix(log_path: str) -> tuple[str, ...]:

@@ -9,7 +9,11 @@ start the point will end (the runs are deterministic), which is what makes the p
 A timed point before it (t, d) makes the recorded start one sample of many: the point stays
 reproducible in what it injects, not in what that hits.
 
-Recordings are cached by the design and the schedule before the point, so explore records once.
+Recordings are cached by the design and the schedule before the point, so explore records once to aim.
+To list the points it offers, explore records an uninterrupted first start twice and keeps the writes
+both agree on (`stable_file_writes`, store_writes.agreeing_writes): a design whose writes depend on the
+clock (a timer thread, a periodic save) has a `w<n>` that names another write on the next recording,
+which a `killtest replay` of it would then kill at. A replay records once: its recording aims its own run.
 
 A PostgreSQL or Redis store's point needs no aiming: the start's own proxy counts its statements as they
 come (harness/faults/command_gate.py). Explore records two uninterrupted starts through the proxy and
@@ -34,7 +38,7 @@ from killtest.harness.faults.points.request import AtRequest
 from killtest.harness.faults.points.store_write import AtStoreWrite, RecordStart, require_strace, server_store
 from killtest.harness.faults.schedule import KillSchedule
 from killtest.harness.faults.store_commands import parse_command_log, per_connection, stable_writes
-from killtest.harness.faults.store_writes import Recording, parse_recording
+from killtest.harness.faults.store_writes import Recording, agreeing_writes, parse_recording
 from killtest.harness.running.orchestrator import Stage, run_phase
 from killtest.harness.running.runner import RunSettings
 
@@ -124,7 +128,7 @@ def aimed(point: Any, recording: Recording | None) -> KillPoint:
 def store_write_points(design: Design, on: Stage, settings: RunSettings, work_dir: str | None = None,
                        cache: RecordingCache | None = None) -> list[KillPoint]:
     """`w1`..`wN`: every store write of a first start that strace (a file store) or the start's proxy (a
-    PostgreSQL or Redis store: every counted statement) can kill at, from one recording.
+    PostgreSQL or Redis store: every counted statement) can kill at, and that two recordings agree on.
 
     None for a file store on a machine without strace, or more than one worker."""
     import shutil
@@ -141,7 +145,24 @@ def store_write_points(design: Design, on: Stage, settings: RunSettings, work_di
         one_connection = len({connection for connection, _ in where}) == 1
         return [AtStoreWrite(where[n - 1][1], resolved=True, connection=None if one_connection else where[n - 1][0])
                 for n in stable_statements(design, on, settings, work_dir, cache)]
-    return [aimed(AtStoreWrite(n), recording) for n in recording.reachable_writes()]
+    return [aimed(AtStoreWrite(n), recording) for n in stable_file_writes(design, on, settings, work_dir, cache)]
+
+
+def again(design: Design, on: Stage, settings: RunSettings, work_dir: str | None, cache: RecordingCache) -> Any:
+    """A second recording of the design's uninterrupted first start, cached apart from the first."""
+    key = (design.name, "#again")
+    if key not in cache:
+        cache[key] = record(design, (), on, settings, work_dir, {})
+    return cache[key]
+
+
+def stable_file_writes(design: Design, on: Stage, settings: RunSettings, work_dir: str | None,
+                       cache: RecordingCache) -> list[int]:
+    """The writes of a file store's first start that strace reaches the same on two recordings
+    (`agreeing_writes`): the same system call and count, to the same file, after the same writes."""
+    first: Recording | None = record(design, (), on, settings, work_dir, cache)
+    second: Recording | None = again(design, on, settings, work_dir, cache)
+    return agreeing_writes(first, second) if first is not None and second is not None else []
 
 
 def stable_statements(design: Design, on: Stage, settings: RunSettings, work_dir: str | None,
@@ -153,7 +174,4 @@ def stable_statements(design: Design, on: Stage, settings: RunSettings, work_dir
     and looks for stalled jobs on its own clock, and polls for the next job) keeps those of the
     connections whose statements do not depend on the clock."""
     first: list[tuple[int, str]] = record(design, (), on, settings, work_dir, cache) or []
-    key = (design.name, "#again")
-    if key not in cache:
-        cache[key] = record(design, (), on, settings, work_dir, {})
-    return stable_writes(first, cache[key] or [])
+    return stable_writes(first, again(design, on, settings, work_dir, cache) or [])

@@ -73,7 +73,7 @@ class AtStoreWrite(PointKind):
     connection: int | None = None
 
     PREFIX = "w"
-    FORM = "w<store write number>"
+    FORM = "w<store write number>[:c<store connection number>]"
     EXAMPLES = ("w5",)
     ORDER = 25
 
