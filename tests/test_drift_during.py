@@ -337,3 +337,46 @@ def test_the_site_logs_the_catalog_version_each_page_was_answered_from():
         requests.get(site.base_url + "/", timeout=10)
         logged = [(r.path, r.version) for r in site.request_log.snapshot()]
     assert logged == [("/product/0", 0), ("/product/0", 1), ("/list/0", 1), ("/", None)]
+
+
+def test_a_crawl_that_skipped_a_listing_page_it_was_linked_to_is_not_excused_a_product_that_moved():
+    """Three products, one a page; /list/1 links /list/2. The site removes product 0 after /list/1 was
+    fetched, so product 2 moves onto page 1, which the crawl had already read. A crawl that then asked
+    for /list/2 (a 404 by now) could never have seen product 2; one that never asked skipped it."""
+    catalog = build_catalog(listing_pages=3, products_per_page=1, seed=1)
+    skus = [p.sku for p in catalog.products]
+    spec = "changed=0,removed=0.3,added=0"
+    seed = next(s for s in range(500) if changes_between(catalog, drifted(catalog, parse_drift(spec, s), 1))
+                == {"changed": [], "removed": [skus[0]], "added": []})
+    after = drifted(catalog, parse_drift(spec, seed), 1)
+    for asked_for_page_2, expected in ((True, set()), (False, {"lost"})):
+        h, t = History(), 0.0
+        h.add("run_started", 0.0, design="idempotent", seed=None, kill_points=[], time_limit_s=60, products=3,
+              full_crawl_requests=6, reports_leases=False, drift=spec, drift_seed=seed, recrawls=0, workers=1)
+        h.add("process_started", 0.1, start=0, pid=100, crawl=1)
+        for page, sku in ((0, skus[0]), (1, skus[1])):
+            t = 0.2 + page * 0.3
+            h.add("request", t, path=f"/list/{page}", status=200, start=0, version=0)
+            h.add("request", t + 0.1, path=f"/product/{page}", status=200, start=0, version=0)
+            h.add("store_record", t + 0.2, key=sku, fields={"price": catalog.truth()[sku]["price"]}, stamped=True,
+                  changed_t=t + 0.2)
+        h.add("catalog_changed", 0.9, version=1, **changes_between(catalog, after), products=len(after.products),
+              full_crawl_requests=after.full_crawl_requests)
+        if asked_for_page_2:
+            h.add("request", 1.0, path="/list/2", status=404, start=0, version=1)
+        h.add("process_exited", 1.1, start=0, returncode=0)
+        h.add("run_finished", 1.2, outcome="completed", wall_s=1.2)
+        assert found(check_run(IDEMPOTENT, 1, h.sorted(), catalog)) == expected, asked_for_page_2
+
+
+def test_a_truncated_answer_after_the_last_clean_fetch_may_be_what_the_design_stored():
+    """A truncated page is a 200 with a fault: the design may parse the value from it."""
+    run, changes = killed_crawl("changed=0.5,removed=0,added=0")
+    early = next(sku for sku in P[:3] if sku in changes["changed"])
+    path = CATALOG.paths_by_sku()[early]
+    run.h.add("request", run.at(), path=path, status=200, start=1, fault="truncate", version=1)
+    run.store(early, run.site.truth()[early]["price"])  # the new price, from the truncated answer
+    run.fetch("/list/1", 1)
+    for sku in P[3:]:
+        run.fetch_and_store(sku, 1)
+    assert "wrong_value" not in found(run.check())

@@ -71,7 +71,8 @@ class Served:
     those, the product's last change that answer surely held (None: none). `unseen`: products of the
     final catalog that appeared or moved to another listing page while the final crawl ran and that it
     was never surely shown: on no listing page it fetched, its page never served, and their listing
-    page one it fetched or was never linked to.
+    page one it fetched or was never linked to; none at all when the crawl skipped a listing page it
+    was linked to (then a product that moved there is lost by the design's own doing).
     """
 
     fields: dict[str, list[dict[str, str]]] = field(default_factory=dict)
@@ -97,14 +98,23 @@ def served_to_final_crawl(versions: list[Catalog], history: History) -> Served |
     by_path = [{p.path: p for p in v.products} for v in versions]
     shown: set[str] = set()
     fetched_pages: set[int] = set()
+    requested_pages: set[int] = set()  # listing pages the final crawl asked for, whatever the answer (a 404 too)
     linked_pages = {0}
     # sku -> (when its page was last served to the final crawl, the (version, product) that answer may have shown)
     last_seen: dict[str, tuple[float, list[tuple[int, Product]]]] = {}
+    faulted: list[tuple[float, list[Product]]] = []  # product pages answered 200 with a fault (a truncated page)
     for r in history.of_type("request"):
-        if r["start"] is None or crawl_of.get(r["start"], 1) != final or r["status"] != 200 or r.get("fault"):
+        if r["start"] is None or crawl_of.get(r["start"], 1) != final:
+            continue
+        page = _listing_page(r["path"])
+        if page is not None and not r.get("fault"):
+            requested_pages.add(page)
+        if r["status"] == 200 and r.get("fault") and page is None:
+            live = _versions_answered(r, begins, answered_by)
+            faulted.append((r["t"], [by_path[i][r["path"]] for i in live if r["path"] in by_path[i]]))
+        if r["status"] != 200 or r.get("fault"):
             continue
         live = _versions_answered(r, begins, answered_by)
-        page = _listing_page(r["path"])
         if page is not None:
             fetched_pages.add(page)
             shown |= set.intersection(*({p.sku for p in _listed(versions[i], page)} for i in live))
@@ -116,13 +126,17 @@ def served_to_final_crawl(versions: list[Catalog], history: History) -> Served |
             if r["t"] >= last_seen.get(sku, (float("-inf"), []))[0]:
                 last_seen[sku] = (r["t"], [(i, product) for i, product in answers if product.sku == sku])
     served = Served()
-    for sku, (_, seen) in last_seen.items():
+    for sku, (last, seen) in last_seen.items():
         served.fields[sku] = [product.fields() for _, product in seen]
+        # A faulted answer after it (a truncated page is still a 200) may be what the design parsed last.
+        served.fields[sku] += [p.fields() for t, answer in faulted if t >= last for p in answer if p.sku == sku]
         surely = min(i for i, _ in seen)  # version v holds the changes before it: 0 .. v-1
         served.change_t[sku] = max((c["t"] for c in changes[:surely] if sku in c["changed"] + c["added"]),
                                    default=None)
     pages = [{p.sku: n // v.products_per_page for n, p in enumerate(v.products)} for v in versions]
     during = range(bisect_right(begins, began), len(versions))  # the versions live while the final crawl ran
+    if not linked_pages <= requested_pages:
+        return served  # the crawl skipped a listing page it was linked to: what it lost is its own doing
     for sku, page in pages[-1].items():
         moved = any(pages[i].get(sku) != page for i in during)
         if moved and sku not in shown and sku not in last_seen and (page in fetched_pages or page not in linked_pages):
