@@ -45,8 +45,9 @@ class Doors:
         self._ids = itertools.count(1)
         self._door: tuple[int, socket.socket] | None = None  # (id, listening socket) of the open door
         self._port: int | None = None  # the run's port, kept across rotations
-        # (fd, client address) of each connection taken in -> (the id of the door it came in by, its worker's pid)
-        self._credit: dict[tuple[int, object], tuple[int, int | None]] = {}
+        # (fd, client address) of each connection taken in -> (the id of the door it came in by, its worker's
+        # pid, whether the site has asked for it a second time); forgotten when the connection ends
+        self._credit: dict[tuple[int, object], tuple[int, int | None, bool]] = {}
         self._workers: list[int] | None = None  # the open door's worker pids, when the harness named them
         self._held: list[tuple[socket.socket, object]] = []  # taken in while paused (tests)
         self._lock = threading.Lock()
@@ -84,18 +85,24 @@ class Doors:
     def credit(self, connection: socket.socket, client_address: object) -> tuple[int | None, int | None]:
         """The door a connection came in by (None: the site's own port), and the pid of the worker that
         made it (None: not asked, or not found)."""
+        key = (connection.fileno(), client_address)
         with self._lock:
-            door, pid = self._credit.get((connection.fileno(), client_address), (None, None))
+            door, pid, asked_again = self._credit.get(key, (None, None, True))
             workers = self._workers
-        if door is not None and pid is None and workers:
+        if door is not None and pid is None and not asked_again and workers:
             # Not found when taken in: a worker can connect before the harness has its pid (a pre-forked
-            # start reports it after the fork). Its request is being read: ask again, once.
+            # start reports it after the fork). Its first request is being read: ask again, once.
             with contextlib.suppress(OSError):
                 pid = owner(client_address, connection.getsockname(), workers)  # type: ignore[arg-type]
-            if pid is not None:
-                with self._lock:
-                    self._credit[(connection.fileno(), client_address)] = (door, pid)
+            with self._lock:
+                if key in self._credit:
+                    self._credit[key] = (door, pid, True)
         return door, pid
+
+    def forget(self, connection: socket.socket, client_address: object) -> None:
+        """The connection is over: its file descriptor and port may come back for another one."""
+        with self._lock:
+            self._credit.pop((connection.fileno(), client_address), None)
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
@@ -138,7 +145,7 @@ class Doors:
                 return
             connection.setblocking(True)
             pid = owner(address, listening.getsockname(), self._workers) if self._workers else None
-            self._credit[(connection.fileno(), address)] = (door, pid)
+            self._credit[(connection.fileno(), address)] = (door, pid, pid is not None)
             if self._reading.is_set():
                 self._server.process_request(connection, address)  # a handler thread of the site's server
             else:

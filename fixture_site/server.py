@@ -29,6 +29,12 @@ class _QuietHandler(WSGIRequestHandler):
         environ[DOOR], environ[WORKER_PID] = credit
         return environ
 
+    def finish(self) -> None:
+        doors = getattr(self.server, "killtest_doors", None)
+        if doors is not None:  # before the socket closes: a later connection may get its fd and port
+            doors.forget(self.connection, self.client_address)
+        super().finish()
+
 
 class SiteServer:
     """A context manager that serves `catalog` on 127.0.0.1 in a background thread until it exits."""

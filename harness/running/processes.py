@@ -122,7 +122,8 @@ class Start:
             launch = replace(launch, base_url=self.door_url)
         worker = Worker(_spawn_one(design, launch, f"{base}.out", f"{base}.err", None, launcher),
                         f"{base}.out", f"{base}.err", self.workers[number - 1].door, number)
-        if self.worker_pids is not None:
+        if self.worker_pids is not None:  # the dead one's pid goes: a process made later may reuse it
+            self.worker_pids.remove(self.workers[number - 1].process.pid)
             self.worker_pids.append(worker.process.pid)
         self.retired.append(self.workers[number - 1])
         self.workers[number - 1] = worker
