@@ -29,34 +29,39 @@ import time
 import psutil
 
 from killtest.fixture_site.catalog import build_catalog
-from killtest.harness import lifeline
+from killtest.harness import defaults, lifeline
 from killtest.harness.design.registry import design_named
 from killtest.harness.faults.schedule import run_seeds, timed_schedule
+from killtest.harness.files import write_atomically
 from killtest.harness.report.campaign import Campaign
 from killtest.harness.running.campaign_plan import CampaignPlan
 from killtest.harness.running.orchestrator import run_campaign
 from killtest.harness.running.progress import Progress
 from killtest.harness.running.runner import RunSettings
 
+PROG = "python -m killtest.harness.bench.false_findings"
 CORRECT_DESIGNS = ("idempotent", "idempotent-pg", "queue-bullmq", "idempotent-effects")
 
 
 def _plan(design_names, runs: int, kills: int, listing_pages: int, per_page: int, delay: tuple[float, float],
-          out: str, name: str, workers: int = 1) -> CampaignPlan:
+          out: str, name: str, workers: int = 1, pace_rps: float = 0.0) -> CampaignPlan:
     return CampaignPlan(command=" ".join(sys.argv), designs=tuple(design_named(n) for n in design_names),
                         schedules=tuple(timed_schedule(seed, kills, *delay) for seed in run_seeds(1, runs)),
                         catalog=build_catalog(listing_pages, per_page), settings=RunSettings(workers=workers),
-                        out_dir=out, name=name, plot=False, prefork=True, seed=1, kill_delay_s=delay)
+                        out_dir=out, name=name, plot=False, prefork=True, seed=1, kill_delay_s=delay,
+                        pace_rps=pace_rps)
 
 
 def false_findings(args: argparse.Namespace, progress: Progress) -> dict:
     """Each correct design, `runs` runs with timed kills: how many findings (all false), how many proved nothing."""
     figures: dict = {"runs_per_design": args.runs, "kills_per_run": args.kills, "kill_delay_s": args.kill_delay,
-                     "products": args.listing_pages * args.per_page, "designs": {}}
+                     "products": args.listing_pages * args.per_page, "workers": args.workers,
+                     "pace_rps": args.pace, "designs": {}}
     for name in args.designs:
         began = time.monotonic()
         campaign = run_campaign(_plan([name], args.runs, args.kills, args.listing_pages, args.per_page,
-                                      tuple(args.kill_delay), args.out, f"false-findings-{name}"), progress)
+                                      tuple(args.kill_delay), args.out, f"false-findings-{name}", args.workers,
+                                      args.pace), progress)
         invalid = [v for v in campaign.verdicts if v.validity == "invalid"]
         figures["designs"][name] = {
             "runs": len(campaign.verdicts), "false_findings": sum(len(v.findings) for v in invalid),
@@ -100,7 +105,7 @@ def soak(args: argparse.Namespace, progress: Progress) -> dict:
     before = _sample(me)
     began = time.monotonic()
     plan = _plan([args.design], args.runs, args.kills, args.listing_pages, args.per_page, tuple(args.kill_delay),
-                 args.out, "soak-campaign", args.workers)
+                 args.out, "soak-campaign", args.workers, args.pace)
     campaign: Campaign = run_campaign(plan, Sampling())
     after = _sample(me)
     kept = samples
@@ -113,29 +118,64 @@ def soak(args: argparse.Namespace, progress: Progress) -> dict:
             "growth_from_first_run_to_end": growth}
 
 
+def as_markdown(part: str, figures: dict, command: str) -> str:
+    """The figures for people: one row a design (findings) or a sample (soak), and the command that gave them."""
+    if part == "findings":
+        lines = [f"# False findings: {figures['runs_per_design']} runs a design, {figures['kills_per_run']} timed"
+                 f" kills a run ({figures['kill_delay_s'][0]}–{figures['kill_delay_s'][1]} s apart),"
+                 f" {figures['products']} products, {figures.get('workers', 1)} worker(s),"
+                 f" paced at {figures.get('pace_rps', 0)} requests/s", "",
+                 "| design | runs | runs with a finding | findings | proved nothing | kills landed | wall |",
+                 "| --- | --- | --- | --- | --- | --- | --- |"]
+        for name, d in figures["designs"].items():
+            lines.append(f"| {name} | {d['runs']} | {d['runs_with_a_finding']} | {d['false_findings']}"
+                         f"{' (' + ', '.join(d['findings']) + ')' if d['findings'] else ''} | {d['proved_nothing']}"
+                         f" | {d['kills_landed']} | {d['wall_s']} s |")
+        lines += ["", f"Total false findings: **{figures['false_findings']}**."]
+    else:
+        keys = ("open_files", "threads", "child_processes", "killtest_temp_dirs")
+        lines = [f"# Soak: {figures['runs']} runs of {figures['design']}, {figures['workers']} worker(s),"
+                 f" {figures['products']} products, {figures['wall_s']} s", "",
+                 "| after runs | " + " | ".join(keys) + " |", "| --- |" + " --- |" * len(keys)]
+        rows = [("before", figures["before_campaign"]), *((str(s["after_runs"]), s) for s in figures["samples"]),
+                ("after", figures["after_campaign"])]
+        lines += [f"| {label} | " + " | ".join(str(sample[k]) for k in keys) + " |" for label, sample in rows]
+        lines += ["", f"Valid runs: {figures['valid_runs']} of {figures['runs']}. Growth from the first run to the"
+                      f" end: {figures['growth_from_first_run_to_end']}."]
+    return "\n".join([*lines, "", f"Command: `{command}`", ""])
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m killtest.harness.bench.false_findings",
+    parser = argparse.ArgumentParser(prog=PROG,
                                      description=__doc__.split("\n")[0])
     parts = parser.add_subparsers(dest="part", required=True)
     for part, runs in (("findings", 100), ("soak", 200)):
         sub = parts.add_parser(part)
         sub.add_argument("--runs", type=int, default=runs)
         sub.add_argument("--kills", type=int, default=5 if part == "findings" else 2)
-        sub.add_argument("--kill-delay", type=float, nargs=2, default=[0.2, 1.0] if part == "findings" else [0.1, 0.3])
-        sub.add_argument("--listing-pages", type=int, default=10 if part == "findings" else 2)
+        # The soak's runs are short and unpaced (0.1 s a crawl of 30 products here): kills come soon enough to land.
+        sub.add_argument("--kill-delay", type=float, nargs=2,
+                         default=[0.2, 1.0] if part == "findings" else [0.02, 0.08])
+        sub.add_argument("--listing-pages", type=int, default=10 if part == "findings" else 3)
         sub.add_argument("--per-page", type=int, default=20 if part == "findings" else 10)
         sub.add_argument("--out", default="results/bench")
+        sub.add_argument("--workers", type=int, default=1)
+        # The findings runs are paced at the article's rate, so a crawl lasts longer than the kill delays
+        # and the kills land: unpaced, 200 products take 0.5 s here and half the runs proved nothing.
+        sub.add_argument("--pace", type=float, default=defaults.ARTICLE_PACE_RPS if part == "findings" else 0.0,
+                         help="requests a second the site serves at most (0: as fast as it can)")
     parts.choices["findings"].add_argument("--designs", nargs="+", default=list(CORRECT_DESIGNS))
     parts.choices["soak"].add_argument("--design", default="idempotent")
-    parts.choices["soak"].add_argument("--workers", type=int, default=1)
     parts.choices["soak"].add_argument("--sample-every", type=int, default=25)
     args = parser.parse_args(argv)
     os.makedirs(os.path.join(args.out, "history"), exist_ok=True)
     progress = Progress()
     figures = false_findings(args, progress) if args.part == "findings" else soak(args, progress)
-    path = os.path.join(args.out, f"{'false-findings' if args.part == 'findings' else 'soak'}-figures.json")
-    with open(path, "w", encoding="utf-8") as out:
-        json.dump(figures, out, indent=2)
+    part = "false-findings" if args.part == "findings" else "soak"
+    name = f"{part}-figures.json" if args.workers == 1 else f"{part}-{args.workers}-workers-figures.json"
+    path = os.path.join(args.out, name)
+    write_atomically(path, json.dumps(figures, indent=2) + "\n")
+    write_atomically(path[:-len(".json")] + ".md", as_markdown(args.part, figures, " ".join([PROG, *sys.argv[1:]])))
     print(json.dumps(figures, indent=2))
     if args.part == "findings":
         return 1 if figures["false_findings"] else 0
