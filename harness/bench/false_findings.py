@@ -20,8 +20,10 @@ Both print their figures and write them as JSON in --out. A benchmark reports fi
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
+import random
 import sys
 import tempfile
 import time
@@ -31,7 +33,7 @@ import psutil
 from killtest.fixture_site.catalog import build_catalog
 from killtest.harness import defaults, lifeline
 from killtest.harness.design.registry import design_named
-from killtest.harness.faults.schedule import run_seeds, timed_schedule
+from killtest.harness.faults.schedule import KillSchedule, run_seeds, timed_schedule
 from killtest.harness.files import write_atomically
 from killtest.harness.report.campaign import Campaign
 from killtest.harness.running.campaign_plan import CampaignPlan
@@ -43,10 +45,20 @@ PROG = "python -m killtest.harness.bench.false_findings"
 CORRECT_DESIGNS = ("idempotent", "idempotent-pg", "queue-bullmq", "idempotent-effects")
 
 
+def _one_worker_each(schedule: KillSchedule, workers: int) -> KillSchedule:
+    """The same delays, each killing one worker alone, drawn by the schedule's seed: the other workers go on."""
+    rng = random.Random(f"killtest-bench-worker:{schedule.seed}")
+    return dataclasses.replace(schedule, points=tuple(dataclasses.replace(p, worker=rng.randint(1, workers))
+                                                      for p in schedule.points))
+
+
 def _plan(design_names, runs: int, kills: int, listing_pages: int, per_page: int, delay: tuple[float, float],
-          out: str, name: str, workers: int = 1, pace_rps: float = 0.0) -> CampaignPlan:
+          out: str, name: str, workers: int = 1, pace_rps: float = 0.0, one_worker: bool = False) -> CampaignPlan:
+    schedules = [timed_schedule(seed, kills, *delay) for seed in run_seeds(1, runs)]
+    if one_worker:
+        schedules = [_one_worker_each(schedule, workers) for schedule in schedules]
     return CampaignPlan(command=" ".join(sys.argv), designs=tuple(design_named(n) for n in design_names),
-                        schedules=tuple(timed_schedule(seed, kills, *delay) for seed in run_seeds(1, runs)),
+                        schedules=tuple(schedules),
                         catalog=build_catalog(listing_pages, per_page), settings=RunSettings(workers=workers),
                         out_dir=out, name=name, plot=False, prefork=True, seed=1, kill_delay_s=delay,
                         pace_rps=pace_rps)
@@ -56,12 +68,13 @@ def false_findings(args: argparse.Namespace, progress: Progress) -> dict:
     """Each correct design, `runs` runs with timed kills: how many findings (all false), how many proved nothing."""
     figures: dict = {"runs_per_design": args.runs, "kills_per_run": args.kills, "kill_delay_s": args.kill_delay,
                      "products": args.listing_pages * args.per_page, "workers": args.workers,
+                     "one_worker_kills": args.one_worker,
                      "pace_rps": args.pace, "designs": {}}
     for name in args.designs:
         began = time.monotonic()
         campaign = run_campaign(_plan([name], args.runs, args.kills, args.listing_pages, args.per_page,
                                       tuple(args.kill_delay), args.out, f"false-findings-{name}", args.workers,
-                                      args.pace), progress)
+                                      args.pace, args.one_worker), progress)
         invalid = [v for v in campaign.verdicts if v.validity == "invalid"]
         figures["designs"][name] = {
             "runs": len(campaign.verdicts), "false_findings": sum(len(v.findings) for v in invalid),
@@ -123,7 +136,8 @@ def as_markdown(part: str, figures: dict, command: str) -> str:
     if part == "findings":
         lines = [f"# False findings: {figures['runs_per_design']} runs a design, {figures['kills_per_run']} timed"
                  f" kills a run ({figures['kill_delay_s'][0]}–{figures['kill_delay_s'][1]} s apart),"
-                 f" {figures['products']} products, {figures.get('workers', 1)} worker(s),"
+                 f" {figures['products']} products, {figures.get('workers', 1)} worker(s)"
+                 f"{' (each kill hits one)' if figures.get('one_worker_kills') else ''},"
                  f" paced at {figures.get('pace_rps', 0)} requests/s", "",
                  "| design | runs | runs with a finding | findings | proved nothing | kills landed | wall |",
                  "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -165,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         sub.add_argument("--pace", type=float, default=defaults.ARTICLE_PACE_RPS if part == "findings" else 0.0,
                          help="requests a second the site serves at most (0: as fast as it can)")
     parts.choices["findings"].add_argument("--designs", nargs="+", default=list(CORRECT_DESIGNS))
+    parts.choices["findings"].add_argument("--one-worker", action="store_true",
+                                           help="each kill hits one worker (drawn by the seed) and the others go on")
     parts.choices["soak"].add_argument("--design", default="idempotent")
     parts.choices["soak"].add_argument("--sample-every", type=int, default=25)
     args = parser.parse_args(argv)
@@ -172,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     progress = Progress()
     figures = false_findings(args, progress) if args.part == "findings" else soak(args, progress)
     part = "false-findings" if args.part == "findings" else "soak"
-    name = f"{part}-figures.json" if args.workers == 1 else f"{part}-{args.workers}-workers-figures.json"
+    name = f"{part}-figures.json" if args.workers == 1 else \
+        f"{part}-{args.workers}-workers{'-one-killed' if getattr(args, 'one_worker', False) else ''}-figures.json"
     path = os.path.join(args.out, name)
     write_atomically(path, json.dumps(figures, indent=2) + "\n")
     write_atomically(path[:-len(".json")] + ".md", as_markdown(args.part, figures, " ".join([PROG, *sys.argv[1:]])))
