@@ -33,6 +33,7 @@ import psutil
 from killtest.fixture_site.catalog import build_catalog
 from killtest.harness import defaults, lifeline
 from killtest.harness.design.registry import design_named
+from killtest.harness.faults.points.timed import AfterDelay
 from killtest.harness.faults.schedule import KillSchedule, run_seeds, timed_schedule
 from killtest.harness.files import write_atomically
 from killtest.harness.report.campaign import Campaign
@@ -48,8 +49,8 @@ CORRECT_DESIGNS = ("idempotent", "idempotent-pg", "queue-bullmq", "idempotent-ef
 def _one_worker_each(schedule: KillSchedule, workers: int) -> KillSchedule:
     """The same delays, each killing one worker alone, drawn by the schedule's seed: the other workers go on."""
     rng = random.Random(f"killtest-bench-worker:{schedule.seed}")
-    return dataclasses.replace(schedule, points=tuple(dataclasses.replace(p, worker=rng.randint(1, workers))
-                                                      for p in schedule.points))
+    return dataclasses.replace(schedule, points=tuple(AfterDelay(p.delay_s, worker=rng.randint(1, workers))
+                                                      for p in schedule.points if isinstance(p, AfterDelay)))
 
 
 def _plan(design_names, runs: int, kills: int, listing_pages: int, per_page: int, delay: tuple[float, float],
@@ -192,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{part}-{args.workers}-workers{'-one-killed' if getattr(args, 'one_worker', False) else ''}-figures.json"
     path = os.path.join(args.out, name)
     write_atomically(path, json.dumps(figures, indent=2) + "\n")
-    write_atomically(path[:-len(".json")] + ".md", as_markdown(args.part, figures, " ".join([PROG, *sys.argv[1:]])))
+    command = " ".join([PROG, *(sys.argv[1:] if argv is None else argv)])
+    write_atomically(path[:-len(".json")] + ".md", as_markdown(args.part, figures, command))
     print(json.dumps(figures, indent=2))
     if args.part == "findings":
         return 1 if figures["false_findings"] else 0
