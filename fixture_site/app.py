@@ -36,8 +36,8 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
         raise ValueError("latency_s, pace_rps and slow_paths take zero or more")
     pace = _Pace(pace_rps)
     app = Flask("fixture_site")
-    app.config["CATALOG"] = catalog  # replaced whole when the site drifts (SiteServer.set_catalog)
-    # (catalog, its version number), replaced together: a page is answered from one version, and logged with it.
+    # (catalog, its version number), replaced together when the site drifts (SiteServer.set_catalog): a page
+    # is answered from one version, and logged with its number.
     app.config["SERVED"] = (catalog, 0)
     app.config["REQUEST_LOG"] = log = request_log if request_log is not None else RequestLog()
     app.config["WEBHOOKS"] = deliveries = webhooks if webhooks is not None else WebhookLog()

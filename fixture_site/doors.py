@@ -13,10 +13,10 @@ The doors share the site's WSGI server (its app, request log and handler threads
 accepts on the open door and hands each connection to the server; the handler asks `credit` which
 door a connection's requests are credited to (None: the site's own port).
 
-Workers of one start share its door. When the harness names a door's worker pids (`rotate(workers)`,
-a list it adds a restarted worker's pid to), each connection is also credited, when it is taken in,
-to the worker whose process holds its client end (killtest.fixture_site.socket_owner): exact, unless
-the worker died between connecting and the accept.
+When the harness says how to list a door's worker pids (`rotate(workers)`, called as connections come
+in, so a restarted worker is found), each connection is also credited, when it is taken in, to the
+worker whose process holds its client end (killtest.fixture_site.socket_owner): exact, unless the
+worker died between connecting and the accept.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import os
 import select
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from werkzeug.serving import BaseWSGIServer
 
@@ -48,7 +48,7 @@ class Doors:
         # (fd, client address) of each connection taken in -> (the id of the door it came in by, its worker's
         # pid, whether the site has asked for it a second time); forgotten when the connection ends
         self._credit: dict[tuple[int, object], tuple[int, int | None, bool]] = {}
-        self._workers: list[int] | None = None  # the open door's worker pids, when the harness named them
+        self._workers: Callable[[], list[int]] | None = None  # the open door's worker pids, when asked for
         self._held: list[tuple[socket.socket, object]] = []  # taken in while paused (tests)
         self._lock = threading.Lock()
         self._wake_r, self._wake_w = os.pipe()
@@ -58,10 +58,10 @@ class Doors:
         self._thread = threading.Thread(target=self._accept_forever, name="fixture-site-doors", daemon=True)
         self._thread.start()
 
-    def rotate(self, workers: list[int] | None = None) -> tuple[int, str]:
+    def rotate(self, workers: Callable[[], list[int]] | None = None) -> tuple[int, str]:
         """Take in all the old door's connections, close it, and open a new door on the same port.
 
-        `workers`: the pids of the start's workers, filled in as they are spawned, for worker credit."""
+        `workers`: lists the pids of the start's workers as they are now, for worker credit."""
         with self._lock:
             self._close_door()
             self._workers = workers
@@ -93,7 +93,7 @@ class Doors:
             # Not found when taken in: a worker can connect before the harness has its pid (a pre-forked
             # start reports it after the fork). Its first request is being read: ask again, once.
             with contextlib.suppress(OSError):
-                pid = owner(client_address, connection.getsockname(), workers)  # type: ignore[arg-type]
+                pid = owner(client_address, connection.getsockname(), workers())  # type: ignore[arg-type]
             with self._lock:
                 if key in self._credit:
                     self._credit[key] = (door, pid, True)
@@ -144,7 +144,7 @@ class Doors:
             except (BlockingIOError, OSError):
                 return
             connection.setblocking(True)
-            pid = owner(address, listening.getsockname(), self._workers) if self._workers else None
+            pid = owner(address, listening.getsockname(), self._workers()) if self._workers else None
             self._credit[(connection.fileno(), address)] = (door, pid, pid is not None)
             if self._reading.is_set():
                 self._server.process_request(connection, address)  # a handler thread of the site's server

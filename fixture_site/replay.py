@@ -131,7 +131,7 @@ class ReplaySite(SiteServer):
         assert self.proxy is not None
         return self.proxy.scraper_env()
 
-    def open_door(self, workers: list[int] | None = None) -> tuple[int, str]:
+    def open_door(self, workers: Callable[[], list[int]] | None = None) -> tuple[int, str]:
         # The proxy, not a worker, connects to the door: requests are credited to starts only.
         door, url = super().open_door()
         self._point_proxy_at(int(url.rsplit(":", 1)[1]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
@@ -56,7 +57,6 @@ class SiteServer:
         """Serve `catalog`, numbered `version`, from the next request on: the site's content drifts. Each
         page answered from it is logged with that number."""
         self.catalog = catalog
-        self._app.config["CATALOG"] = catalog
         self._app.config["SERVED"] = (catalog, version)
 
     def set_toxics(self, toxics, seed: int = 0) -> None:
@@ -72,10 +72,10 @@ class SiteServer:
         self._app.config["ON_REQUEST"] = hook
         self._app.config["ON_RESPONSE_SENT"] = after_sent
 
-    def open_door(self, workers: list[int] | None = None) -> tuple[int, str]:
+    def open_door(self, workers: Callable[[], list[int]] | None = None) -> tuple[int, str]:
         """A door of its own for the next start, at the run's one address: (door, base URL). Every earlier
         start must be dead: what they sent is theirs, what comes in from now on is the new start's.
-        `workers`: the start's worker pids as they are spawned, to credit each request to its worker."""
+        `workers`: lists the start's worker pids as they are now, to credit each request to its worker."""
         if self._doors is None:
             raise RuntimeError("the site is not being served")
         return self._doors.rotate(workers)

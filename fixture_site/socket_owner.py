@@ -79,7 +79,7 @@ def owner(client: tuple[str, int], server: tuple[str, int], workers: Iterable[in
     if inode is None:
         return None
     target = f"socket:[{inode}]"
-    leaders = list(workers)  # a copy: the harness adds a restarted worker's pid from its own thread
+    leaders = list(workers)
     for pid in leaders:
         if _holds(pid, target):
             return pid

@@ -70,6 +70,7 @@ def crash_points(design: DesignLike, **options: Any) -> list[str]:
 def fuzz_examples(design: DesignLike, *, examples: int | None = None, seed: int | None = None,
                   **options: Any) -> list[FuzzExample]:
     """The cases `killtest fuzz --examples N --seed S` would run on `design`, drawn but not run."""
+    from killtest.harness.running.exploration import refuse_power_cut
     from killtest.harness.running.fuzzing import bench, draw_cases
     from killtest.harness.running.runner import RunSettings
 
@@ -77,6 +78,8 @@ def fuzz_examples(design: DesignLike, *, examples: int | None = None, seed: int 
     args = _parse("fuzz", [_given(design)], options)
     found = design_named(args.design)
     settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
+    if args.power_cut:
+        refuse_power_cut(found, "fuzz", needs_strace=False)
     with bench(found, settings, prefork=False, work_dir=args.work_dir, power_cut=args.power_cut) as on:
         cases = draw_cases(on, args.examples, args.seed)
     return [FuzzExample(case.schedule, case.pages, case.per_page) for case in cases]

@@ -138,24 +138,24 @@ def test_a_page_fetched_again_after_the_change_is_judged_by_its_last_fetch():
     assert found(v) == {"wrong_value", "missed_change"} and v.stale_records == 1
 
 
-def test_a_fetch_that_arrived_before_the_change_may_have_seen_either_version_until_its_start_ended():
+def test_a_fetch_that_arrived_before_the_change_is_held_to_the_version_the_site_answered_it_from():
+    """The request arrives before the change; the site answers it after pacing and latency, from the
+    version it logs. Only that version's value is right."""
     sku = P[2]
     path = CATALOG.paths_by_sku()[sku]
-    verdicts = {}
-    for kept in ("old", "new", "neither", "new, though its start ended before the change"):
-        run = Run("changed=0.5,removed=0,added=0")
-        run.start(0)
-        run.fetch(path, 0)  # arrives before the change; the site answers after pacing and latency
-        if kept.startswith("new, though"):
-            run.kill(0)
-            run.start(1)
-        assert sku in run.change()["changed"]
-        price = {"old": old_price(sku), "neither": "0.01"}.get(kept, run.site.truth()[sku]["price"])
-        run.store(sku, price)
-        verdicts[kept] = found(run.check())
-    assert verdicts["old"] == verdicts["new"] == {"lost"}  # the other five were never fetched
-    assert "wrong_value" in verdicts["neither"]
-    assert "wrong_value" in verdicts["new, though its start ended before the change"]
+    for answered_from in (0, 1):
+        verdicts = {}
+        for kept in ("old", "new", "neither"):
+            run = Run("changed=0.5,removed=0,added=0")
+            run.start(0)
+            arrived = run.at()
+            assert sku in run.change()["changed"]
+            run.h.add("request", arrived, path=path, status=200, start=0, version=answered_from)
+            run.store(sku, {"old": old_price(sku), "new": run.site.truth()[sku]["price"], "neither": "0.01"}[kept])
+            verdicts[kept] = found(run.check()) - {"lost"}  # the other five were never fetched
+        right = "old" if answered_from == 0 else "new"
+        assert verdicts[right] == set() and "wrong_value" in verdicts["neither"], verdicts
+        assert "wrong_value" in verdicts["new" if right == "old" else "old"], verdicts
 
 
 # 2. No false pass: re-crawls, put-backs, pages never fetched.

@@ -6,8 +6,7 @@ carry a last change no earlier than the site's; one it never changed must not ha
 
 Within a crawl the site may change under it: a record is then judged by what the final crawl was
 served (served_to_final_crawl): the catalog version the site logged answering its page's last fetch
-(a request's `version`), or, in a history without it, any version live from that fetch's arrival
-until its start ended.
+(a request's `version`; in a hand-made history without one, the version live when it arrived).
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from killtest.fixture_site.catalog import Catalog, Product, drifted, parse_drift
-from killtest.harness.check.categories import CLOCK_SLACK_S, crawls_by_start
+from killtest.harness.check.categories import crawls_by_start
 from killtest.harness.history import History
 
 
@@ -66,9 +65,9 @@ def minimum_requests(first: Catalog, history: History, crawls: int) -> int:
 class Served:
     """What the final crawl was served while the site drifted under it, per product (by SKU).
 
-    `fields`: for each product whose page the final crawl fetched (200, no fault), the values it may
-    have seen at its last such fetch (two versions when that answer met a change). `change_t`: for
-    those, the product's last change that answer surely held (None: none). `unseen`: products of the
+    `fields`: for each product whose page the final crawl fetched (200, no fault), the values its last
+    such fetch was answered with, and those of a faulted 200 after it (a truncated page). `change_t`:
+    for those, the product's last change that answer held (None: none). `unseen`: products of the
     final catalog that appeared or moved to another listing page while the final crawl ran and that it
     was never surely shown: on no listing page it fetched, its page never served, and their listing
     page one it fetched or was never linked to; none at all when the crawl skipped a listing page it
@@ -83,10 +82,7 @@ class Served:
 def served_to_final_crawl(versions: list[Catalog], history: History) -> Served | None:
     """What the final crawl was served (Served), or None when the site never changed.
 
-    Only the final crawl's fetches count: a re-crawl must follow every change made before it began.
-    The site logs the version each page was answered from; without that (an older history), a request
-    arrives before the site reads its catalog (pacing and latency come between), so a fetch may have
-    seen any version live from its arrival until its start ended (_answer_bounds)."""
+    Only the final crawl's fetches count: a re-crawl must follow every change made before it began."""
     changes = sorted(history.of_type("catalog_changed"), key=lambda e: e["version"])
     if not changes or len(versions) != len(changes) + 1:
         return None
@@ -94,44 +90,40 @@ def served_to_final_crawl(versions: list[Catalog], history: History) -> Served |
     crawl_of = crawls_by_start(history)
     final = max(crawl_of.values(), default=1)
     began = min((e["t"] for e in history.of_type("process_started") if e.get("crawl", 1) == final), default=0.0)
-    answered_by = _answer_bounds(history)
     by_path = [{p.path: p for p in v.products} for v in versions]
     shown: set[str] = set()
     fetched_pages: set[int] = set()
     requested_pages: set[int] = set()  # listing pages the final crawl asked for, whatever the answer (a 404 too)
     linked_pages = {0}
-    # sku -> (when its page was last served to the final crawl, the (version, product) that answer may have shown)
-    last_seen: dict[str, tuple[float, list[tuple[int, Product]]]] = {}
-    faulted: list[tuple[float, list[Product]]] = []  # product pages answered 200 with a fault (a truncated page)
+    # sku -> (when its page was last served to the final crawl, the version that answer came from, the product)
+    last_seen: dict[str, tuple[float, int, Product]] = {}
+    faulted: list[tuple[float, Product]] = []  # product pages answered 200 with a fault (a truncated page)
     for r in history.of_type("request"):
         if r["start"] is None or crawl_of.get(r["start"], 1) != final:
             continue
         page = _listing_page(r["path"])
         if page is not None and not r.get("fault"):
             requested_pages.add(page)
-        if r["status"] == 200 and r.get("fault") and page is None:
-            live = _versions_answered(r, begins, answered_by)
-            faulted.append((r["t"], [by_path[i][r["path"]] for i in live if r["path"] in by_path[i]]))
-        if r["status"] != 200 or r.get("fault"):
+        if r["status"] != 200:
             continue
-        live = _versions_answered(r, begins, answered_by)
-        if page is not None:
+        version = r["version"] if r.get("version") is not None else bisect_right(begins, r["t"])
+        if page is None and r["path"] in by_path[version]:
+            product = by_path[version][r["path"]]
+            if r.get("fault"):
+                faulted.append((r["t"], product))
+            elif r["t"] >= last_seen.get(product.sku, (float("-inf"),))[0]:
+                last_seen[product.sku] = (r["t"], version, product)
+        elif page is not None and not r.get("fault"):
             fetched_pages.add(page)
-            shown |= set.intersection(*({p.sku for p in _listed(versions[i], page)} for i in live))
-            if all(versions[i].listing_pages > page + 1 for i in live):
+            shown |= {p.sku for p in _listed(versions[version], page)}
+            if versions[version].listing_pages > page + 1:
                 linked_pages.add(page + 1)
-            continue
-        answers = [(i, by_path[i][r["path"]]) for i in live if r["path"] in by_path[i]]
-        for sku in {product.sku for _, product in answers}:
-            if r["t"] >= last_seen.get(sku, (float("-inf"), []))[0]:
-                last_seen[sku] = (r["t"], [(i, product) for i, product in answers if product.sku == sku])
     served = Served()
-    for sku, (last, seen) in last_seen.items():
-        served.fields[sku] = [product.fields() for _, product in seen]
+    for sku, (last, version, product) in last_seen.items():
         # A faulted answer after it (a truncated page is still a 200) may be what the design parsed last.
-        served.fields[sku] += [p.fields() for t, answer in faulted if t >= last for p in answer if p.sku == sku]
-        surely = min(i for i, _ in seen)  # version v holds the changes before it: 0 .. v-1
-        served.change_t[sku] = max((c["t"] for c in changes[:surely] if sku in c["changed"] + c["added"]),
+        served.fields[sku] = [product.fields()] + [p.fields() for t, p in faulted if t >= last and p.sku == sku]
+        # version v holds the changes before it: 0 .. v-1
+        served.change_t[sku] = max((c["t"] for c in changes[:version] if sku in c["changed"] + c["added"]),
                                    default=None)
     pages = [{p.sku: n // v.products_per_page for n, p in enumerate(v.products)} for v in versions]
     during = range(bisect_right(begins, began), len(versions))  # the versions live while the final crawl ran
@@ -144,15 +136,6 @@ def served_to_final_crawl(versions: list[Catalog], history: History) -> Served |
     return served
 
 
-def _versions_answered(request: dict, begins: list[float], answered_by: dict[int, float]) -> range:
-    """The catalog versions a page may have been answered from: the one the site logged (`version`), else,
-    by time, any live from its arrival until its start surely had the answer."""
-    if request.get("version") is not None:
-        return range(request["version"], request["version"] + 1)
-    return range(bisect_right(begins, request["t"] - CLOCK_SLACK_S),
-                 bisect_right(begins, answered_by.get(id(request), float("inf")) + CLOCK_SLACK_S) + 1)
-
-
 def _listing_page(path: str) -> int | None:
     head, _, number = path.rpartition("/")
     return int(number) if head == "/list" and number.isdigit() else None
@@ -161,14 +144,3 @@ def _listing_page(path: str) -> int | None:
 def _listed(catalog: Catalog, page: int) -> list:
     """The products listing page `page` shows in `catalog` (none when it has no such page)."""
     return catalog.listing(page)[0] if 0 <= page < catalog.listing_pages else []
-
-
-def _answer_bounds(history: History) -> dict[int, float]:
-    """For each request (by id), a time by which the site had surely answered it: the end of its start
-    (a kill of it all, its exit, a crash, the time limit), else of the run. Nothing earlier is sure: a
-    design may have many requests in flight (threads, asyncio, a crawler's concurrency)."""
-    ends = sorted((e["t"], e.get("start")) for e in history.events
-                  if e["type"] in ("process_exited", "crash", "time_limit", "run_finished")
-                  or (e["type"] == "kill" and e.get("worker") is None))
-    return {id(r): next((t for t, start in ends if t >= r["t"] and start in (None, r["start"])), float("inf"))
-            for r in history.of_type("request") if r["start"] is not None}

@@ -63,8 +63,8 @@ class Launch:
     dsn: str = ""
     # Gives the next start a door of its own at the run's one site address, (door, base_url), so the site
     # credits a request to the start that sent it (killtest.fixture_site.doors); None: every start uses base_url.
-    # It is given the list the start's worker pids go in (None for one worker), to credit each request to its worker.
-    open_door: Callable[[list[int] | None], tuple[int, str]] | None = field(default=None, compare=False)
+    # It is given how to list the start's worker pids (None for one worker), to credit each request to its worker.
+    open_door: Callable[[Callable[[], list[int]] | None], tuple[int, str]] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ def add_requests(history: History, site: SiteServer, starts: list[Start], began:
 def _worker(served, by_door: dict[int, Start]) -> dict:
     """`worker` and `pid` of a request, when its start has several workers and the site found which made it."""
     start = by_door.get(served.door) if served.door is not None else None
-    if start is None or start.worker_pids is None or served.worker_pid is None:
+    if start is None or served.worker_pid is None:
         return {}
     number = start.worker_of(served.worker_pid)
     return {} if number is None else {"worker": number, "pid": served.worker_pid}

@@ -117,7 +117,9 @@ def _power_cut_twin(point: KillPoint) -> list[KillPoint]:
 
 
 def refuse_power_cut(design: Design, command: str, needs_strace: bool = True) -> None:
-    """`--power-cut` where the power cannot be cut under this design's store: one line saying why, before any run."""
+    """`--power-cut` where the power cannot be cut under this design's store: one line saying why, before any
+    run. The commands and killtest.spread call it as they read their options, before a directory or a server
+    is made; deeper down, each power-cut point refuses the same way when its run begins (power_cut.py)."""
     try:
         refuse_what_cannot_lose_power("xw<n>", [design])
         if needs_strace:
@@ -130,8 +132,6 @@ def all_crash_points(design: Design, on: Stage, settings: RunSettings, work_dir:
                      cache: RecordingCache | None = None, power_cut: bool = False) -> list[KillPoint]:
     """`crash_points` on the stage's catalog, the store writes found by one recording run (each followed by
     its power-cut twin with `power_cut`)."""
-    if power_cut:
-        refuse_power_cut(design, "explore")
     writes = store_write_points(design, on, settings, work_dir, cache)
     return crash_points(design, on.site.catalog.full_crawl_requests, with_power_cuts(writes) if power_cut else writes)
 
@@ -188,11 +188,9 @@ def explore_design(design: Design, catalog: Catalog, settings: RunSettings, poin
 
     `progress` is a killtest.harness.running.progress.Progress, or any callable taking one line, or None. With
     `jobs` above 1, the points are dealt to that many processes, each with its own stage. `power_cut` adds
-    the power-cut twin of each store write, refused in one line before any run where it cannot apply.
+    the power-cut twin of each store write.
     """
     on_progress = _step_of(progress)
-    if power_cut:
-        refuse_power_cut(design, "explore")
     if jobs <= 1:
         with stage(catalog, [design], prefork=prefork) as on:
             return explore(design, on, settings, work_dir, points, on_progress=on_progress, power_cut=power_cut)

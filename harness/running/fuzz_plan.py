@@ -4,8 +4,7 @@ Search j of J draws `examples / J` cases with Hypothesis seed `seed + j - 1` on 
 (harness/running/fuzzing.py); the failures are taken in search order, and the first is shrunk in this
 process. The same seed and jobs give the same cases. A design that names a recording is fuzzed on
 its replay, one per bench (so one per job), with only the schedule drawn. With `power_cut` the power-cut
-points are drawn too (harness/running/fuzz_schedules.py), refused in one line before any search where
-the power cannot be cut under the design's store.
+points are drawn too (harness/running/fuzz_schedules.py).
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from collections.abc import Callable
 from typing import Any
 
 from killtest.harness.design.model import Design
-from killtest.harness.running.exploration import refuse_power_cut
 from killtest.harness.running.fuzzing import FuzzResult, Trial, bench, search, shrink
 from killtest.harness.running.parallel import run_jobs
 from killtest.harness.running.runner import RunSettings
@@ -27,8 +25,6 @@ def fuzz_design(design: Design, run_settings: RunSettings, *, examples: int, see
                 max_seconds: float | None = None, jobs: int = 1, prefork: bool = True, work_dir: str | None = None,
                 on_progress: Callable[[str], None] = lambda message: None, power_cut: bool = False) -> FuzzResult:
     """Search for a schedule that breaks a promise; shrink the first one found to the smallest that still does."""
-    if power_cut:
-        refuse_power_cut(design, "fuzz", needs_strace=False)  # here, before any job is started
     began = time.monotonic()
     result = FuzzResult(design.name)
     label = f"[fuzz {design.name}]"

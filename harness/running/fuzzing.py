@@ -40,7 +40,7 @@ from killtest.harness.design.site_spec import one_site
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults.points import parse_point
 from killtest.harness.faults.schedule import KillSchedule
-from killtest.harness.running.exploration import broken_promises, refuse_power_cut
+from killtest.harness.running.exploration import broken_promises
 from killtest.harness.running.fuzz_schedules import catalog_sizes, exact, file_store, kill_schedules, line_points
 from killtest.harness.running.orchestrator import (
     Stage,
@@ -171,8 +171,6 @@ def bench(design: Design, run_settings: RunSettings, *, prefork: bool = True,
     """The orchestrator's store-server and pre-fork phases for one design; a site per catalog in `Bench.on`.
     A design that names a recording meets its replay instead, set up once by the orchestrator's `stage`
     as for `run` and `explore` (the replay proxy, its CA, no pre-forked start). `power_cut`: x points too."""
-    if power_cut:
-        refuse_power_cut(design, "fuzz", needs_strace=False)  # without strace: xr and x points, no xw
     site = one_site([design])
     if site is not None:
         with stage(load_site(site), [design], prefork=prefork) as on:

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import psutil
@@ -43,9 +44,6 @@ class Start:
     retired: list[Worker] = field(default_factory=list)  # workers killed alone and started again
     ended: float | None = None  # when the harness saw the last worker gone (time.monotonic())
     door_url: str | None = None  # the site's address through the start's door, which its workers share
-    # Its workers' pids, restarted ones added, given to the site's door so it credits a request to the
-    # worker that made it (killtest.fixture_site.socket_owner); None for one worker: the start says it all.
-    worker_pids: list[int] | None = None
 
     def worker_of(self, pid: int | None) -> int | None:
         """The number of this start's worker whose process had `pid`, restarted ones included."""
@@ -122,9 +120,6 @@ class Start:
             launch = replace(launch, base_url=self.door_url)
         worker = Worker(_spawn_one(design, launch, f"{base}.out", f"{base}.err", None, launcher),
                         f"{base}.out", f"{base}.err", self.workers[number - 1].door, number)
-        if self.worker_pids is not None:  # the dead one's pid goes: a process made later may reuse it
-            self.worker_pids.remove(self.workers[number - 1].process.pid)
-            self.worker_pids.append(worker.process.pid)
         self.retired.append(self.workers[number - 1])
         self.workers[number - 1] = worker
         return returncode, worker.process.pid
@@ -159,23 +154,22 @@ def spawn(design: Design, launch: Launch, index: int, workers: int = 1,
     `options` is what the start's kill point asks for (killtest.harness.faults.points.StartOptions): a line to
     be killed at, run by killtest.harness.faults.tracer, or a program to run the command under.
     """
-    worker_pids: list[int] | None = [] if workers > 1 else None
-    door, own = through_a_door(launch, worker_pids)  # every earlier start is dead: what they sent stays theirs
-    start = Start(index, time.monotonic(), launch.crawl, door_url=own.base_url if door is not None else None,
-                  worker_pids=worker_pids if door is not None else None)
+    start = Start(index, time.monotonic(), launch.crawl)
+    # With several workers the site credits each request to the worker whose process made it
+    # (killtest.fixture_site.socket_owner), asking for the pids as they are then: a restarted one is found.
+    door, own = through_a_door(launch, (lambda: start.pids) if workers > 1 else None)
+    start.door_url = own.base_url if door is not None else None  # every earlier start is dead: theirs stays theirs
     for number in range(workers):
         suffix = f"-w{number + 1}" if workers > 1 else ""
         stdout_path = os.path.join(launch.work_dir, f"start-{index:03d}{suffix}.out")
         stderr_path = os.path.join(launch.work_dir, f"start-{index:03d}{suffix}.err")
         start.workers.append(Worker(_spawn_one(design, own, stdout_path, stderr_path, options, launcher),
                                     stdout_path, stderr_path, door, number + 1))
-        if start.worker_pids is not None:
-            start.worker_pids.append(start.workers[-1].process.pid)
     start.started = time.monotonic()
     return start
 
 
-def through_a_door(launch: Launch, worker_pids: list[int] | None = None) -> tuple[int | None, Launch]:
+def through_a_door(launch: Launch, worker_pids: Callable[[], list[int]] | None = None) -> tuple[int | None, Launch]:
     """The launch for one start: the site through a new door of its own, when the run gives doors."""
     if launch.open_door is None:
         return None, launch
