@@ -4,7 +4,7 @@ The package is a house of rooms, one responsibility each (docs/architecture.md h
 import rule that tests/test_architecture.py holds):
 
 - floor modules: errors.py, files.py, history.py (the only interface between running and checking),
-  published.py (the article's figures), defaults.py and options.py (every default, every option)
+  published.py (the article's figures), defaults.py, options.py and option_kinds.py (every default, every option)
 - design/: design specs, the design model, the built-in registry, store kinds
 - faults/: kill-point kinds, schedules, the line tracer, the bug zoo's scenarios
 - running/: the one orchestrator, the runner, processes, pre-fork, explore and zoo plans

@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 
 HARNESS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "harness")
-FLOOR = {"errors", "files", "history", "published", "defaults", "options", "promises", "lifeline"}
+FLOOR = {"errors", "files", "history", "published", "defaults", "options", "option_kinds", "promises", "lifeline"}
 # room -> the rooms (and floor) its modules may import; fixture_site is outside harness and is data.
 MAY_IMPORT = {
     "floor": set(),
