@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: killtest baseline zoo incident bench bench-workers test lint calibrate bench-explore docs clean
+.PHONY: killtest baseline zoo incident bench bench-workers test lint calibrate bench-explore docs clean cases
 
 EXPERIMENT := run --design naive --design idempotent --runs 5 --kills 10 --seed 1 --lease 3 --check-faster
 
@@ -71,6 +71,13 @@ bench-explore: $(STAMP)
 # options) from the code; tests/test_docs.py fails when they differ.
 docs: $(STAMP)
 	$(BIN)/python -m killtest.harness.report.reference --write
+
+# Real frameworks at pinned releases (scrapers/cases/, issue 23): each release's env built once in
+# ~/.cache/killtest/cases/, the buggy release flagged and the fixed one clean on the same schedule;
+# then docs/explanation/analyses.md is written from results/cases.json. Exit 1 when a release deviates.
+cases: $(STAMP)
+	status=0; $(BIN)/killtest cases --out results || status=$$?; \
+		$(BIN)/python -m killtest.harness.report.case_table --write; exit $$status
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

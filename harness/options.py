@@ -183,6 +183,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("--no-plot", "skip the PNG plots", (*RUNS, "bench"), "results", action="store_true"),
     Option("--all-timelines", "draw a timeline for every run (default: each design's first run and every failed"
            " run)", RUNS, "results", action="store_true"),
+    # `killtest cases` (issue 23): real frameworks at pinned releases, scrapers/cases/.
+    Option("--only", "run just these cases (comma-joined folder names under scrapers/cases/)", ("cases",)),
+    Option("--release", "run just this release (version) of the selected cases", ("cases",)),
+    Option("--rebuild", "build each release's environment again, even when a complete one is cached", ("cases",),
+           action="store_true"),
 )
 
 # The keys of a [zoo] table that describe the mistake rather than set an option.

@@ -1,0 +1,53 @@
+"""`killtest cases`: real frameworks at pinned releases (scrapers/cases/), each release flagged or clean as expected."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from killtest.harness.check.findings import FINDINGS
+from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
+from killtest.harness.cli.shared import command_line
+from killtest.harness.design.case_spec import load_cases
+from killtest.harness.errors import KilltestError
+from killtest.harness.report.case_table import merged, read_results, verdict_text, write_results
+from killtest.harness.running.case_plan import ReleaseOutcome, run_cases
+from killtest.harness.running.progress import Progress
+
+
+class CasesCommand(Command):
+    name = "cases"
+    help = "run the cases: real frameworks at pinned releases, the buggy flagged and the fixed clean"
+
+    def run(self, args: argparse.Namespace, progress: Progress) -> int:
+        only = [n.strip() for n in (args.only or "").split(",") if n.strip()]
+        cases = load_cases(only=only, codes=FINDINGS)
+        if args.release is not None and not any(r.version == args.release for c in cases for r in c.releases):
+            raise KilltestError(f"--release {args.release}: no selected case has that release")
+        try:
+            os.makedirs(args.out, exist_ok=True)
+        except OSError as error:
+            raise KilltestError(f"cannot create the results directory {args.out!r}: {error.strerror}") from None
+        outcomes: list[ReleaseOutcome] = []
+
+        def finished(outcome: ReleaseOutcome) -> None:
+            outcomes.append(outcome)
+            progress.done(_line(outcome))
+        try:
+            run_cases(cases, args.out, release=args.release, rebuild=args.rebuild, say=progress.step, done=finished)
+        finally:  # an interrupted `cases` keeps the releases that finished
+            path = os.path.join(args.out, "cases.json")
+            write_results(args.out, merged(read_results(path), cases, outcomes, command_line()))
+        wrong = [o for o in outcomes if not o.as_expected]
+        for o in outcomes:
+            if o.replay:
+                progress.done(f"replay {o.case} {o.key}: {o.replay}")
+        progress.done(f"cases: {len(outcomes) - len(wrong)} of {len(outcomes)} releases as expected;"
+                      f" {os.path.join(args.out, 'cases')}.{{json,md}}")
+        return EXIT_CHECK_FAILED if wrong else EXIT_PASSED
+
+
+def _line(o: ReleaseOutcome) -> str:
+    expected = "flagged: " + ", ".join(o.expect) if o.expect else "clean"
+    return (f"{o.case} {o.key}: expected {expected}, got {verdict_text(o.to_json())}"
+            f" ({o.rows} rows, {o.missing} lost, {o.seconds:g}s): {'right' if o.as_expected else 'WRONG'}")

@@ -1,0 +1,188 @@
+"""A case: a real framework at pinned releases, its design and what each release must show (case.toml).
+
+The format is docs/explanation/analyses.md's and notes' CASES.md: a folder scrapers/cases/<name>/ with a
+`case.toml` ([case] and one [[release]] per version), the design spec and the scraper. This module only
+reads and checks the file; a mistake is one line naming the file and the key. Which finding codes exist
+is the checker's business: the caller passes them in (the design room does not import check/).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from killtest.harness.design.registry import BUILT_IN_FOLDER
+from killtest.harness.errors import KilltestError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 takes the same parser from PyPI
+    import tomli as tomllib
+
+CASES_FOLDER = os.path.join(BUILT_IN_FOLDER, "cases")
+RUNTIMES = ("python", "node")
+STATUSES = ("fixed", "open", "clean")
+# Options the runner sets itself for every release: a case's `args` may not.
+RUNNER_OPTIONS = ("--design", "--out", "--name")
+_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+# An exact pin: pip's `name[extras]==1.2.3`, npm's `name@1.2.3` or `@scope/name@1.2.3`.
+_PIP_PIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?==[A-Za-z0-9.+!-]+$")
+_NPM_PIN = re.compile(r"^(@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*@\d+\.\d+\.\d+[A-Za-z0-9.+-]*$")
+
+
+@dataclass(frozen=True)
+class Release:
+    """One version of the framework: its pinned packages, the finding codes it must show, its design."""
+
+    version: str
+    packages: tuple[str, ...]
+    expect: tuple[str, ...]  # () = the verdict must be valid
+    design: str  # absolute path of the design spec this release runs
+    label: str = ""  # tells a twin (another design on the same version) apart
+
+    @property
+    def key(self) -> str:
+        """The release's folder name under results/cases/<case>/: the version, and the twin's label."""
+        return self.version + (f"-{_slug(self.label)}" if self.label else "")
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    folder: str
+    title: str
+    framework: str
+    upstream: tuple[str, ...]
+    status: str
+    runtime: str
+    args: tuple[str, ...]
+    releases: tuple[Release, ...]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def case_folders(root: str = CASES_FOLDER) -> list[str]:
+    """Every folder under `root` holding a case.toml, by name."""
+    if not os.path.isdir(root):
+        return []
+    return sorted(os.path.join(root, n) for n in os.listdir(root) if os.path.isfile(os.path.join(root, n, "case.toml")))
+
+
+def load_cases(root: str = CASES_FOLDER, only: Collection[str] = (), codes: Collection[str] = ()) -> list[Case]:
+    """The cases under `root` (just `only`, when given), each checked; an unknown name is a one-line error."""
+    cases = [load_case(folder, codes) for folder in case_folders(root)]
+    unknown = sorted(set(only) - {case.name for case in cases})
+    if unknown:
+        raise KilltestError(f"no case named {', '.join(unknown)}; the cases are:"
+                            f" {', '.join(case.name for case in cases) or 'none'}")
+    return [case for case in cases if not only or case.name in only]
+
+
+def load_case(folder: str, codes: Collection[str] = ()) -> Case:
+    """One case folder's case.toml, checked; `codes` (when given) are the finding codes `expect` may name."""
+    path = os.path.join(folder, "case.toml")
+    where = os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path
+    try:
+        with open(path, "rb") as src:
+            data = tomllib.loads(src.read().decode("utf-8"))
+    except OSError as error:
+        raise KilltestError(f"cannot read {where}: {error.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise KilltestError(f"{where}: not valid TOML: {error}") from None
+
+    def fail(key: str, message: str) -> KilltestError:
+        return KilltestError(f"{where}: {key}: {message}")
+
+    name = os.path.basename(os.path.normpath(folder))
+    if not _NAME.match(name):
+        raise fail("folder", f"a case folder is named in kebab-case (e.g. crawlee-python-1825), not {name!r}")
+    extra = set(data) - {"case", "release"}
+    if extra:
+        raise fail(sorted(extra)[0], "unknown table; a case.toml holds [case] and [[release]] tables")
+    case = data.get("case")
+    if not isinstance(case, dict):
+        raise fail("[case]", "missing: the table with title, framework, upstream, status, runtime, args")
+    known = {"title", "framework", "upstream", "status", "runtime", "design", "args"}
+    for key in case:
+        if key not in known:
+            raise fail(f"case.{key}", f"unknown key; [case] may hold {', '.join(sorted(known))}")
+
+    def text(table: dict, key: str, prefix: str, default: str | None = None) -> str:
+        value = table.get(key, default)
+        if not isinstance(value, str) or not value.strip():
+            raise fail(f"{prefix}.{key}", "missing or empty: a string is expected" if value is None
+                       else f"a non-empty string is expected, not {value!r}")
+        return value
+
+    def strings(table: dict, key: str, prefix: str, default: list | None = None) -> tuple[str, ...]:
+        value = table.get(key, default)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise fail(f"{prefix}.{key}", "missing: a list of strings is expected" if value is None
+                       else f"a list of strings is expected, not {value!r}")
+        return tuple(value)
+
+    status = text(case, "status", "case")
+    if status not in STATUSES:
+        raise fail("case.status", f"one of {', '.join(STATUSES)}, not {status!r}")
+    runtime = text(case, "runtime", "case")
+    if runtime not in RUNTIMES:
+        raise fail("case.runtime", f"one of {', '.join(RUNTIMES)}, not {runtime!r}")
+    args = strings(case, "args", "case", [])
+    for word in args:
+        if word.split("=")[0] in RUNNER_OPTIONS:
+            raise fail("case.args", f"{word.split('=')[0]} is set by the runner for every release; leave it out")
+    upstream = strings(case, "upstream", "case")
+    if not upstream:
+        raise fail("case.upstream", "name at least one upstream issue or pull request (its URL)")
+    default_design = text(case, "design", "case", "design.toml")
+
+    rows = data.get("release")
+    if not isinstance(rows, list) or not rows:
+        raise fail("[[release]]", "missing: one [[release]] table per version, with version, packages, expect")
+    releases = []
+    for i, row in enumerate(rows, 1):
+        prefix = f"release {i}"
+        if not isinstance(row, dict):
+            raise fail(prefix, "a [[release]] table is expected")
+        allowed = {"version", "packages", "expect", "design", "label"}
+        for key in row:
+            if key not in allowed:
+                raise fail(f"{prefix}.{key}", f"unknown key; a [[release]] may hold {', '.join(sorted(allowed))}")
+        version = text(row, "version", prefix)
+        prefix = f"release {version}"
+        packages = strings(row, "packages", prefix)
+        pin = _PIP_PIN if runtime == "python" else _NPM_PIN
+        for spec in packages:
+            if not pin.match(spec):
+                raise fail(f"{prefix}.packages", f"{spec!r} is not an exact pin (e.g. "
+                           + ("'crawlee[beautifulsoup]==1.6.1')" if runtime == "python" else "'crawlee@3.5.7')"))
+        if not packages:
+            raise fail(f"{prefix}.packages", "name at least one pinned package")
+        expect = strings(row, "expect", prefix)
+        for code in expect:
+            if codes and code not in codes:
+                raise fail(f"{prefix}.expect", f"{code!r} is not a finding code (docs/reference/findings.md)")
+        design = os.path.join(os.path.abspath(folder), text(row, "design", prefix, default_design))
+        if not os.path.isfile(design):
+            raise fail(f"{prefix}.design", f"no design spec at {os.path.relpath(design)}")
+        label = row.get("label", "")
+        if not isinstance(label, str):
+            raise fail(f"{prefix}.label", f"a string is expected, not {label!r}")
+        releases.append(Release(version, packages, expect, design, label))
+    keys = [r.key for r in releases]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise fail("[[release]]", f"{twice[0]} appears twice; give a twin release a `label`")
+    if status == "clean" and any(r.expect for r in releases):
+        raise fail("case.status", "a clean case expects no finding on any release (expect = [])")
+    if status == "fixed" and (all(r.expect for r in releases) or not any(r.expect for r in releases)):
+        raise fail("case.status", "a fixed case has a buggy release (expect names findings) and a fixed one"
+                   " (expect = [])")
+    return Case(name=name, folder=os.path.abspath(folder), title=text(case, "title", "case"),
+                framework=text(case, "framework", "case"), upstream=upstream, status=status, runtime=runtime,
+                args=args, releases=tuple(releases))

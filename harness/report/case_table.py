@@ -1,0 +1,170 @@
+"""The results of `killtest cases` (results/cases.{json,md}) and the analyses page made from them.
+
+results/cases.json holds every case ever run into that folder: a run of some cases (`--only`, `--release`)
+replaces their releases and keeps the others', so the page always shows every case with its latest
+measured figures. docs/explanation/analyses.md is written from it (`python -m
+killtest.harness.report.case_table --write`, run by `make cases`), so a new case folder appears on the
+page as soon as it has been run once; nothing on the page is typed by hand but the introduction.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from killtest.harness.design.case_spec import Case
+from killtest.harness.design.registry import PROJECT_ROOT
+from killtest.harness.files import write_atomically
+
+ANALYSES_PAGE = os.path.join(PROJECT_ROOT, "docs", "explanation", "analyses.md")
+RESULTS = os.path.join(PROJECT_ROOT, "results", "cases.json")
+
+INTRO = """\
+# Analyses: real frameworks at real releases
+
+Every other failure in these docs is a mistake written for killtest. This page is the other kind:
+crash-safety bugs that users reported to real scraping frameworks, each run as a **case**
+(`scrapers/cases/<name>/`): the framework installed from its registry at pinned releases into an
+environment of its own (a venv, a `node_modules`), a small crawler of the fixture shop written the way
+the framework's docs write one, and the same kill schedule for every release. For a fixed bug the
+release before the fix must be flagged with the finding the bug causes and the release with the fix
+must pass; an open bug must be flagged on the current release; a clean case is a control that must
+pass everywhere. Each flagged run prints a replay line, with the environment it needs, that
+reproduces it alone.
+
+```sh
+make cases                                     # every case: killtest cases --out results, then this page
+killtest cases --only crawlee-python-1825      # one case, both releases
+```
+
+The figures below come from the last `make cases` (results/cases.json); this page is generated from
+it by `python -m killtest.harness.report.case_table --write`. How to add a case: notes in each case's
+README and [the spec reference](../reference/spec.md) for its design.
+"""
+
+
+def merged(previous: dict | None, cases: list[Case], outcomes: list, command: str) -> dict:
+    """cases.json's content: `previous` with the releases just run replaced, and each case's metadata."""
+    known: dict[str, dict] = dict((previous or {}).get("cases", {}))
+    for case in cases:
+        ran = [o for o in outcomes if o.case == case.name]
+        if not ran:
+            continue
+        old = {(r["version"], r.get("label", "")): r for r in known.get(case.name, {}).get("releases", [])}
+        for outcome in ran:
+            old[(outcome.version, outcome.label)] = outcome.to_json()
+        order = [(r.version, r.label) for r in case.releases]
+        releases = [old[k] for k in order if k in old]
+        known[case.name] = {
+            "title": case.title, "framework": case.framework, "upstream": list(case.upstream),
+            "status": case.status, "runtime": case.runtime, "args": list(case.args),
+            "readme": os.path.relpath(os.path.join(case.folder, "README.md"), PROJECT_ROOT),
+            "releases": releases,
+        }
+    return {"command": command, "cases": known}
+
+
+def read_results(path: str) -> dict | None:
+    try:
+        with open(path, encoding="utf-8") as src:
+            return json.load(src)
+    except (OSError, ValueError):
+        return None
+
+
+def write_results(out: str, data: dict) -> None:
+    write_atomically(os.path.join(out, "cases.json"), json.dumps(data, indent=2) + "\n")
+    write_atomically(os.path.join(out, "cases.md"), cases_markdown(data))
+
+
+def verdict_text(release: dict) -> str:
+    """`flagged: lost, liveness`, `clean`, `unknown` or `error: ...`, as measured."""
+    if release["validity"] == "error":
+        return f"error: {release.get('error', '')}"
+    if release["validity"] == "valid":
+        return "clean"
+    found = ", ".join(release.get("got", [])) or "no finding"
+    return f"flagged: {found}" if release["validity"] == "invalid" else f"unknown: {found}"
+
+
+def _expected_text(release: dict) -> str:
+    return "flagged: " + ", ".join(release["expect"]) if release["expect"] else "clean"
+
+
+def _counts(release: dict) -> str:
+    if release["validity"] == "error":
+        return ""
+    return (f"{release['rows']} rows, {release['missing']} of {release['products']} lost,"
+            f" {release['duplicated']} duplicated, {release['kills']} kills landed")
+
+
+def _release_name(release: dict) -> str:
+    return release["version"] + (f" ({release['label']})" if release.get("label") else "")
+
+
+def cases_markdown(data: dict) -> str:
+    """results/cases.md: one row per release, then each case's commands and replay lines."""
+    lines = ["# killtest cases", "", f"`{data.get('command', '')}`", "",
+             "| case | framework | release | expected | measured | as expected | records | seconds |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, case in sorted(data["cases"].items()):
+        for r in case["releases"]:
+            lines.append(f"| {name} | {case['framework']} | {_release_name(r)} | {_expected_text(r)} |"
+                         f" {verdict_text(r)} | {'yes' if r['as_expected'] else '**NO**'} | {_counts(r)} |"
+                         f" {r['seconds']:g} |")
+    for name, case in sorted(data["cases"].items()):
+        lines += ["", f"## {name}", "", case["title"], ""]
+        for r in case["releases"]:
+            lines.append(f"- {_release_name(r)}: `{r['command']}`")
+            if r.get("replay"):
+                lines.append(f"  - replay: `{r['replay']}`")
+    return "\n".join(lines) + "\n"
+
+
+def analyses_page(data: dict | None) -> str:
+    """docs/explanation/analyses.md: the introduction, one table of every case, a section per case."""
+    cases = sorted((data or {}).get("cases", {}).items())
+    lines = [INTRO, "## The cases", ""]
+    if not cases:
+        return "\n".join([*lines, "No case has been run yet: `make cases`.", ""])
+    lines += ["| framework | version | bug | killtest's verdict | as expected | command |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    for name, case in cases:
+        for r in case["releases"]:
+            role = "buggy" if r["expect"] else ("fixed" if case["status"] == "fixed" else case["status"])
+            lines.append(f"| {case['framework']} | {_release_name(r)} ({role}) | [{name}](#{name}): {case['title']} |"
+                         f" {verdict_text(r)} | {'yes' if r['as_expected'] else '**NO**'} |"
+                         f" `killtest cases --only {name} --release {r['version']}` |")
+    for name, case in cases:
+        links = ", ".join(f"<{u}>" for u in case["upstream"])
+        lines += ["", f"### {name}", "", f"**{case['title']}** ({case['framework']}, status: {case['status']};"
+                  f" upstream: {links}). What the bug is, the scenario and the settings:"
+                  f" [{case['readme']}](../../{case['readme']}).", "",
+                  f"Schedule and options, the same for every release: `{' '.join(case['args'])}`.", ""]
+        for r in case["releases"]:
+            lines.append(f"- **{_release_name(r)}** ({', '.join(r['packages'])}): expected {_expected_text(r)};"
+                         f" measured {verdict_text(r)} ({_counts(r)}; {r['seconds']:g} s)"
+                         f"{'' if r['as_expected'] else ' — **not as expected**'}.")
+            if r.get("replay"):
+                lines.append(f"  Replay: `{r['replay']}`")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="write docs/explanation/analyses.md from results/cases.json")
+    parser.add_argument("--results", default=RESULTS, help="the cases.json to read (default results/cases.json)")
+    parser.add_argument("--write", action="store_true", help="write the page (default: print it)")
+    args = parser.parse_args(argv)
+    page = analyses_page(read_results(args.results))
+    if args.write:
+        write_atomically(ANALYSES_PAGE, page)
+        print(f"wrote {os.path.relpath(ANALYSES_PAGE)} from {args.results}", file=sys.stderr)
+    else:
+        sys.stdout.write(page)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

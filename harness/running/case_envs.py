@@ -1,0 +1,161 @@
+"""A case release's environment: a venv (pip) or a node_modules folder (npm) of exact pins, built once and cached.
+
+An env lives in ~/.cache/killtest/cases/<hash> ($XDG_CACHE_HOME is honoured), the hash of the runtime,
+its interpreter's version and the pinned packages. It is built in a folder of its own
+(<hash>.<token>) and only then named: `<hash>` is a symbolic link swapped in with one rename when
+the install finished. An interrupted or failed install therefore never leaves a `<hash>` that looks
+good; its folder is removed (or, after a SIGKILL, by the next build of the same hash). The folder is
+never moved after the install, because a venv's scripts carry their own absolute path in their
+first line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from killtest.harness.errors import KilltestError
+
+# The pip and npm flags: quiet, no version check or audit (the registry is reachable, nothing else is).
+_PIP = ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-input"]
+_NPM = ["npm", "install", "--no-audit", "--no-fund", "--no-save", "--loglevel=error"]
+
+
+@dataclass(frozen=True)
+class CaseEnv:
+    """A built env: the folders a run puts first on PATH (and NODE_PATH for node)."""
+
+    runtime: str
+    root: str  # the `<hash>` link's path: what a replay line names
+
+    @property
+    def bin(self) -> str:
+        return os.path.join(self.root, "bin" if self.runtime == "python" else "node_modules/.bin")
+
+    def environ(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        """`base` (os.environ) with the env first on PATH and, for node, NODE_PATH at its node_modules."""
+        env = dict(os.environ if base is None else base)
+        env["PATH"] = self.bin + os.pathsep + env.get("PATH", "")
+        env.pop("PYTHONHOME", None)
+        if self.runtime == "node":
+            env["NODE_PATH"] = os.path.join(self.root, "node_modules")
+        return env
+
+    def shell_prefix(self) -> str:
+        """The env assignments a pasted command line needs, before `killtest replay ...`."""
+        node = f"NODE_PATH={os.path.join(self.root, 'node_modules')} " if self.runtime == "node" else ""
+        return f'{node}PATH={self.bin}:"$PATH"'
+
+
+def cache_root() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "killtest", "cases")
+
+
+def interpreter_version(runtime: str) -> str:
+    """The version an env is built for: killtest's own Python (its venv's base) or the `node` on PATH."""
+    if runtime == "python":
+        return f"python-{sys.version_info[0]}.{sys.version_info[1]}"
+    node = shutil.which("node")
+    if node is None:
+        raise KilltestError("a node case needs `node` and `npm` on PATH (Node.js 18 or newer)")
+    out = subprocess.run([node, "--version"], capture_output=True, text=True, check=False).stdout.strip()
+    return "node-" + out.lstrip("v").split(".")[0]
+
+
+def env_hash(runtime: str, packages: tuple[str, ...] | list[str], interpreter: str) -> str:
+    """The cache key: the same runtime, interpreter and pins (in any order) make the same env."""
+    text = json.dumps({"runtime": runtime, "interpreter": interpreter, "packages": sorted(packages)})
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def ensure_env(runtime: str, packages: tuple[str, ...], rebuild: bool = False,
+               say: Callable[[str], None] = print, root: str | None = None) -> CaseEnv:
+    """The env of these pins, built unless a complete one is cached (`rebuild`: build it again anyway)."""
+    root = root or cache_root()
+    digest = env_hash(runtime, packages, interpreter_version(runtime))
+    link = os.path.join(root, digest)
+    env = CaseEnv(runtime, link)
+    if os.path.isdir(link) and not rebuild:
+        return env
+    os.makedirs(root, exist_ok=True)
+    _remove_abandoned(root, digest)
+    folder = os.path.join(root, f"{digest}.{os.getpid()}-{time.time_ns()}")
+    say(f"env {digest}: installing {' '.join(packages)} ({runtime}) into {folder}")
+    started = time.monotonic()
+    try:
+        _install(runtime, packages, folder)
+        # Swap the link in with one rename: a reader sees the old env or the complete new one.
+        temporary = f"{link}.link-{os.getpid()}"
+        os.symlink(os.path.basename(folder), temporary)
+        previous = os.path.realpath(link) if os.path.islink(link) else None
+        os.replace(temporary, link)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    if previous and previous != os.path.realpath(link):
+        shutil.rmtree(previous, ignore_errors=True)
+    say(f"env {digest}: ready in {time.monotonic() - started:.0f}s")
+    return env
+
+
+def _install(runtime: str, packages: tuple[str, ...], folder: str) -> None:
+    os.makedirs(folder)
+    with open(os.path.join(folder, ".builder"), "w") as out:
+        out.write(str(os.getpid()))
+    if runtime == "python":
+        # From killtest's own interpreter: venv takes its base Python, so the case's venv does not nest in ours.
+        _step([sys.executable, "-m", "venv", folder], "python3 -m venv")
+        _step([os.path.join(folder, "bin", "python"), *_PIP, *packages], "pip install " + " ".join(packages))
+    else:
+        if shutil.which("npm") is None:
+            raise KilltestError("a node case needs `npm` on PATH")
+        _step([*_NPM, "--prefix", folder, *packages], "npm install " + " ".join(packages))
+
+
+def _step(command: list[str], what: str) -> None:
+    """Run one install step; a failure is one line: the step and the tool's last line of complaint."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
+    except OSError as error:
+        raise KilltestError(f"{what}: cannot run {command[0]}: {error.strerror}") from None
+    if done.returncode != 0:
+        lines = [line.strip() for line in (done.stderr + done.stdout).splitlines() if line.strip()
+                 and not line.startswith("WARNING: Location")]
+        complaint = next((line for line in reversed(lines) if "ERROR" in line or "ERR!" in line),
+                         lines[-1] if lines else f"exit status {done.returncode}")
+        raise KilltestError(f"{what} failed: {complaint}")
+
+
+def _remove_abandoned(root: str, digest: str) -> None:
+    """Folders of this hash that no link names and whose builder is gone: an install killed midway."""
+    linked = os.path.realpath(os.path.join(root, digest))
+    for name in os.listdir(root):
+        path = os.path.join(root, name)
+        if not name.startswith(digest + ".") or os.path.islink(path) or os.path.realpath(path) == linked:
+            continue
+        try:
+            with open(os.path.join(path, ".builder")) as src:
+                pid = int(src.read().strip() or 0)
+        except (OSError, ValueError):
+            pid = 0
+        if pid and pid != os.getpid() and _alive(pid):
+            continue  # another killtest is building it right now
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

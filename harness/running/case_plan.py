@@ -1,0 +1,173 @@
+"""The plan of `killtest cases`: each case's releases, one `killtest run` each, inside that release's env.
+
+A release runs as its own `python -m killtest run --design <case design> <case args> --out
+<out>/cases/<case>/<release>` with the release's env first on PATH (and NODE_PATH for node): the
+same command a user would paste, so nothing of the case's framework is imported into killtest's own
+interpreter. Its killtest.json is read and its findings compared with the release's `expect`: a
+release expecting findings must show every one of them (others may come with it: a lost request
+often leaves the crawl unfinished too); a release expecting none must pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from killtest.harness import lifeline
+from killtest.harness.design.case_spec import Case, Release
+from killtest.harness.running.case_envs import CaseEnv, ensure_env
+
+EXIT_INTERRUPTED = 130
+
+
+@dataclass
+class ReleaseOutcome:
+    """What one release of one case showed, beside what it was expected to show."""
+
+    case: str
+    version: str
+    label: str
+    design: str  # the design spec, relative to the case folder
+    packages: list[str]
+    expect: list[str]
+    validity: str = "unknown"  # valid | invalid | unknown | error (the run itself failed to run)
+    got: list[str] = field(default_factory=list)  # the findings of every run, each once, in order
+    as_expected: bool = False
+    rows: int = 0
+    products: int = 0
+    missing: int = 0
+    duplicated: int = 0
+    kills: int = 0
+    outcome: str = ""  # the runs' outcomes (completed, timed_out ...), comma-joined
+    seconds: float = 0.0  # the release's whole `killtest run`, env build excluded
+    command: str = ""  # the `killtest run` line, with the env assignments it needs
+    replay: str | None = None  # for a flagged run: the `killtest replay` line, with the env assignments
+    out: str = ""
+    error: str = ""
+
+    @property
+    def key(self) -> str:
+        return self.version + (f" ({self.label})" if self.label else "")
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def killtest_word() -> str:
+    """How a pasted line calls killtest: `killtest` when the one on PATH is this one, else its full path."""
+    ours = os.path.join(os.path.dirname(sys.executable), "killtest")
+    on_path = shutil.which("killtest")
+    if on_path and os.path.realpath(on_path) == os.path.realpath(ours):
+        return "killtest"
+    return ours if os.path.exists(ours) else "killtest"
+
+
+def run_cases(cases: list[Case], out: str, release: str | None = None, rebuild: bool = False,
+              say: Callable[[str], None] = print,
+              done: Callable[[ReleaseOutcome], object] | None = None) -> list[ReleaseOutcome]:
+    """Every release of every case (just `release`, when given), in order; the env of each built first.
+    `done` is told each outcome as it comes (the command prints it and keeps it if the rest is interrupted)."""
+    outcomes = []
+    for case in cases:
+        for rel in case.releases:
+            if release is not None and rel.version != release:
+                continue
+            env = ensure_env(case.runtime, rel.packages, rebuild=rebuild, say=say)
+            outcomes.append(run_release(case, rel, env, out, say))
+            if done is not None:
+                done(outcomes[-1])
+    return outcomes
+
+
+def run_release(case: Case, rel: Release, env: CaseEnv, out: str, say: Callable[[str], None]) -> ReleaseOutcome:
+    """One release's `killtest run`, its killtest.json read and judged against `expect`."""
+    folder = os.path.abspath(os.path.join(out, "cases", case.name, rel.key))
+    os.makedirs(folder, exist_ok=True)
+    words = ["run", "--design", rel.design, *case.args, "--no-plot", "--out", folder]
+    outcome = ReleaseOutcome(case=case.name, version=rel.version, label=rel.label,
+                             design=os.path.relpath(rel.design, case.folder), packages=list(rel.packages),
+                             expect=list(rel.expect), out=folder,
+                             command=f"{env.shell_prefix()} {shlex.join([killtest_word(), *words])}")
+    say(f"[{case.name} {rel.key}] killtest run ... (log: {os.path.join(folder, 'killtest.log')})")
+    report = os.path.join(folder, "killtest.json")
+    if os.path.exists(report):
+        os.remove(report)  # a result of an earlier run must not pass for this one's
+    started = time.monotonic()
+    status = _run_logged([sys.executable, "-m", "killtest", *words], env.environ(),
+                         os.path.join(folder, "killtest.log"))
+    outcome.seconds = round(time.monotonic() - started, 1)
+    if status == EXIT_INTERRUPTED:
+        raise KeyboardInterrupt
+    if status not in (0, 1) or not os.path.exists(report):
+        outcome.validity = "error"
+        outcome.error = _last_line(os.path.join(folder, "killtest.log")) or f"killtest run exited {status}"
+        return outcome
+    _read_report(outcome, report, env)
+    return outcome
+
+
+def _read_report(outcome: ReleaseOutcome, path: str, env: CaseEnv) -> None:
+    with open(path, encoding="utf-8") as src:
+        campaign = json.load(src)
+    runs = campaign.get("runs", [])
+    validities = {run.get("validity", "valid" if run.get("valid") else "invalid") for run in runs}
+    outcome.validity = ("invalid" if "invalid" in validities else "unknown" if "unknown" in validities or not runs
+                        else "valid")
+    outcome.got = list(dict.fromkeys(code for run in runs for code in run.get("findings", [])))
+    outcome.rows = sum(run.get("rows", 0) for run in runs)
+    outcome.products = campaign.get("settings", {}).get("products", 0) * max(len(runs), 1)
+    outcome.missing = sum(run.get("missing_records", 0) for run in runs)
+    outcome.duplicated = sum(run.get("duplicated_records", 0) for run in runs)
+    outcome.kills = sum(run.get("kills", 0) for run in runs)
+    outcome.outcome = ",".join(dict.fromkeys(run.get("outcome", "") for run in runs))
+    if outcome.expect:
+        outcome.as_expected = outcome.validity == "invalid" and set(outcome.expect) <= set(outcome.got)
+    else:
+        outcome.as_expected = outcome.validity == "valid"
+    replays = (campaign.get("settings", {}).get("replays") or {})
+    flagged = next((run for run in runs if not run.get("valid", True)), None)
+    if flagged is not None:
+        lines = replays.get(flagged.get("design"), [])
+        line = lines[flagged.get("run", 1) - 1] if 0 < flagged.get("run", 1) <= len(lines) else None
+        if line:
+            words = shlex.split(line)
+            if words and words[0] == "killtest":
+                words[0] = killtest_word()
+            outcome.replay = f"{env.shell_prefix()} {shlex.join(words)}"
+
+
+def _run_logged(command: list[str], environ: dict[str, str], log: str) -> int:
+    """Run `command` with its output in `log`; on Ctrl+C or SIGTERM it is stopped (SIGTERM: it cleans up)."""
+    lifeline.ensure_watchdog()
+    with open(log, "w", encoding="utf-8") as sink:
+        # A session of its own, told to the watchdog: if this killtest is SIGKILLed, it goes too.
+        child = subprocess.Popen(command, env=environ, stdout=sink, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, start_new_session=True)
+        lifeline.register(child.pid)
+        try:
+            return child.wait()
+        except BaseException:
+            child.send_signal(signal.SIGTERM)
+            try:
+                child.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+            raise
+
+
+def _last_line(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as src:
+            lines = [line.strip() for line in src if line.strip()]
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
