@@ -18,6 +18,7 @@ import sys
 from killtest.harness import lifeline
 from killtest.harness.cli.bench import BenchCommand
 from killtest.harness.cli.calibrate import CalibrateCommand
+from killtest.harness.cli.check_recording import CheckRecordingCommand
 from killtest.harness.cli.command import EXIT_BAD_INPUT, EXIT_INTERRUPTED, Command, OneLineParser
 from killtest.harness.cli.explore import ExploreCommand
 from killtest.harness.cli.fuzz import FuzzCommand
@@ -33,7 +34,7 @@ from killtest.harness.running.progress import Progress
 # In the order `killtest --help` lists them.
 COMMANDS: dict[str, Command] = {command.name: command for command in (
     RunCommand(), ReplayCommand(), ExploreCommand(), FuzzCommand(), ZooCommand(), ScaleCommand(), BenchCommand(),
-    CalibrateCommand(), RecordCommand(), ServeCommand())}
+    CalibrateCommand(), RecordCommand(), ServeCommand(), CheckRecordingCommand())}
 
 
 def installed_version() -> str:
