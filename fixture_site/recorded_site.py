@@ -9,7 +9,13 @@ uninterrupted run against the replay made. It also knows which URLs the recordin
 The WARC holds a request record followed by its response record for every exchange, written and
 read with warcio (https://github.com/webrecorder/warcio: WARCWriter.create_warc_record,
 ArchiveIterator); a response's payload is kept as it came over the wire (still gzip-encoded when
-the site compressed it), so the replay answers with the recorded bytes and headers.
+the site compressed it), so the replay answers with the recorded bytes and headers. A payload
+recorded before (the same bytes: a logo, a script, a page fetched twice) is written once: later
+answers are revisit records (WARC 1.0's identical-payload-digest profile, warcio's
+create_revisit_record) holding their own status and headers and the first record's payload digest.
+
+Credentials are masked before an exchange reaches write_exchange (killtest.fixture_site.redaction);
+a RecordedSite masks a request the same way before it looks it up.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from killtest.fixture_site.catalog import Catalog, Product
+from killtest.fixture_site.redaction import DEFAULT_REDACTION, Redaction
 
 # Hop-by-hop headers (RFC 9110 7.6.1) and the framing the WARC payload no longer has (it is de-chunked).
 NOT_REPLAYED = {"transfer-encoding", "connection", "keep-alive", "proxy-connection", "content-length"}
@@ -61,9 +68,16 @@ class Exchange:
         return body.decode("utf-8", errors="replace")
 
 
+REVISIT_FROM = 256  # bytes: below it a revisit record (its WARC headers) would not be smaller than the payload
+
+
 def write_exchange(writer, url: str, method: str, request_headers: list[tuple[str, str]], request_body: bytes,
-                   status: int, reason: str, response_headers: list[tuple[str, str]], body: bytes) -> None:
-    """Append one request record and its response record to a warcio WARCWriter."""
+                   status: int, reason: str, response_headers: list[tuple[str, str]], body: bytes,
+                   stored: dict[str, tuple[str, str]] | None = None) -> None:
+    """Append one request record and its response record to a warcio WARCWriter.
+
+    `stored` (payload digest -> the URL and date of the record holding it), kept by the caller across
+    calls, makes a payload already written a revisit record instead of a second copy."""
     from io import BytesIO
 
     from warcio.statusandheaders import StatusAndHeaders
@@ -73,15 +87,22 @@ def write_exchange(writer, url: str, method: str, request_headers: list[tuple[st
     request = writer.create_warc_record(url, "request", payload=BytesIO(request_body), http_headers=StatusAndHeaders(
         f"{method} {path} HTTP/1.1", request_headers, is_http_request=True))
     kept = [(k, v) for k, v in response_headers if k.lower() not in NOT_REPLAYED] + [("Content-Length", str(len(body)))]
-    response = writer.create_warc_record(url, "response", payload=BytesIO(body), http_headers=StatusAndHeaders(
-        f"{status} {reason or 'OK'}", kept, protocol="HTTP/1.1"))
+    http_headers = StatusAndHeaders(f"{status} {reason or 'OK'}", kept, protocol="HTTP/1.1")
+    response = writer.create_warc_record(url, "response", payload=BytesIO(body), http_headers=http_headers)
+    digest = response.rec_headers.get_header("WARC-Payload-Digest")
+    if stored is not None and len(body) >= REVISIT_FROM and digest in stored:
+        response = writer.create_revisit_record(url, digest, *stored[digest], http_headers=http_headers)
+    elif stored is not None:
+        stored[digest] = (url, response.rec_headers.get_header("WARC-Date"))
     response.rec_headers.add_header("WARC-Concurrent-To", request.rec_headers.get_header("WARC-Record-ID"))
     writer.write_record(request)
     writer.write_record(response)
 
 
-def read_exchanges(path: str, ignore_params: tuple[str, ...] = ()) -> dict[str, Exchange]:
-    """Every recorded answer by match_key; the last one recorded for a key wins (a page fetched twice)."""
+def read_exchanges(path: str, ignore_params: tuple[str, ...] = (), redaction: Redaction = DEFAULT_REDACTION
+                   ) -> dict[str, Exchange]:
+    """Every recorded answer by match_key, its URL masked (a no-op but on a recording made before masking);
+    the last one recorded for a key wins (a page fetched twice)."""
     try:
         from warcio.archiveiterator import ArchiveIterator
     except ImportError:
@@ -89,6 +110,7 @@ def read_exchanges(path: str, ignore_params: tuple[str, ...] = ()) -> dict[str, 
                          ) from None
 
     methods: dict[str, str] = {}
+    payloads: dict[str, bytes] = {}  # payload digest -> bytes, for the revisit records that refer to them
     found: dict[str, Exchange] = {}
     try:
         with open(path, "rb") as stream:
@@ -96,12 +118,19 @@ def read_exchanges(path: str, ignore_params: tuple[str, ...] = ()) -> dict[str, 
                 record_id = record.rec_headers.get_header("WARC-Record-ID")
                 if record.rec_type == "request":
                     methods[record_id] = record.http_headers.protocol  # the request line's method
-                elif record.rec_type == "response" and record.http_headers is not None:
+                elif record.rec_type in ("response", "revisit") and record.http_headers is not None:
                     method = methods.get(record.rec_headers.get_header("WARC-Concurrent-To") or "", "GET")
                     url = record.rec_headers.get_header("WARC-Target-URI")
                     headers = tuple((k, v) for k, v in record.http_headers.headers if k.lower() not in NOT_REPLAYED)
-                    found[match_key(method, url, ignore_params)] = Exchange(
-                        int(record.http_headers.get_statuscode()), headers, record.raw_stream.read(), url)
+                    digest = record.rec_headers.get_header("WARC-Payload-Digest") or ""
+                    if record.rec_type == "response":
+                        body = payloads[digest] = record.raw_stream.read()
+                    elif digest in payloads:
+                        body = payloads[digest]
+                    else:
+                        raise ValueError(f"a revisit record of {url} refers to a payload ({digest}) the file lacks")
+                    found[match_key(method, redaction.url(url), ignore_params)] = Exchange(
+                        int(record.http_headers.get_statuscode()), headers, body, url)
     except OSError as error:
         raise ValueError(f"cannot read the recording {path}: {error.strerror}") from None
     except Exception as error:  # warcio's ArchiveLoadFailed and the like: not a WARC file, or a damaged one
@@ -139,6 +168,7 @@ class RecordedSite(Catalog):
     start_url: str = ""
     ignore_params: tuple[str, ...] = ()
     reference_requests: int = 0
+    redaction: Redaction = DEFAULT_REDACTION
     exchanges: dict[str, Exchange] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -146,7 +176,7 @@ class RecordedSite(Catalog):
         return self.reference_requests
 
     def answer(self, method: str, url: str) -> Exchange | None:
-        return self.exchanges.get(match_key(method, url, self.ignore_params))
+        return self.exchanges.get(match_key(method, self.redaction.url(url), self.ignore_params))
 
     def recorded(self, logged_path: str) -> bool:
         """Whether a path of the request log (`/` + the URL the scraper asked for) is in the recording."""
@@ -170,7 +200,7 @@ def write_reference(recording: str, start_url: str, requests: int, records: dict
 
 
 def load_recorded_site(recording: str, start_url: str, ignore_params: tuple[str, ...] = (),
-                       need_reference: bool = True) -> RecordedSite:
+                       need_reference: bool = True, redaction: Redaction = DEFAULT_REDACTION) -> RecordedSite:
     """The recorded site: the WARC's answers and, when `need_reference`, the reference records beside it.
     A missing or unreadable file raises ValueError with one line naming it."""
     reference: dict[str, Any] = {"records": [], "requests": 0}
@@ -182,7 +212,7 @@ def load_recorded_site(recording: str, start_url: str, ignore_params: tuple[str,
         except (OSError, ValueError) as error:
             raise ValueError(f"cannot read the reference records {path} ({error}):"
                              " run `killtest record` first") from None
-    exchanges = read_exchanges(recording, tuple(ignore_params))
+    exchanges = read_exchanges(recording, tuple(ignore_params), redaction)
     try:
         pages = pages_of(exchanges, {str(r["key"]): {k: str(v) for k, v in r["fields"].items()}
                                      for r in reference["records"]})
@@ -196,7 +226,7 @@ def load_recorded_site(recording: str, start_url: str, ignore_params: tuple[str,
                      for i, r in enumerate(reference["records"]))
     return RecordedSite(products=products, products_per_page=max(1, len(products)), recording=recording,
                         start_url=start_url, ignore_params=tuple(ignore_params),
-                        reference_requests=int(reference["requests"]),
+                        reference_requests=int(reference["requests"]), redaction=redaction,
                         exchanges=exchanges)
 
 

@@ -146,8 +146,8 @@ class ReplaySite(SiteServer):
         super().start()
         self._point_proxy_at(int(super().base_url.rsplit(":", 1)[1]))  # no door yet: the server's own port
         try:
-            self.proxy = ProxyProcess(["replay", "--upstream-file", self._upstream_file], self._confdir,
-                                      self._register)
+            self.proxy = ProxyProcess(["replay", "--upstream-file", self._upstream_file,
+                                       *self.recorded_site.redaction.as_args()], self._confdir, self._register)
         except BaseException:
             super().stop()
             raise

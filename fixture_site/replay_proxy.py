@@ -1,7 +1,13 @@
 """The proxy process of a recorded site: mitmproxy, run programmatically with one addon of ours.
 
-    python -m killtest.fixture_site.replay_proxy replay --confdir DIR --upstream-file FILE
+    python -m killtest.fixture_site.replay_proxy replay --confdir DIR --upstream-file FILE [REDACTION]
     python -m killtest.fixture_site.replay_proxy record --confdir DIR --warc OUT [--resolve HOST[:PORT]=IP:PORT]
+        [REDACTION]    (REDACTION: --redact-param NAME, --redact-header NAME, --unredacted NAME, each repeatable)
+
+Both modes mask credentials here, in the proxy (killtest.fixture_site.redaction): the recorder before
+it writes an exchange, the replay before the request reaches the harness's server. So neither the
+WARC nor the request log, the history or a report ever holds one, and the masked request the replay
+matches is the masked request the recorder wrote.
 
 It listens on 127.0.0.1 and a free port (`listen_port=0`), and prints `{"port": N, "ca": PATH}` on
 stdout once listening: the port read back from the proxyserver addon's `listen_addrs()`, and the CA
@@ -27,18 +33,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from urllib.parse import quote
 
+from killtest.fixture_site.redaction import PLACEHOLDER, Redaction
+from killtest.fixture_site.secret_scan import INFO_UNREDACTED
+
 
 class ToReplay:
-    """Every request to the harness's replay server, its whole URL quoted into the path."""
+    """Every request to the harness's replay server, its whole URL (credentials masked) quoted into the path."""
 
-    def __init__(self, upstream_file: str) -> None:
+    def __init__(self, upstream_file: str, redaction: Redaction) -> None:
         self.upstream_file = upstream_file
+        self.redaction = redaction
 
     def request(self, flow) -> None:
-        url = flow.request.url
+        url = self.redaction.url(flow.request.url)
         with open(self.upstream_file, encoding="utf-8") as src:  # the current door's port; it moves between runs
             port = int(src.read().strip())
         flow.request.scheme, flow.request.host, flow.request.port = "http", "127.0.0.1", port
@@ -48,12 +59,18 @@ class ToReplay:
 class Recorder:
     """Every exchange to a WARC file, under the URL the scraper asked for; hosts mapped to local addresses."""
 
-    def __init__(self, warc: str, resolve: dict[str, tuple[str, int]]) -> None:
+    def __init__(self, warc: str, resolve: dict[str, tuple[str, int]], redaction: Redaction) -> None:
         from warcio.warcwriter import WARCWriter
 
         self.out = open(warc, "wb")
         self.writer = WARCWriter(self.out, gzip=True)
         self.resolve = resolve
+        self.redaction = redaction
+        self.stored: dict[str, tuple[str, str]] = {}  # payload digest -> (URL, date) of the record that holds it
+        # What the recording says of itself: the check-recording scan reads the names kept on purpose.
+        self.writer.write_record(self.writer.create_warcinfo_record(os.path.basename(warc), {
+            "software": "killtest record (mitmproxy, warcio)", "killtest-placeholder": PLACEHOLDER,
+            INFO_UNREDACTED: ", ".join(redaction.unredacted)}))
 
     def request(self, flow) -> None:
         flow.metadata["killtest_url"] = flow.request.url
@@ -66,10 +83,12 @@ class Recorder:
     def response(self, flow) -> None:
         from killtest.fixture_site.recorded_site import write_exchange
 
-        request, response = flow.request, flow.response
-        write_exchange(self.writer, flow.metadata["killtest_url"], request.method, list(request.headers.items()),
-                       request.raw_content or b"", response.status_code, response.reason,
-                       list(response.headers.items()), response.raw_content or b"")
+        request, response, mask = flow.request, flow.response, self.redaction
+        request_headers = list(request.headers.items())
+        write_exchange(self.writer, mask.url(flow.metadata["killtest_url"]), request.method,
+                       mask.request_headers(request_headers), mask.body(request_headers, request.raw_content or b""),
+                       response.status_code, response.reason, mask.response_headers(list(response.headers.items())),
+                       response.raw_content or b"", self.stored)
         self.out.flush()
 
     def done(self) -> None:
@@ -108,10 +127,11 @@ async def serve(args: argparse.Namespace) -> None:
     opts = options.Options(listen_host="127.0.0.1", listen_port=0, confdir=args.confdir)
     master = DumpMaster(opts, with_termlog=False, with_dumper=False)
     master.options.update(connection_strategy="lazy", ssl_insecure=args.insecure_upstream)
+    redaction = Redaction(tuple(args.redact_param), tuple(args.redact_header), tuple(args.unredacted))
     if args.mode == "replay":
-        master.addons.add(ToReplay(args.upstream_file))
+        master.addons.add(ToReplay(args.upstream_file, redaction))
     else:
-        master.addons.add(Recorder(args.warc, parse_resolve(args.resolve)))
+        master.addons.add(Recorder(args.warc, parse_resolve(args.resolve), redaction))
     master.addons.add(SayPort(args.confdir))
     await master.run()
 
@@ -124,6 +144,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warc")
     parser.add_argument("--resolve", action="append", default=[])
     parser.add_argument("--insecure-upstream", action="store_true")
+    for flag in ("--redact-param", "--redact-header", "--unredacted"):
+        parser.add_argument(flag, action="append", default=[])
     args = parser.parse_args(argv)
     try:
         asyncio.run(serve(args))

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-COMMAND_NAMES = ("run", "replay", "explore", "fuzz", "zoo", "scale", "bench", "calibrate", "record", "serve", "cases")
+COMMAND_NAMES = ("run", "replay", "explore", "fuzz", "zoo", "scale", "bench", "calibrate", "record", "serve",
+                 "check-recording", "cases")
 
 # The --help groups, in the order --help shows them: title -> what they hold.
 GROUPS = {

@@ -230,7 +230,8 @@ def recording(e: Evidence) -> CheckResult:
         return judged([], {"unrecorded_requests": 0})
     return CheckResult(Validity.UNKNOWN, {"unrecorded_requests": len(unrecorded)}, [(
         Finding.UNRECORDED_REQUEST, f"{len(unrecorded)} URLs are not in the recording, so the run did not meet the"
-                                    f" recorded site: {', '.join(unrecorded[:EXAMPLES])}")])
+                                    " recorded site; the recording may be stale: re-record (killtest record) if the"
+                                    f" site changed. First URLs: {', '.join(unrecorded[:EXAMPLES])}")])
 
 
 # The order of a verdict's problems; result files, the zoo and explore outputs compare by it.

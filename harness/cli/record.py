@@ -2,14 +2,16 @@
 
 The spec's [site] table names the WARC file and the start URL (harness/design/site_spec.py); the
 reference records land beside the WARC. Then `killtest run --design SPEC` kill-tests the design,
-unchanged, against the replay (harness/running/record_site.py says how).
+unchanged, against the replay (harness/running/record_site.py says how). The new WARC is then
+scanned for likely secrets (check_recording.py): exit 1 when it holds any.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from killtest.harness.cli.command import EXIT_PASSED, Command
+from killtest.harness.cli.check_recording import report_suspects
+from killtest.harness.cli.command import Command
 from killtest.harness.cli.shared import designs_named
 from killtest.harness.running.progress import Progress
 from killtest.harness.running.record_site import record_design
@@ -25,5 +27,8 @@ class RecordCommand(Command):
         progress.done(f"recorded {made.exchanges} exchanges into {made.recording} ({made.warc_bytes} bytes);"
                       f" the reference {made.reference} holds {made.records} records from {made.requests} requests"
                       " (two replays agreed)")
+        if made.changes is not None and not made.changes.none:
+            progress.done(f"the old recording was replaced: {'; '.join(made.changes.lines())}")
+        status = report_suspects(made.recording, progress)  # what the masking missed, before anyone commits it
         progress.done(f"next: killtest run --design {design.spec_file} --runs 2 --kills 3")
-        return EXIT_PASSED
+        return status

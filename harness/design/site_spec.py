@@ -4,6 +4,9 @@
     recording = "bookshop.warc.gz"        # relative to the spec; `killtest record` writes it
     start_url = "http://books.test/"      # what {base_url} becomes, in the recording and in every replay
     ignore_params = ["sessionid"]         # query parameters left out when a request is matched
+    redact_params = ["customer"]          # masked as well as the credential-looking names (below)
+    redact_headers = ["X-Api-Key"]        # masked as well as Authorization, Proxy-Authorization, Cookie, Set-Cookie
+    unredacted = ["session"]              # names kept verbatim, one by one (there is no global switch)
 
 The table is read from the spec file itself, so a Design needs no field for it: `site_of(design)`
 answers for any design loaded from a spec (None for the shop). The reference records live beside
@@ -13,6 +16,7 @@ the recording (killtest.fixture_site.recorded_site.reference_path).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 from killtest.harness.design.model import Design
@@ -24,7 +28,15 @@ SITE_KEYS = {
                  " is kill-tested against its replay instead of the shop",
     "start_url": "the URL {base_url} becomes when the site is recorded or replayed (http:// or https://)",
     "ignore_params": "query parameters a replay leaves out when it matches a request with the recording",
+    "redact_params": "query (and form-body) parameters masked in the recording besides the default ones: a name"
+                     " with a word such as token, key, api_key, password, secret, session or sig; the replay masks"
+                     " them too before matching, so the scraper keeps sending its real values",
+    "redact_headers": "request or response headers masked in the recording besides Authorization,"
+                      " Proxy-Authorization, Cookie and Set-Cookie (for example X-Api-Key)",
+    "unredacted": "header or parameter names the recording keeps verbatim though they would be masked, one by one"
+                  " (no wildcard: nothing turns masking off as a whole)",
 }
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-\[\]]*")  # an HTTP token or a query parameter's name, no wildcard
 
 
 @dataclass(frozen=True)
@@ -35,6 +47,9 @@ class SiteSpec:
     start_url: str
     ignore_params: tuple[str, ...] = ()
     spec_file: str = ""
+    redact_params: tuple[str, ...] = ()
+    redact_headers: tuple[str, ...] = ()
+    unredacted: tuple[str, ...] = ()
 
 
 def read_site(spec: SpecFile) -> SiteSpec | None:
@@ -47,8 +62,14 @@ def read_site(spec: SpecFile) -> SiteSpec | None:
     if not start_url.startswith(("http://", "https://")):
         raise spec.error("site", "start_url", f"site.start_url must be an http:// or https:// URL, not {start_url!r}")
     ignore = spec.strings(table, "site", "ignore_params")
+    names = {key: spec.strings(table, "site", key) for key in ("redact_params", "redact_headers", "unredacted")}
+    for key, listed in names.items():
+        for name in listed:
+            if not NAME.fullmatch(name):  # "*" or "" would read as "everything": a global opt-out by accident
+                raise spec.error("site", key, f"site.{key} takes header or parameter names, one by one, not {name!r}")
     path = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(spec.path)), recording))
-    return SiteSpec(recording=path, start_url=start_url, ignore_params=ignore, spec_file=os.path.abspath(spec.path))
+    return SiteSpec(recording=path, start_url=start_url, ignore_params=ignore, spec_file=os.path.abspath(spec.path),
+                    **names)
 
 
 def site_of(design: Design) -> SiteSpec | None:

@@ -8,6 +8,10 @@
    differ), and ask for nothing the recording does not hold;
 3. the reference: their records and request count, written beside the WARC; every later run is
    checked against it by key and field (killtest.fixture_site.recorded_site.RecordedSite).
+
+The new WARC and reference are written as `x.partial.*` and renamed over the old ones only once both
+are complete; before that, what changed against the old recording is said (recording_changes.py).
+The proxy masks credentials before it writes anything (killtest.fixture_site.redaction).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from killtest.fixture_site.recorded_site import write_reference
+from killtest.fixture_site.recorded_site import reference_path, write_reference
 from killtest.fixture_site.replay import ProxyProcess
 from killtest.harness import lifeline
 from killtest.harness.design.model import Design, Launch
@@ -31,7 +35,8 @@ from killtest.harness.history import History
 from killtest.harness.running.collect import stderr_tail
 from killtest.harness.running.orchestrator import run_phase, stage
 from killtest.harness.running.processes import spawn
-from killtest.harness.running.recorded import load_site
+from killtest.harness.running.recorded import load_site, redaction_of
+from killtest.harness.running.recording_changes import Changes, compare
 from killtest.harness.running.runner import RunSettings
 
 UNINTERRUPTED = KillSchedule(seed=None, points=())
@@ -49,6 +54,14 @@ class Recorded:
     records: int
     requests: int
     record_s: float
+    changes: Changes | None = None  # against the recording this one replaced; None when there was none
+
+
+def partial_path(recording: str) -> str:
+    """Where a new recording is written until it is complete: `x.warc.gz` -> `x.partial.warc.gz`, its
+    reference then `x.partial.reference.json`; the old files stay as they are until both are done."""
+    base = recording[:-len(".warc.gz")] if recording.endswith(".warc.gz") else os.path.splitext(recording)[0]
+    return base + ".partial.warc.gz"
 
 
 def record_design(design: Design, resolve: list[str], insecure_upstream: bool, time_limit_s: float,
@@ -60,11 +73,22 @@ def record_design(design: Design, resolve: list[str], insecure_upstream: bool, t
     if design.store.kind in ("postgres", "redis"):
         raise KilltestError(f"design {design.name!r}: recording supports designs with file stores for now")
     lifeline.ensure_watchdog()
+    partial = replace(site, recording=partial_path(site.recording))
+    try:
+        return _record(design, site, partial, resolve, insecure_upstream, time_limit_s, on_progress)
+    finally:  # a failed recording leaves no half-made file behind, and the old recording as it was
+        for path in (partial.recording, reference_path(partial.recording)):
+            with contextlib.suppress(OSError):
+                os.remove(path)
+
+
+def _record(design: Design, site: SiteSpec, partial: SiteSpec, resolve: list[str], insecure_upstream: bool,
+            time_limit_s: float, on_progress: Callable[[str], None]) -> Recorded:
     began = time.monotonic()
     on_progress(f"recording {site.start_url} through the proxy into {site.recording}")
-    _record_once(design, site, resolve, insecure_upstream, time_limit_s)
+    _record_once(design, partial, resolve, insecure_upstream, time_limit_s)
     record_s = time.monotonic() - began
-    replayed = load_site(site, need_reference=False)
+    replayed = load_site(partial, need_reference=False)
     if not replayed.exchanges:  # it stored records without asking the proxy: it went around it, to the live site
         raise KilltestError(f"design {design.name!r} made no request through the recording proxy: it does not"
                             " honour HTTP_PROXY/HTTPS_PROXY (set its HTTP client's proxy from them), so killtest"
@@ -84,21 +108,33 @@ def record_design(design: Design, resolve: list[str], insecure_upstream: bool, t
     if min(len(history.of_type("request")) for history in runs) == 0:
         raise KilltestError(f"design {design.name!r} made no request to the replay: it does not honour"
                             " HTTP_PROXY/HTTPS_PROXY, so its runs would meet the live site, not the recording")
-    reference = write_reference(site.recording, site.start_url, requests, records[0])
+    new_reference = write_reference(partial.recording, site.start_url, requests, records[0])
+    try:
+        changes = compare(site.recording, replayed, records[0])
+    except ValueError as error:
+        on_progress(f"the recording being replaced could not be compared with the new one: {error}")
+        changes = None
+    if changes is not None:
+        for line in ["the live site against the recording being replaced:" if not changes.none
+                     else "the live site against the recording being replaced: nothing changed", *changes.lines()]:
+            on_progress(line)
+    reference = reference_path(site.recording)
+    os.replace(partial.recording, site.recording)  # the WARC first: it is what a reference is checked against
+    os.replace(new_reference, reference)
     return Recorded(site.recording, reference, os.path.getsize(site.recording), len(replayed.exchanges),
-                    len(records[0]), requests, round(record_s, 2))
+                    len(records[0]), requests, round(record_s, 2), changes)
 
 
 def _record_once(design: Design, site: SiteSpec, resolve: list[str], insecure_upstream: bool,
                  time_limit_s: float) -> None:
-    """The one live run, through the recording proxy; the WARC lands at the spec's path once it succeeded."""
+    """The one live run, through the recording proxy, into the WARC `site` names (the partial one)."""
     try:
         os.makedirs(os.path.dirname(site.recording), exist_ok=True)
     except OSError as error:
         raise KilltestError(f"cannot create the recording's folder {os.path.dirname(site.recording)}:"
                             f" {error.strerror}") from None
-    partial = site.recording + ".partial"
-    args = ["record", "--warc", partial, *(f"--resolve={r}" for r in resolve)]
+    args = ["record", "--warc", site.recording, *(f"--resolve={r}" for r in resolve),
+            *redaction_of(site).as_args()]
     with lifeline.temp_dir(prefix="killtest-record-") as scratch:
         try:
             proxy = ProxyProcess(args + (["--insecure-upstream"] if insecure_upstream else []), scratch,
@@ -121,13 +157,8 @@ def _record_once(design: Design, site: SiteSpec, resolve: list[str], insecure_up
                 raise KilltestError(f"design {design.name!r} exited with status {returncode} while recording: {tail}")
             if not stored_records(design, design.store_location(launch)):
                 raise KilltestError(f"design {design.name!r} stored no record while recording {site.start_url}")
-        except BaseException:
-            with contextlib.suppress(OSError):  # a failed recording leaves no half-written WARC behind
-                os.remove(partial)
-            raise
         finally:
             proxy.stop()
-    os.replace(partial, site.recording)
 
 
 def _records_of(history: History, design: Design, number: int) -> dict[str, dict[str, str]]:

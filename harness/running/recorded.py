@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from killtest.fixture_site.catalog import Catalog
 from killtest.fixture_site.recorded_site import RecordedSite, load_recorded_site
+from killtest.fixture_site.redaction import Redaction
 from killtest.fixture_site.replay import ReplaySite
 from killtest.fixture_site.server import SiteServer
 from killtest.harness import lifeline
@@ -23,9 +24,15 @@ from killtest.harness.design.site_spec import SiteSpec, one_site
 from killtest.harness.errors import KilltestError
 
 
+def redaction_of(site: SiteSpec) -> Redaction:
+    """What the recording proxy masks for this site: the defaults and the spec's [site] names."""
+    return Redaction(site.redact_params, site.redact_headers, site.unredacted)
+
+
 def load_site(site: SiteSpec, need_reference: bool = True) -> RecordedSite:
     try:
-        return load_recorded_site(site.recording, site.start_url, site.ignore_params, need_reference)
+        return load_recorded_site(site.recording, site.start_url, site.ignore_params, need_reference,
+                                  redaction_of(site))
     except ValueError as error:
         raise KilltestError(f"{site.spec_file}: {error}") from None
 

@@ -1,0 +1,121 @@
+"""What a recording never holds: credentials, masked by the recording proxy before anything reaches the disk.
+
+By default (issue 27; VCR.py's `filter_headers` / `filter_query_parameters` do the same for cassettes):
+- request headers Authorization, Proxy-Authorization and Cookie, and the response's Set-Cookie;
+- query parameters whose name looks like a credential: one of its words (`api_key` is api + key,
+  `X-Amz-Signature` is x + amz + signature, `accessToken` is access + token) is in CREDENTIAL_WORDS;
+- the same parameters in a form-encoded request body (`password=...` in a login POST).
+
+A value is replaced by PLACEHOLDER; what tells a reader what was there (a cookie's name and
+attributes, an Authorization scheme) is kept. A spec's [site] table adds names (`redact_params`,
+`redact_headers`) and takes some back (`unredacted`), one name at a time: there is no switch
+that turns the whole of it off.
+
+Masking is idempotent, and the replay masks a request the same way before matching it, so the
+scraper goes on sending its real credentials and still gets the recorded answer.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+PLACEHOLDER = "killtest-redacted"
+REQUEST_HEADERS = ("authorization", "proxy-authorization", "cookie")
+RESPONSE_HEADERS = ("set-cookie",)
+CREDENTIAL_WORDS = frozenset({
+    "token", "key", "apikey", "password", "passwd", "pwd", "pass", "secret", "session", "sessionid", "sid", "sig",
+    "signature", "auth", "credential", "credentials", "jwt", "otp"})
+FORM = "application/x-www-form-urlencoded"
+
+
+def words_of(name: str) -> list[str]:
+    """`api_key` -> [api, key]; `accessToken` -> [access, token]; `X-Amz-Signature` -> [x, amz, signature]."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    return [w for w in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if w]
+
+
+def looks_like_credential(name: str) -> bool:
+    return any(word in CREDENTIAL_WORDS for word in words_of(name))
+
+
+@dataclass(frozen=True)
+class Redaction:
+    """The names masked: the defaults, plus a spec's `redact_params` / `redact_headers`, less its `unredacted`."""
+
+    params: tuple[str, ...] = ()  # beyond the credential-looking names
+    headers: tuple[str, ...] = ()  # beyond REQUEST_HEADERS and RESPONSE_HEADERS
+    unredacted: tuple[str, ...] = ()  # header or parameter names the user keeps, one by one
+
+    def param(self, name: str) -> bool:
+        lower = name.lower()
+        if lower in self._kept:
+            return False
+        return lower in {p.lower() for p in self.params} or looks_like_credential(name)
+
+    def header(self, name: str, response: bool = False) -> bool:
+        lower = name.lower()
+        if lower in self._kept:
+            return False
+        defaults = RESPONSE_HEADERS if response else REQUEST_HEADERS
+        return lower in defaults or lower in {h.lower() for h in self.headers}
+
+    @property
+    def _kept(self) -> set[str]:
+        return {n.lower() for n in self.unredacted}
+
+    def url(self, url: str) -> str:
+        """The URL with the value of every masked query parameter replaced; the others keep their order and text."""
+        parts = urlsplit(url)
+        if not parts.query:
+            return url
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        if not any(self.param(k) for k, _ in pairs):
+            return url  # untouched, byte for byte: no re-encoding of a query that holds nothing to mask
+        masked = urlencode([(k, PLACEHOLDER if self.param(k) else v) for k, v in pairs])
+        return urlunsplit((parts.scheme, parts.netloc, parts.path, masked, parts.fragment))
+
+    def request_headers(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        return [(k, masked_value(k, v) if self.header(k) else v) for k, v in headers]
+
+    def response_headers(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        return [(k, masked_value(k, v) if self.header(k, response=True) else v) for k, v in headers]
+
+    def body(self, headers: list[tuple[str, str]], body: bytes) -> bytes:
+        """A form-encoded request body with its credential parameters masked; any other body as it is."""
+        kind = next((v for k, v in headers if k.lower() == "content-type"), "")
+        if not kind.lower().startswith(FORM) or not body:
+            return body
+        try:
+            pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=True)
+        except (UnicodeDecodeError, ValueError):
+            return body
+        if not any(self.param(k) for k, _ in pairs):
+            return body
+        return urlencode([(k, PLACEHOLDER if self.param(k) else v) for k, v in pairs]).encode()
+
+    def as_args(self) -> list[str]:
+        """The proxy process's command-line words for this redaction (killtest.fixture_site.replay_proxy)."""
+        return [f"--{flag}={name}" for flag, names in (("redact-param", self.params), ("redact-header", self.headers),
+                                                        ("unredacted", self.unredacted)) for name in names]
+
+
+DEFAULT_REDACTION = Redaction()
+
+
+def masked_value(header: str, value: str) -> str:
+    """A header value with its secret parts replaced, its shape kept: `Bearer <p>`, `sid=<p>; Path=/`, `a=<p>; b=<p>`.
+    """
+    name = header.lower()
+    if name == "set-cookie":
+        cookie, sep, attributes = value.partition(";")
+        cookie_name, eq, _ = cookie.partition("=")
+        return f"{cookie_name}={PLACEHOLDER}{sep}{attributes}" if eq else PLACEHOLDER
+    if name == "cookie":
+        return "; ".join(f"{part.partition('=')[0].strip()}={PLACEHOLDER}" if "=" in part else PLACEHOLDER
+                         for part in value.split(";") if part.strip())
+    scheme, space, _ = value.strip().partition(" ")
+    if name in ("authorization", "proxy-authorization") and space and scheme.isalpha():
+        return f"{scheme} {PLACEHOLDER}"
+    return PLACEHOLDER

@@ -1,0 +1,154 @@
+"""Likely secrets left in a recording: what `killtest check-recording FILE` and `killtest record` report.
+
+Redaction (killtest.fixture_site.redaction) masks the names it knows; this scan looks for what it
+may have missed, record by record, and says where each suspect is (the record's number and URL,
+then the header, the URL or the body):
+- a header or query (or form-body) parameter whose name looks like a credential, with a value other
+  than the placeholder, and a Set-Cookie that sets a value;
+- a bearer token (`Bearer <token>`) in any header or request body;
+- a long random-looking string in a request header or in a URL (a path segment or a parameter);
+- an e-mail address in a request body.
+A suspect is shown by its first characters and its length, never in full: the scan's output goes to
+CI logs. Names the recording kept on purpose (its spec's `unredacted`, written into the WARC's
+warcinfo record by the recorder) are not suspects by their name, only by what their value looks like.
+
+Random-looking: a run of 20 or more letters and digits, both present, whose characters carry at
+least 3.5 bits of entropy each (hex of 32 or more digits counts too); slugs, words and UUIDs do not.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from killtest.fixture_site.redaction import FORM, PLACEHOLDER, REQUEST_HEADERS, looks_like_credential
+
+INFO_UNREDACTED = "killtest-unredacted"  # the warcinfo field naming the names kept verbatim
+BEARER = re.compile(r"\bBearer\s+([A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE)
+EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
+RUN = re.compile(r"[A-Za-z0-9]{20,}")
+HEX = re.compile(r"\b[0-9a-fA-F]{32,}\b")
+# Response headers whose values are random by design, not secrets; a request's If-None-Match echoes an ETag.
+RANDOM_BY_DESIGN = {"etag", "if-none-match", "x-request-id", "x-amz-request-id", "traceparent", "content-md5",
+                    "digest", "x-amz-id-2", "cf-ray", "sec-websocket-key", "sec-websocket-accept"}
+
+
+@dataclass(frozen=True)
+class Suspect:
+    record: int  # 1-based, in file order
+    url: str
+    where: str  # "request header Authorization", "URL parameter api_key", "request body", ...
+    what: str  # "a bearer token", ...
+    hint: str  # the first characters and the length
+
+    def line(self, path: str) -> str:
+        return f"{path}: record {self.record} ({self.url}): {self.where}: {self.what} ({self.hint})"
+
+
+def hint(value: str) -> str:
+    return f"{value[:4]}... {len(value)} chars"
+
+
+def entropy(text: str) -> float:
+    counts = Counter(text)
+    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
+
+
+def random_strings(text: str) -> list[str]:
+    found = [m.group(0) for m in HEX.finditer(text)]
+    for match in RUN.finditer(text):
+        run = match.group(0)
+        if run in found or not (re.search(r"[A-Za-z]", run) and re.search(r"[0-9]", run)):
+            continue
+        if entropy(run) >= 3.5:
+            found.append(run)
+    return found
+
+
+def _clean(value: str) -> bool:
+    """Masked already: nothing but the placeholder where values were (`Bearer <p>`, `a=<p>; b=<p>`)."""
+    return PLACEHOLDER in value and not random_strings(value.replace(PLACEHOLDER, ""))
+
+
+def scan_headers(side: str, headers: list[tuple[str, str]], kept: set[str]) -> list[tuple[str, str, str]]:
+    found = []
+    for name, value in headers:
+        lower, where = name.lower(), f"{side} header {name}"
+        by_name = lower in REQUEST_HEADERS or lower == "set-cookie" or looks_like_credential(name)
+        if by_name and lower not in kept and value.strip() and not _clean(value):
+            found.append((where, "a credential header, not masked", value))
+        elif (bearer := BEARER.search(value)) and bearer.group(1) != PLACEHOLDER:
+            found.append((where, "a bearer token", bearer.group(1)))
+        elif side == "request" and lower not in RANDOM_BY_DESIGN and lower not in kept and (
+                randoms := random_strings(value.replace(PLACEHOLDER, ""))):
+            found.append((where, "a long random string", randoms[0]))
+    return found
+
+
+def scan_url(url: str, kept: set[str]) -> list[tuple[str, str, str]]:
+    found = []
+    parts = urlsplit(url)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    for name, value in pairs:
+        if looks_like_credential(name) and name.lower() not in kept and value and value != PLACEHOLDER:
+            found.append((f"URL parameter {name}", "a credential parameter, not masked", value))
+        elif name.lower() not in kept and (randoms := random_strings(value)):
+            found.append((f"URL parameter {name}", "a long random string", randoms[0]))
+    for randoms in [random_strings(unquote(parts.path))]:
+        if randoms:
+            found.append(("URL path", "a long random string", randoms[0]))
+    return found
+
+
+def scan_body(headers: list[tuple[str, str]], body: bytes, kept: set[str]) -> list[tuple[str, str, str]]:
+    text = body.decode("utf-8", errors="replace")
+    found = [("request body", "an e-mail address", m.group(0)) for m in EMAIL.finditer(text)]
+    found += [("request body", "a bearer token", m.group(1)) for m in BEARER.finditer(text)
+              if m.group(1) != PLACEHOLDER]
+    kind = next((v for k, v in headers if k.lower() == "content-type"), "")
+    if kind.lower().startswith(FORM):
+        found += [(f"request body parameter {name}", "a credential parameter, not masked", value)
+                  for name, value in parse_qsl(text, keep_blank_values=True)
+                  if looks_like_credential(name) and name.lower() not in kept and value and value != PLACEHOLDER]
+    return found
+
+
+def scan_recording(path: str) -> list[Suspect]:
+    """Every suspect in the WARC at `path`, in file order. An unreadable file raises ValueError (one line)."""
+    try:
+        from warcio.archiveiterator import ArchiveIterator
+    except ImportError:
+        raise ValueError("scanning a recording needs warcio: pip install 'killtest[record]'") from None
+    suspects: list[Suspect] = []
+    kept: set[str] = set()
+    try:
+        with open(path, "rb") as stream:
+            for number, record in enumerate(ArchiveIterator(stream), start=1):
+                if record.rec_type == "warcinfo":
+                    info = record.content_stream().read().decode("utf-8", errors="replace")
+                    for line in info.splitlines():
+                        field, _, value = line.partition(":")
+                        if field.strip() == INFO_UNREDACTED:
+                            kept |= {n.strip().lower() for n in value.split(",") if n.strip()}
+                    continue
+                url = record.rec_headers.get_header("WARC-Target-URI") or ""
+                headers = list(record.http_headers.headers) if record.http_headers else []
+                if record.rec_type == "request":
+                    found = scan_url(url, kept) + scan_headers("request", headers, kept)
+                    found += scan_body(headers, record.content_stream().read(), kept)
+                elif record.rec_type in ("response", "revisit"):
+                    found = scan_headers("response", headers, kept)
+                    location = next((v for k, v in headers if k.lower() == "location"), "")
+                    found += [(f"Location {w}", what, v) for w, what, v in scan_url(location, kept)]
+                else:
+                    continue
+                suspects += [Suspect(number, url, where, what, hint(value)) for where, what, value in found]
+    except OSError as error:
+        raise ValueError(f"cannot read the recording {path}: {error.strerror}") from None
+    except Exception as error:  # warcio's ArchiveLoadFailed and the like: not a WARC file
+        raise ValueError(f"cannot read the recording {path}: not a readable WARC file ({type(error).__name__})"
+                         ) from None
+    return suspects

@@ -1,0 +1,43 @@
+"""`killtest check-recording FILE`: scan a recording for likely secrets before it is committed (issue 27).
+
+One line per suspect, saying where it is (killtest.fixture_site.secret_scan); exit 1 when there is
+any, so CI can run it on the recordings a repository holds. `killtest record` runs the same scan on
+the WARC it has just written.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from killtest.fixture_site.secret_scan import scan_recording
+from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
+from killtest.harness.errors import KilltestError
+from killtest.harness.running.progress import Progress
+
+
+def report_suspects(path: str, progress: Progress) -> int:
+    """Print the scan of one WARC; the exit status it earns."""
+    try:
+        suspects = scan_recording(path)
+    except ValueError as error:
+        raise KilltestError(str(error)) from None
+    for suspect in suspects:
+        progress.done(suspect.line(path))
+    if suspects:
+        progress.done(f"{path}: {len(suspects)} likely secret(s): mask them ([site] redact_params / redact_headers)"
+                      " and record again, or keep a name on purpose with [site] unredacted")
+        return EXIT_CHECK_FAILED
+    progress.done(f"{path}: no likely secret found")
+    return EXIT_PASSED
+
+
+class CheckRecordingCommand(Command):
+    name = "check-recording"
+    help = "scan a recording (WARC) for likely secrets: one line per suspect, exit 1 when any"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("file", nargs="+", metavar="FILE", help="the WARC file(s) to scan")
+        super().add_options(parser)
+
+    def run(self, args: argparse.Namespace, progress: Progress) -> int:
+        return max(report_suspects(path, progress) for path in args.file)

@@ -1,0 +1,311 @@
+"""Recordings a user can commit (issue 27): no credential reaches the WARC, a scan finds what masking missed,
+re-recording says what went stale, and identical payloads are stored once.
+
+The site is a small JSON API on a loopback port, reached as `creds.test` through the recording proxy's
+--resolve; it answers only a request that carries the bearer token, the session cookie and the api_key
+parameter. The scraper is a real `command` design: a Python program in the test's folder, using urllib
+(which honours HTTP_PROXY), sending the three credentials on every request.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+pytest.importorskip("mitmproxy", reason="pip install -e '.[record]'")
+pytest.importorskip("warcio", reason="pip install -e '.[record]'")
+
+from warcio.archiveiterator import ArchiveIterator  # noqa: E402
+from warcio.warcwriter import WARCWriter  # noqa: E402
+
+from killtest.fixture_site.recorded_site import write_exchange  # noqa: E402
+from killtest.fixture_site.redaction import PLACEHOLDER, Redaction  # noqa: E402
+from killtest.fixture_site.secret_scan import scan_recording  # noqa: E402
+from killtest.harness.design.specfile import load_spec  # noqa: E402
+from killtest.harness.errors import KilltestError  # noqa: E402
+from killtest.harness.running.record_site import record_design  # noqa: E402
+
+TOKEN = "sk-live-Q7f3KpX9wM2zR8vT4nB6yJ1cD5hL0gA"
+SESSION = "sess-8Hq2Lz5Wn0Rt3Yx6Vb9Kc4Mf7Pd1Sg"
+API_KEY = "ak-4Tz9Qw2Er7Ty1Ui6Op3As8Df5Gh0Jk"
+SET_SESSION = "srv-9Zx8Cv7Bn6Mm5Ll4Kk3Jj2Hh1Gg0Ff"
+ASSET = bytes(range(256)) * 80  # 20 KB the same on every page: a logo, fetched under another URL each time
+
+SCRAPER = f'''
+import json, sys, urllib.request
+base, store = sys.argv[1].rstrip("/"), sys.argv[2]
+opener = urllib.request.build_opener()  # ProxyHandler reads HTTP_PROXY from the environment
+headers = {{"Authorization": "Bearer {TOKEN}", "Cookie": "session={SESSION}"}}
+page, pages = 0, int(open(sys.argv[3]).read()) if len(sys.argv) > 3 else None
+while page is not None:
+    ask = urllib.request.Request(f"{{base}}/items?page={{page}}&api_key={API_KEY}", headers=headers)
+    answer = json.load(opener.open(ask, timeout=20))
+    opener.open(urllib.request.Request(f"{{base}}/static/logo.png?v={{page}}", headers=headers), timeout=20).read()
+    with open(store, "a") as out:
+        for item in answer["items"]:
+            out.write(json.dumps(item) + "\\n")
+    page = answer["next"]
+'''
+
+SPEC = '''[design]
+name = "creds"
+command = ["{python}", "{spec_dir}/scraper.py", "{base_url}", "{store}"]
+
+[store]
+kind = "jsonl"
+path = "{work_dir}/items.jsonl"
+key = "sku"
+fields = { price = "price" }
+
+[site]
+recording = "creds.warc.gz"
+start_url = "http://creds.test/"
+'''
+
+
+class CredentialSite:
+    """The JSON API: `pages` pages of 3 items; 401 unless all three credentials come with the request."""
+
+    def __init__(self, pages: int = 3, prices: dict[str, str] | None = None) -> None:
+        self.pages, self.prices = pages, prices or {}
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                url = urlsplit(self.path)
+                query = parse_qs(url.query)
+                if (self.headers.get("Authorization") != f"Bearer {TOKEN}"
+                        or self.headers.get("Cookie") != f"session={SESSION}"):
+                    return self._send(401, b"no", "text/plain")
+                if url.path.startswith("/static/"):
+                    return self._send(200, ASSET, "image/png")
+                if url.path != "/items" or query.get("api_key") != [API_KEY]:
+                    return self._send(404, b"no", "text/plain")
+                page = int(query["page"][0])
+                items = [{"sku": f"sku-{page}-{n}", "price": site.prices.get(f"sku-{page}-{n}", f"{page}.{n}0")}
+                         for n in range(3)]
+                body = json.dumps({"items": items, "next": page + 1 if page + 1 < site.pages else None}).encode()
+                self._send(200, body, "application/json")
+
+            def _send(self, status: int, body: bytes, kind: str) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Set-Cookie", f"session={SET_SESSION}; Path=/; HttpOnly")
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def resolve(self) -> list[str]:
+        return [f"creds.test:80=127.0.0.1:{self.server.server_address[1]}"]
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _design_folder(folder) -> str:
+    (folder / "scraper.py").write_text(SCRAPER)
+    (folder / "design.toml").write_text(SPEC)
+    return str(folder / "design.toml")
+
+
+def _record(spec: str, site: CredentialSite, messages: list[str] | None = None):
+    return record_design(load_spec(spec), site.resolve(), False, 60,
+                         (messages.append if messages is not None else lambda message: None))
+
+
+def _every_byte(path: str) -> bytes:
+    """The WARC's bytes, its gzip members decompressed: what a grep of the unpacked file would read."""
+    with open(path, "rb") as src:
+        return gzip.decompress(src.read())
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("creds")
+    spec = _design_folder(folder)
+    site = CredentialSite()
+    try:
+        made = _record(spec, site)
+    finally:
+        site.stop()
+    return spec, made
+
+
+def test_no_credential_reaches_the_warc_or_the_reference(recorded):
+    spec, made = recorded
+    warc, reference = _every_byte(made.recording), open(made.reference, "rb").read()
+    for secret in (TOKEN, SESSION, API_KEY, SET_SESSION):
+        assert secret.encode() not in warc and secret.encode() not in reference, secret
+    # Their places are masked, their shape kept, and the exchanges are all there.
+    assert f"Authorization: Bearer {PLACEHOLDER}".encode() in warc
+    assert f"Cookie: session={PLACEHOLDER}".encode() in warc
+    assert f"session={PLACEHOLDER}; Path=/; HttpOnly".encode() in warc
+    assert f"api_key={PLACEHOLDER}".encode() in warc
+    assert made.records == 9 and made.exchanges == 6
+    assert scan_recording(made.recording) == []
+
+
+def test_the_replay_answers_the_scraper_that_sends_its_real_credentials(recorded, tmp_path):
+    spec, made = recorded
+    out = str(tmp_path / "results")
+    finished = subprocess.run([sys.executable, "-m", "killtest", "run", "--design", spec, "--schedule", "r3",
+                               "--runs", "1", "--out", out, "--no-plot"], capture_output=True, text=True, timeout=180)
+    with open(os.path.join(out, "killtest.json")) as src:
+        verdict = json.load(src)["runs"][0]
+    assert "unrecorded_request" not in verdict["findings"], finished.stdout + finished.stderr
+    assert verdict["kills"] == 1 and verdict["correct_records"] == 9
+    written = _every_file(out)  # the history (its request log), the reports
+    assert f"api_key={PLACEHOLDER}".encode() in written  # the requests are logged, their credentials masked
+    for secret in (TOKEN, SESSION, API_KEY):
+        assert secret.encode() not in written
+
+
+def _every_file(folder: str) -> bytes:
+    return b"".join(open(os.path.join(root, name), "rb").read() for root, _, names in os.walk(folder)
+                    for name in names)
+
+
+def test_identical_payloads_are_stored_once_and_replayed_from_the_first(recorded):
+    spec, made = recorded
+    with open(made.recording, "rb") as src:
+        types = [record.rec_type for record in ArchiveIterator(src)]
+    assert types.count("revisit") == 2 and types.count("response") == 4  # the logo is stored once of three
+    assert made.warc_bytes < len(ASSET)  # even compressed, two more copies would not fit
+    from killtest.fixture_site.recorded_site import read_exchanges
+
+    logos = [e for k, e in read_exchanges(made.recording).items() if "/static/logo.png" in k]
+    assert len(logos) == 3 and all(e.body == ASSET and e.status == 200 for e in logos)
+
+
+def _planted(path: str) -> None:
+    """A recording that holds one secret of every kind the scan looks for, written without masking."""
+    with open(path, "wb") as out:
+        writer = WARCWriter(out, gzip=True)
+        write_exchange(writer, "http://x.test/a", "GET", [("Authorization", "Basic dXNlcjpodW50ZXIy")], b"",
+                       200, "OK", [("Set-Cookie", "sid=abc123; Path=/")], b"a")
+        write_exchange(writer, "http://x.test/b?api_key=live-key&page=2", "GET",
+                       [("X-Forward", "Bearer eyJhbGciOiJIUzI1NiJ9.e30.sig")], b"", 200, "OK", [], b"b")
+        write_exchange(writer, "http://x.test/c/9fK2mQ7xW4zR8vT1nB6yJ3cD5hL0gA2e", "GET",
+                       [("X-Client", "Zq8Lw3Rt6Yx9Vb2Kc5Mf8Pd1Sg4Hj7Nm")], b"", 200, "OK", [], b"c")
+        write_exchange(writer, "http://x.test/login", "POST", [("Content-Type", "application/json")],
+                       b'{"user": "jane.doe@example.com"}', 200, "OK", [], b"d")
+        write_exchange(writer, "http://x.test/book/a-light-in-the-attic_1000/index.html", "GET",
+                       [("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36"),
+                        ("Cookie", f"sid={PLACEHOLDER}")], b"", 200, "OK",
+                       [("ETag", '"5d41402abc4b2a76b9719d911017c592aa"')], b"clean")
+
+
+def test_the_scan_finds_a_planted_secret_of_every_kind(tmp_path):
+    path = str(tmp_path / "planted.warc.gz")
+    _planted(path)
+    found = {(s.record, s.where, s.what) for s in scan_recording(path)}
+    assert found == {
+        (1, "request header Authorization", "a credential header, not masked"),
+        (2, "response header Set-Cookie", "a credential header, not masked"),
+        (3, "URL parameter api_key", "a credential parameter, not masked"),
+        (3, "request header X-Forward", "a bearer token"),
+        (5, "URL path", "a long random string"),
+        (5, "request header X-Client", "a long random string"),
+        (7, "request body", "an e-mail address")}  # record 9 (a slug, a browser's name, an ETag) is clean
+    shown = subprocess.run([sys.executable, "-m", "killtest", "check-recording", path], capture_output=True, text=True,
+                           timeout=60)
+    assert shown.returncode == 1 and len(shown.stdout.strip().splitlines() + shown.stderr.strip().splitlines()) == 8
+    assert "dXNlcjpodW50ZXIy" not in shown.stdout + shown.stderr  # a suspect is hinted at, never printed whole
+    assert "record 7 (http://x.test/login): request body: an e-mail address (jane... 20 chars)" in (
+        shown.stdout + shown.stderr)
+
+
+def test_a_clean_recording_passes_and_a_bad_file_is_one_line(recorded, tmp_path):
+    spec, made = recorded
+    clean = subprocess.run([sys.executable, "-m", "killtest", "check-recording", made.recording],
+                           capture_output=True, text=True, timeout=60)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    junk = tmp_path / "junk.warc.gz"
+    junk.write_bytes(b"not a warc")
+    bad = subprocess.run([sys.executable, "-m", "killtest", "check-recording", str(junk)], capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines() + bad.stdout.strip().splitlines()) == 1
+    assert "Traceback" not in bad.stderr
+
+
+def test_masking_keeps_shape_and_is_idempotent():
+    mask = Redaction(params=("customer",), headers=("X-Api-Key",), unredacted=("session",))
+    url = "http://a.test/p?page=2&accessToken=t1&X-Amz-Signature=s&customer=c&session=keep&keyword=k"
+    assert mask.url(url) == (f"http://a.test/p?page=2&accessToken={PLACEHOLDER}&X-Amz-Signature={PLACEHOLDER}"
+                             f"&customer={PLACEHOLDER}&session=keep&keyword=k")
+    assert mask.url(mask.url(url)) == mask.url(url) and mask.url("http://a.test/p?q=a%20b") == "http://a.test/p?q=a%20b"
+    assert mask.request_headers([("X-Api-Key", "k"), ("Cookie", "a=1; b=2"), ("Accept", "*/*")]) == [
+        ("X-Api-Key", PLACEHOLDER), ("Cookie", f"a={PLACEHOLDER}; b={PLACEHOLDER}"), ("Accept", "*/*")]
+    assert mask.body([("Content-Type", "application/x-www-form-urlencoded")], b"user=jane&password=hunter2") == (
+        f"user=jane&password={PLACEHOLDER}".encode())
+
+
+def test_a_wildcard_opt_out_is_refused_in_one_line(tmp_path):
+    spec = tmp_path / "design.toml"
+    spec.write_text(SPEC + 'unredacted = ["*"]\n')
+    with pytest.raises(KilltestError, match=r"design.toml:\d+: site.unredacted takes header or parameter names"):
+        load_spec(str(spec))
+
+
+def test_recording_again_says_what_went_stale_and_keeps_the_old_files_until_done(tmp_path):
+    spec = _design_folder(tmp_path)
+    site = CredentialSite(pages=2)
+    try:
+        first = _record(spec, site)
+    finally:
+        site.stop()
+    before = {path: open(path, "rb").read() for path in (first.recording, first.reference)}
+    # The live site down: the new recording fails, the old one is untouched and no partial file is left.
+    with pytest.raises(KilltestError):
+        record_design(load_spec(spec), ["creds.test:80=127.0.0.1:9"], False, 30)
+    assert {path: open(path, "rb").read() for path in before} == before
+    assert sorted(os.listdir(tmp_path)) == ["creds.reference.json", "creds.warc.gz", "design.toml", "scraper.py"]
+    # The site grew a page and changed a price: both are said before the old files go.
+    site, messages = CredentialSite(pages=3, prices={"sku-1-2": "99.00"}), []
+    try:
+        second = _record(spec, site, messages)
+    finally:
+        site.stop()
+    changes = second.changes
+    assert changes is not None
+    assert changes.records_added == ("sku-2-0", "sku-2-1", "sku-2-2") and changes.records_changed == ("sku-1-2",)
+    assert changes.records_removed == () and changes.pages_removed == ()
+    assert "GET http://creds.test/items?page=2&api_key=" + PLACEHOLDER in changes.pages_added
+    assert any(k.startswith("GET http://creds.test/items?page=1") for k in changes.pages_changed)
+    said = "\n".join(messages)
+    assert "reference records: 3 added (sku-2-0, sku-2-1, sku-2-2), 0 removed, 1 changed (sku-1-2)" in said
+    assert open(second.recording, "rb").read() != before[first.recording]
+
+
+def test_a_replay_asking_for_urls_the_recording_lacks_says_it_may_be_stale(recorded, tmp_path):
+    spec, made = recorded
+    with open(os.path.join(os.path.dirname(spec), "scraper.py")) as src:
+        grown = src.read().replace('page = answer["next"]',
+                                   'page = answer["next"] if page < 1 else page + 1 if page < 3 else None')
+    folder = tmp_path / "grown"
+    folder.mkdir()
+    (folder / "scraper.py").write_text(grown)
+    (folder / "design.toml").write_text(SPEC.replace('"creds.warc.gz"', json.dumps(made.recording)))
+    out = str(tmp_path / "results")
+    subprocess.run([sys.executable, "-m", "killtest", "run", "--design", str(folder / "design.toml"), "--schedule",
+                    "r3", "--runs", "1", "--out", out, "--no-plot"], capture_output=True, text=True, timeout=180)
+    with open(os.path.join(out, "killtest.json")) as src:
+        verdict = json.load(src)["runs"][0]
+    message = json.dumps(verdict)
+    assert "unrecorded_request" in verdict["findings"]
+    assert "the recording may be stale: re-record" in message and "creds.test/items?page=3" in message
