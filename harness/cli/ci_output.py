@@ -12,9 +12,11 @@ import argparse
 import os
 from collections.abc import Callable, Iterable
 
+from killtest.harness.check.distinct import Failure, point_ranges
 from killtest.harness.report.campaign import Campaign
 from killtest.harness.report.junit import Case, write_junit
 from killtest.harness.report.sections import replay_of
+from killtest.harness.report.triage import point_failures
 
 
 def publish(args: argparse.Namespace, suite: str, cases: list[Case], markdown_path: str | None,
@@ -58,14 +60,25 @@ def campaign_cases(campaign: Campaign, suite: str) -> list[Case]:
     return cases
 
 
-def point_cases(design: str, outcomes: Iterable, replay: Callable[[str], str], suite: str = "explore") -> list[Case]:
-    """A case per crash point (running/exploration.PointOutcome): broken ones carry their replay line."""
+def point_cases(design: str, outcomes: Iterable, replay: Callable[[str], str], suite: str = "explore",
+                failures: list[Failure] | None = None) -> list[Case]:
+    """A failing case per distinct failure (harness/check/distinct.py), naming the points it covers and the
+    replay line of its smallest; a case per crash point that kept its promises or was never reached."""
+    outcomes = list(outcomes)
+    failures = point_failures(outcomes) if failures is None else failures
     cases = []
+    for number, failure in enumerate(failures, 1):
+        example = failure.example
+        points = point_ranges(b.point for b in failure.points)
+        cases.append(Case(f"killtest.{suite}.{design}", f"failure {number}: {failure.title}",
+                          failure="; ".join(example.problems) or ", ".join(failure.findings),
+                          details="\n".join([*example.problems, f"points ({len(failure.points)}): {points}",
+                                             f"{example.point}: {example.where or failure.place}",
+                                             f"replay: {replay(example.point)}"])))
     for o in outcomes:
         if not o.valid:
-            cases.append(Case(f"killtest.{suite}.{design}", o.point, failure="; ".join(o.problems),
-                              details="\n".join([*o.problems, f"replay: {replay(o.point)}"])))
-        elif not o.landed:
+            continue  # in its distinct failure's case
+        if not o.landed:
             cases.append(Case(f"killtest.{suite}.{design}", o.point, skipped="the crawl finished before this point"))
         else:
             cases.append(Case(f"killtest.{suite}.{design}", o.point))
