@@ -12,7 +12,7 @@ import argparse
 import os
 from collections.abc import Callable, Iterable
 
-from killtest.harness.check.distinct import Failure, point_ranges
+from killtest.harness.check.distinct import Broken, Failure, point_ranges
 from killtest.harness.report.campaign import Campaign
 from killtest.harness.report.junit import Case, write_junit
 from killtest.harness.report.sections import replay_of
@@ -60,7 +60,7 @@ def campaign_cases(campaign: Campaign, suite: str) -> list[Case]:
     return cases
 
 
-def point_cases(design: str, outcomes: Iterable, replay: Callable[[str], str], suite: str = "explore",
+def point_cases(design: str, outcomes: Iterable, replay: Callable[[Broken], str], suite: str = "explore",
                 failures: list[Failure] | None = None) -> list[Case]:
     """A failing case per distinct failure (harness/check/distinct.py), naming the points it covers and the
     replay line of its smallest; a case per crash point that kept its promises or was never reached."""
@@ -74,7 +74,7 @@ def point_cases(design: str, outcomes: Iterable, replay: Callable[[str], str], s
                           failure="; ".join(example.problems) or ", ".join(failure.findings),
                           details="\n".join([*example.problems, f"points ({len(failure.points)}): {points}",
                                              f"{example.point}: {example.where or failure.place}",
-                                             f"replay: {replay(example.point)}"])))
+                                             f"replay: {replay(example)}"])))
     for o in outcomes:
         if not o.valid:
             continue  # in its distinct failure's case

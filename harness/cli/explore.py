@@ -38,7 +38,7 @@ class ExploreCommand(Command):
 
     def run(self, args: argparse.Namespace, progress: Progress) -> int:
         design, exploration, base = explore_from_args(args, progress)
-        replay = lambda point: replay_line(args, design, point)  # noqa: E731
+        replay = lambda broken: replay_line(args, design, broken.point)  # noqa: E731
         failures = point_failures(exploration.outcomes)
         publish(args, "explore", point_cases(design.name, exploration.outcomes, replay, failures=failures),
                 f"{base}.md", exploration.elapsed_s)
@@ -49,7 +49,7 @@ class ExploreCommand(Command):
         if waived := waived_line(exploration.outcomes):
             progress.done(waived)
         if exploration.broken:
-            progress.done(f"replay the first: {replay(failures[0].example.point)}")
+            progress.done(f"replay the first: {replay(failures[0].example)}")
         return EXIT_PASSED if exploration_passed(design, exploration) else EXIT_CHECK_FAILED
 
 
@@ -74,7 +74,7 @@ def explore_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Des
 
 def write_exploration(args: argparse.Namespace, design: Design, exploration: Exploration, base: str) -> None:
     """explore-DESIGN.{json,md,html}: each distinct failure once with its replay line, then every point."""
-    replay = lambda point: replay_line(args, design, point)  # noqa: E731
+    replay = lambda broken: replay_line(args, design, broken.point)  # noqa: E731
     failures = point_failures(exploration.outcomes)
     found = {**exploration.to_json(), "distinct_failures": len(failures), "failures": failures_json(failures, replay)}
     write_atomically(f"{base}.json", json.dumps(found, indent=2) + "\n")

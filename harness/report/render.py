@@ -6,6 +6,7 @@ import html
 import re
 from collections.abc import Callable
 
+from killtest.harness.check.distinct import Broken
 from killtest.harness.report.campaign import Campaign
 from killtest.harness.report.sections import Section, report_sections
 from killtest.harness.report.triage import LEGEND, exploration_header, failures_markdown, point_failures, waived_line
@@ -81,7 +82,7 @@ def summary_page(campaign: Campaign, name: str, plot_file: str | None, timelines
             f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
-def exploration_markdown(exploration, command: str, replay: Callable[[str], str] = lambda point: point) -> str:
+def exploration_markdown(exploration, command: str, replay: Callable[[Broken], str] = lambda b: b.point) -> str:
     """The crash points of `killtest explore`: the distinct failures first, then every point, broken ones first."""
     failures = point_failures(exploration.outcomes)
     judged = ("every idempotence promise (--strict)" if getattr(exploration, "strict", False)

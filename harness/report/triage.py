@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from killtest.harness.check.distinct import Broken, Failure, group_failures, header, point_ranges
+from killtest.harness.check.distinct import Broken, Failure, folded, group_failures, header, point_ranges
 
 # What each point's name means, in one place for the Markdown, the page and the docs.
 LEGEND = ("`rK`: on the site's K-th request, before the answer; `rK+`: at the first store write after it;"
@@ -44,24 +44,24 @@ def waived_line(outcomes: Iterable) -> str | None:
             " not counted as broken (--strict counts them)")
 
 
-def failure_lines(failures: list[Failure], replay: Callable[[str], str]) -> list[str]:
+def failure_lines(failures: list[Failure], replay: Callable[[Broken], str], noun: str = "point") -> list[str]:
     """The terminal's lines: each distinct failure once, its points as ranges, where, and its replay line."""
     lines = []
     for number, failure in enumerate(failures, 1):
         example = failure.example
         count = len(failure.points)
         lines.append(f"failure {number} of {len(failures)}: {'; '.join(example.problems)}")
-        lines.append(f"  {count} point{'s' if count != 1 else ''}: {point_ranges(b.point for b in failure.points)}")
+        lines.append(f"  {count} {noun}{'s' if count != 1 else ''}: {point_ranges(b.point for b in failure.points)}")
         lines.append(f"  {example.point}: {example.where or failure.place}")
-        lines.append(f"  replay: {replay(example.point)}")
+        lines.append(f"  replay: {replay(example)}")
     return lines
 
 
-def failures_json(failures: list[Failure], replay: Callable[[str], str]) -> list[dict]:
-    return [{**failure.to_json(), "replay": replay(failure.example.point)} for failure in failures]
+def failures_json(failures: list[Failure], replay: Callable[[Broken], str]) -> list[dict]:
+    return [{**failure.to_json(), "replay": replay(failure.example)} for failure in failures]
 
 
-def failures_markdown(failures: list[Failure], replay: Callable[[str], str]) -> list[str]:
+def failures_markdown(failures: list[Failure], replay: Callable[[Broken], str]) -> list[str]:
     """A section per distinct failure, for a Markdown report."""
     lines = ["## Distinct failures", ""] if failures else []
     for number, failure in enumerate(failures, 1):
@@ -70,5 +70,21 @@ def failures_markdown(failures: list[Failure], replay: Callable[[str], str]) -> 
                   f"- promises broken: {', '.join(failure.promises)}; where: {failure.place or 'the kill point'}",
                   f"- {len(failure.points)} point(s): {point_ranges(b.point for b in failure.points)}",
                   f"- smallest and earliest: `{example.point}`" + (f", {example.where}" if example.where else ""),
-                  f"- replay: `{replay(example.point)}`", ""]
+                  f"- replay: `{replay(example)}`", ""]
     return lines
+
+
+def trial_failures(trials: Iterable) -> list[Failure]:
+    """The distinct failures among a fuzz's failing schedules (running/fuzzing.Trial): the same promises and
+    findings at the same kinds of points (`r3,w9` and `r4,w12` are one kind); the smallest case first."""
+    broken = []
+    for i, trial in enumerate(trials):
+        if trial.problems:
+            case = trial.case
+            products = 10_000 if case.recorded else case.pages * case.per_page
+            points = case.schedule.split(",")
+            catalog = "the recorded site" if case.recorded else f"{case.pages}x{case.per_page} products"
+            broken.append(Broken(case.schedule, tuple(trial.findings), tuple(trial.problems), where=f"on {catalog}",
+                                 place=",".join(folded(p) for p in points), size=len(points) * 100_000 + products,
+                                 order=i))
+    return group_failures(broken)

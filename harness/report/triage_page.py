@@ -87,7 +87,7 @@ def triage_page(title: str, lines: list[str], failures: list[dict], passing: lis
 def exploration_page(exploration, command: str, failures: list[Failure], replay, name: str) -> str:
     """explore-DESIGN.html: an exploration's distinct failures (running/exploration.Exploration, duck-typed)."""
     by_point = {o.point: o for o in exploration.outcomes}
-    views = [failure_view(f, replay(f.example.point), by_point[f.example.point].timeline,
+    views = [failure_view(f, replay(f.example), by_point[f.example.point].timeline,
                           by_point[f.example.point].keys) for f in failures]
     judged = "every idempotence promise (--strict)" if exploration.strict else "the promises its spec makes"
     counted = exploration_header(exploration.outcomes, failures)

@@ -35,6 +35,7 @@ from hypothesis import strategies as st
 
 from killtest.fixture_site.catalog import build_catalog
 from killtest.fixture_site.server import SiteServer
+from killtest.harness.check.distinct import timeline_events
 from killtest.harness.design.model import Design
 from killtest.harness.design.site_spec import one_site
 from killtest.harness.errors import KilltestError
@@ -79,6 +80,9 @@ class Trial:
     case: Case
     problems: list[str]  # empty: every promise kept
     exact: bool
+    findings: list[str] = field(default_factory=list)  # a code per problem: what distinct failures group by
+    keys: dict = field(default_factory=dict)  # a failure's lost, duplicated and unexpected keys
+    timeline: dict = field(default_factory=dict)  # what the triage page draws of a failure
 
 
 @dataclass
@@ -148,7 +152,7 @@ class Bench:
         return self.recordings.setdefault((pages, per_page), {})
 
     def trial(self, case: Case, on: Stage | None = None) -> Trial:
-        """One run of the case, held to the idempotent promises; a write strace cannot reach is no failure."""
+        """One run of the case, held to the design's promises; a write strace cannot reach is no failure."""
         if on is None:
             with self.on(case.pages, case.per_page) as stage_on:
                 return self.trial(case, stage_on)
@@ -161,8 +165,16 @@ class Bench:
         except KilltestError:
             return Trial(case, [], is_exact)  # a later start's write strace cannot aim at: not a run
         history = run_phase(on, self.design, aimed, self.settings, work_dir=self.work_dir, prefix="killtest-fuzz-")
-        strict = self.design.strict()
-        return Trial(case, broken_promises(check_phase(strict, 1, history, on.site.catalog)), is_exact)
+        # Judged by the design's own promises; `killtest fuzz --strict` hands in design.strict() (every
+        # idempotence promise), as it always judged.
+        verdict = check_phase(self.design, 1, history, on.site.catalog)
+        problems = broken_promises(verdict)
+        if not problems:
+            return Trial(case, problems, is_exact)
+        keys = {kind: verdict.categories.get(kind, {}).get("examples", []) for kind in ("lost", "duplicated",
+                                                                                       "unexpected")}
+        return Trial(case, problems, is_exact, [code for code in verdict.findings if code != "no_kill_landed"],
+                     keys, timeline_events(history))
 
 
 @contextlib.contextmanager
