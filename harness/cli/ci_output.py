@@ -16,7 +16,7 @@ from killtest.harness.check.distinct import Broken, Failure, point_ranges
 from killtest.harness.report.campaign import Campaign
 from killtest.harness.report.junit import Case, write_junit
 from killtest.harness.report.sections import replay_of
-from killtest.harness.report.triage import point_failures
+from killtest.harness.report.triage import point_failures, run_failures
 
 
 def publish(args: argparse.Namespace, suite: str, cases: list[Case], markdown_path: str | None,
@@ -39,17 +39,22 @@ def campaign_cases(campaign: Campaign, suite: str) -> list[Case]:
     """A case per run; one more for the campaign itself when a comparison, a baseline or an interruption failed it."""
     cases = []
     replays = campaign.settings.get("replays") or {}
+    # One failing case per distinct failure (harness/check/distinct.py), naming the runs it covers.
+    for number, failure in enumerate(run_failures(campaign.verdicts), 1):
+        example = failure.example
+        v = next(v for v in campaign.verdicts if v.design == failure.place and f"run{v.run}" == example.point)
+        line = replay_of(replays, v.design, v.run)
+        details = "\n".join([*v.problems, f"validity: {v.validity}",
+                             f"runs ({len(failure.points)}): {point_ranges(b.point for b in failure.points)}",
+                             *([f"replay: {line}"] if line else [])])
+        cases.append(Case(f"killtest.{suite}.{v.design}", f"failure {number}: {failure.title}", v.wall_s,
+                          failure="; ".join(v.problems) or f"validity {v.validity}", details=details))
     for v in campaign.verdicts:
         name = f"run {v.run} (seed {v.seed})" if v.seed is not None else f"run {v.run}"
-        line = replay_of(replays, v.design, v.run)
-        details = "\n".join([*v.problems, f"validity: {v.validity}", *([f"replay: {line}"] if line else [])])
         if v.proved_nothing:
             cases.append(Case(f"killtest.{suite}.{v.design}", name, v.wall_s, skipped="no kill landed: the run"
                               " proved nothing"))
-        elif not v.valid:
-            cases.append(Case(f"killtest.{suite}.{v.design}", name, v.wall_s, failure="; ".join(v.problems)
-                              or f"validity {v.validity}", details=details))
-        else:
+        elif v.valid:
             cases.append(Case(f"killtest.{suite}.{v.design}", name, v.wall_s))
     campaign_problems = [*campaign.comparison_problems, *campaign.regressions]
     if not campaign.complete:

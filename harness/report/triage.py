@@ -88,3 +88,22 @@ def trial_failures(trials: Iterable) -> list[Failure]:
                                  place=",".join(folded(p) for p in points), size=len(points) * 100_000 + products,
                                  order=i))
     return group_failures(broken)
+
+
+def run_failures(verdicts: Iterable) -> list[Failure]:
+    """The distinct failures among a campaign's failed runs (check/verdict.RunVerdict): the same design, promises
+    and findings. A run proved nothing is no failure."""
+    return group_failures([Broken(f"run{v.run}", tuple(v.findings), tuple(v.problems),
+                                  where=f"seed {v.seed}" if v.seed is not None else "", place=v.design, order=i)
+                           for i, v in enumerate(verdicts) if not v.valid and not v.proved_nothing])
+
+
+def run_failure_bullets(failures: list[Failure], replay: Callable[[str, Broken], str | None]) -> list[str]:
+    """A bullet per distinct failure of a campaign, for its report's first section."""
+    bullets = []
+    for failure in failures:
+        example = failure.example
+        line = replay(failure.place, example)
+        bullets.append(f"**{failure.place}**: {'; '.join(example.problems)} — {len(failure.points)} run(s):"
+                       f" {point_ranges(b.point for b in failure.points)}" + (f"; replay: `{line}`" if line else ""))
+    return bullets
