@@ -166,3 +166,11 @@ def timeline_events(history: History) -> dict:
     finished = history.first("run_finished")
     end = finished["t"] if finished else max((e[0] for e in events), default=0.0)
     return {"end": round(end, 4), "events": sorted(events, key=lambda e: e[0])}
+
+
+def triage_of(verdict, history: History) -> dict:
+    """What the outputs keep of a broken run (a check.verdict.RunVerdict): its finding codes, its lost,
+    duplicated and unexpected keys, and its `timeline_events`."""
+    keys = {kind: verdict.categories.get(kind, {}).get("examples", []) for kind in ("lost", "duplicated", "unexpected")}
+    return {"findings": [code for code in verdict.findings if code != Finding.NO_KILL_LANDED.value], "keys": keys,
+            "timeline": timeline_events(history)}

@@ -84,7 +84,8 @@ def trial_failures(trials: Iterable) -> list[Failure]:
             products = 10_000 if case.recorded else case.pages * case.per_page
             points = case.schedule.split(",")
             catalog = "the recorded site" if case.recorded else f"{case.pages}x{case.per_page} products"
-            broken.append(Broken(case.schedule, tuple(trial.findings), tuple(trial.problems), where=f"on {catalog}",
+            broken.append(Broken(case.schedule, tuple(trial.triage.get("findings", ())), tuple(trial.problems),
+                                 where=f"on {catalog}",
                                  place=",".join(folded(p) for p in points), size=len(points) * 100_000 + products,
                                  order=i))
     return group_failures(broken)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from killtest.fixture_site.catalog import Catalog
-from killtest.harness.check.distinct import timeline_events
+from killtest.harness.check.distinct import triage_of
 from killtest.harness.check.findings import Finding
 from killtest.harness.check.verdict import RunVerdict, Validity
 from killtest.harness.design.model import Design
@@ -184,13 +184,11 @@ def explore_point(design: Design, on: Stage, settings: RunSettings, point: KillP
         every = dataclasses.replace(design, claims_idempotence=True, does_not_promise=frozenset())
         waived = [p for p in broken_promises(check_phase(every, 1, history, on.site.catalog)) if p not in problems]
     outcome = PointOutcome(point.spec, landed, not problems, problems, verdict.rows, verdict.requests,
-                           findings=[code for code in verdict.findings if code != Finding.NO_KILL_LANDED.value],
                            waived=waived)
     if problems:  # described and drawn only where a user will read it: a broken point
         outcome.where, outcome.place = describe(schedule.points[0], history, cache.get((design.name, "")))
-        outcome.keys = {kind: verdict.categories.get(kind, {}).get("examples", [])
-                        for kind in ("lost", "duplicated", "unexpected")}
-        outcome.timeline = timeline_events(history)
+        found = triage_of(verdict, history)
+        outcome.findings, outcome.keys, outcome.timeline = found["findings"], found["keys"], found["timeline"]
     return outcome
 
 

@@ -35,13 +35,12 @@ from hypothesis import strategies as st
 
 from killtest.fixture_site.catalog import build_catalog
 from killtest.fixture_site.server import SiteServer
-from killtest.harness.check.distinct import timeline_events
 from killtest.harness.design.model import Design
 from killtest.harness.design.site_spec import one_site
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults.points import parse_point
 from killtest.harness.faults.schedule import KillSchedule
-from killtest.harness.running.exploration import broken_promises
+from killtest.harness.running.exploration import broken_promises, triage_of
 from killtest.harness.running.fuzz_schedules import catalog_sizes, exact, file_store, kill_schedules, line_points
 from killtest.harness.running.orchestrator import (
     Stage,
@@ -80,9 +79,7 @@ class Trial:
     case: Case
     problems: list[str]  # empty: every promise kept
     exact: bool
-    findings: list[str] = field(default_factory=list)  # a code per problem: what distinct failures group by
-    keys: dict = field(default_factory=dict)  # a failure's lost, duplicated and unexpected keys
-    timeline: dict = field(default_factory=dict)  # what the triage page draws of a failure
+    triage: dict = field(default_factory=dict)  # a failure's findings, keys and timeline (check/distinct.triage_of)
 
 
 @dataclass
@@ -165,16 +162,9 @@ class Bench:
         except KilltestError:
             return Trial(case, [], is_exact)  # a later start's write strace cannot aim at: not a run
         history = run_phase(on, self.design, aimed, self.settings, work_dir=self.work_dir, prefix="killtest-fuzz-")
-        # Judged by the design's own promises; `killtest fuzz --strict` hands in design.strict() (every
-        # idempotence promise), as it always judged.
-        verdict = check_phase(self.design, 1, history, on.site.catalog)
+        verdict = check_phase(self.design, 1, history, on.site.catalog)  # fuzz --strict hands in design.strict()
         problems = broken_promises(verdict)
-        if not problems:
-            return Trial(case, problems, is_exact)
-        keys = {kind: verdict.categories.get(kind, {}).get("examples", []) for kind in ("lost", "duplicated",
-                                                                                       "unexpected")}
-        return Trial(case, problems, is_exact, [code for code in verdict.findings if code != "no_kill_landed"],
-                     keys, timeline_events(history))
+        return Trial(case, problems, is_exact, triage_of(verdict, history) if problems else {})
 
 
 @contextlib.contextmanager
