@@ -106,9 +106,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("--no-progress-timeout", "stop a start that makes no request, prints nothing and changes no store file"
            f" for this many seconds: a liveness failure (default {d.NO_PROGRESS_S:g})", (*RUNS, "replay"),
            "scenario", positive(float), d.NO_PROGRESS_S),
-    Option("--strict", "hold every design to the idempotence promises even where its spec waives them, as explore"
-           " and fuzz do (their replay lines say --strict for such a design)", ("replay",), "scenario",
-           action="store_true", replayed=True),
+    Option("--strict", "hold every design to the idempotence promises even where its spec waives them, as"
+           " explore --strict and fuzz --strict do (their replay lines say --strict for such a design)", ("replay",),
+           "scenario", action="store_true", replayed=True),
     Option("--no-prefork", "start a new interpreter for every start instead of forking one that imported the design"
            " already (slower, and lease expiry may then race the start-up)", EXACT_AND_FUZZ, "scenario",
            action="store_true", replayed=True),
@@ -188,6 +188,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--release", "run just this release (version) of the selected cases", ("cases",)),
     Option("--rebuild", "build each release's environment again, even when a complete one is cached", ("cases",),
            action="store_true"),
+    # issue 24: explore and fuzz judge a design by its spec's promises; --strict holds it to every idempotence one.
+    Option("--strict", "hold the design to every idempotence promise even where its spec waives them (by default"
+           " a waived promise's findings are counted in one line, not as broken points); replay lines say --strict",
+           ("explore", "fuzz"), "scenario", action="store_true"),
 )
 
 # The keys of a [zoo] table that describe the mistake rather than set an option.

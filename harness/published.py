@@ -1,4 +1,5 @@
-"""The published kill test, from seeds/000 ("열 번 죽여보기"): the one place its figures live."""
+"""The published kill test of *Designing an idempotent scraper: restarting without duplicates* (멱등성 스크레이퍼
+설계: 중복 없이 재시작하기, by Shifter; its section "열 번 죽여보기"): the one place its figures live."""
 
 from __future__ import annotations
 

@@ -87,7 +87,8 @@ def fuzz_examples(design: DesignLike, *, examples: int | None = None, seed: int 
 
 def fuzz_example(design: DesignLike, example: FuzzExample, *, out: str | os.PathLike[str] | None = None,
                  log: TextIO | None = None, **options: Any) -> Result:
-    """Run one fuzzed case as `killtest fuzz` runs it, held to every idempotence promise."""
+    """Run one fuzzed case as `killtest fuzz` runs it, held to the design's promises (every idempotence
+    promise with strict=True)."""
     from killtest.harness.running.fuzzing import Case, bench
     from killtest.harness.running.runner import RunSettings
 
@@ -99,7 +100,8 @@ def fuzz_example(design: DesignLike, example: FuzzExample, *, out: str | os.Path
     prepare_dirs(args)
     _progress(log).step(f"[fuzz {found.name}] {example}")
     settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
-    with bench(found, settings, prefork=not args.no_prefork, work_dir=args.work_dir, power_cut=args.power_cut) as on:
+    judged = found.strict() if args.strict else found  # by its spec's promises, as `killtest fuzz` (issue 24)
+    with bench(judged, settings, prefork=not args.no_prefork, work_dir=args.work_dir, power_cut=args.power_cut) as on:
         trial = on.trial(Case(example.listing_pages, example.per_page, example.schedule))
     where = f"schedule {example.schedule} on {trial.case.catalog}{'' if trial.case.recorded else ' products'}"
     # A recorded site's catalog is its recording: its replay line names no catalog size.

@@ -12,9 +12,11 @@ import argparse
 import os
 from collections.abc import Callable, Iterable
 
+from killtest.harness.check.distinct import Broken, Failure, point_ranges
 from killtest.harness.report.campaign import Campaign
 from killtest.harness.report.junit import Case, write_junit
 from killtest.harness.report.sections import replay_of
+from killtest.harness.report.triage import point_failures, run_failures
 
 
 def publish(args: argparse.Namespace, suite: str, cases: list[Case], markdown_path: str | None,
@@ -37,17 +39,22 @@ def campaign_cases(campaign: Campaign, suite: str) -> list[Case]:
     """A case per run; one more for the campaign itself when a comparison, a baseline or an interruption failed it."""
     cases = []
     replays = campaign.settings.get("replays") or {}
+    # One failing case per distinct failure (harness/check/distinct.py), naming the runs it covers.
+    for number, failure in enumerate(run_failures(campaign.verdicts), 1):
+        example = failure.example
+        v = next(v for v in campaign.verdicts if v.design == failure.place and f"run{v.run}" == example.point)
+        line = replay_of(replays, v.design, v.run)
+        details = "\n".join([*v.problems, f"validity: {v.validity}",
+                             f"runs ({len(failure.points)}): {point_ranges(b.point for b in failure.points)}",
+                             *([f"replay: {line}"] if line else [])])
+        cases.append(Case(f"killtest.{suite}.{v.design}", f"failure {number}: {failure.title}", v.wall_s,
+                          failure="; ".join(v.problems) or f"validity {v.validity}", details=details))
     for v in campaign.verdicts:
         name = f"run {v.run} (seed {v.seed})" if v.seed is not None else f"run {v.run}"
-        line = replay_of(replays, v.design, v.run)
-        details = "\n".join([*v.problems, f"validity: {v.validity}", *([f"replay: {line}"] if line else [])])
         if v.proved_nothing:
             cases.append(Case(f"killtest.{suite}.{v.design}", name, v.wall_s, skipped="no kill landed: the run"
                               " proved nothing"))
-        elif not v.valid:
-            cases.append(Case(f"killtest.{suite}.{v.design}", name, v.wall_s, failure="; ".join(v.problems)
-                              or f"validity {v.validity}", details=details))
-        else:
+        elif v.valid:
             cases.append(Case(f"killtest.{suite}.{v.design}", name, v.wall_s))
     campaign_problems = [*campaign.comparison_problems, *campaign.regressions]
     if not campaign.complete:
@@ -58,14 +65,25 @@ def campaign_cases(campaign: Campaign, suite: str) -> list[Case]:
     return cases
 
 
-def point_cases(design: str, outcomes: Iterable, replay: Callable[[str], str], suite: str = "explore") -> list[Case]:
-    """A case per crash point (running/exploration.PointOutcome): broken ones carry their replay line."""
+def point_cases(design: str, outcomes: Iterable, replay: Callable[[Broken], str], suite: str = "explore",
+                failures: list[Failure] | None = None) -> list[Case]:
+    """A failing case per distinct failure (harness/check/distinct.py), naming the points it covers and the
+    replay line of its smallest; a case per crash point that kept its promises or was never reached."""
+    outcomes = list(outcomes)
+    failures = point_failures(outcomes) if failures is None else failures
     cases = []
+    for number, failure in enumerate(failures, 1):
+        example = failure.example
+        points = point_ranges(b.point for b in failure.points)
+        cases.append(Case(f"killtest.{suite}.{design}", f"failure {number}: {failure.title}",
+                          failure="; ".join(example.problems) or ", ".join(failure.findings),
+                          details="\n".join([*example.problems, f"points ({len(failure.points)}): {points}",
+                                             f"{example.point}: {example.where or failure.place}",
+                                             f"replay: {replay(example)}"])))
     for o in outcomes:
         if not o.valid:
-            cases.append(Case(f"killtest.{suite}.{design}", o.point, failure="; ".join(o.problems),
-                              details="\n".join([*o.problems, f"replay: {replay(o.point)}"])))
-        elif not o.landed:
+            continue  # in its distinct failure's case
+        if not o.landed:
             cases.append(Case(f"killtest.{suite}.{design}", o.point, skipped="the crawl finished before this point"))
         else:
             cases.append(Case(f"killtest.{suite}.{design}", o.point))

@@ -15,10 +15,13 @@ from killtest.harness.cli.plans_from_args import typed_command
 from killtest.harness.cli.shared import prepare_dirs
 from killtest.harness.design.model import Design
 from killtest.harness.design.registry import design_named
+from killtest.harness.design.site_spec import site_of
 from killtest.harness.faults.schedule import parse_schedule
 from killtest.harness.files import write_atomically
 from killtest.harness.options import options_of, replay_words
 from killtest.harness.report.render import exploration_markdown
+from killtest.harness.report.triage import exploration_header, failure_lines, failures_json, point_failures, waived_line
+from killtest.harness.report.triage_page import exploration_page
 from killtest.harness.running.exploration import Exploration, explore_design, refuse_power_cut
 from killtest.harness.running.parallel import default_jobs
 from killtest.harness.running.progress import Progress
@@ -35,16 +38,18 @@ class ExploreCommand(Command):
 
     def run(self, args: argparse.Namespace, progress: Progress) -> int:
         design, exploration, base = explore_from_args(args, progress)
-        publish(args, "explore", point_cases(design.name, exploration.outcomes,
-                                             lambda point: replay_line(args, design, point)),
+        replay = lambda broken: replay_line(args, design, broken.point)  # noqa: E731
+        failures = point_failures(exploration.outcomes)
+        publish(args, "explore", point_cases(design.name, exploration.outcomes, replay, failures=failures),
                 f"{base}.md", exploration.elapsed_s)
-        for outcome in exploration.broken:
-            progress.done(f"{outcome.point}: {'; '.join(outcome.problems)}")
-        progress.done(f"explore {design.name}: {len(exploration.outcomes)} crash points,"
-                      f" {len(exploration.broken)} broken, {exploration.schedules_per_minute} schedules/minute;"
-                      f" {base}.{{json,md}}")
+        for line in failure_lines(failures, replay):
+            progress.done(line)
+        progress.done(f"explore {design.name}: {exploration_header(exploration.outcomes, failures)},"
+                      f" {exploration.schedules_per_minute} schedules/minute; {base}.{{json,md,html}}")
+        if waived := waived_line(exploration.outcomes):
+            progress.done(waived)
         if exploration.broken:
-            progress.done(f"replay the first: {replay_line(args, design, exploration.broken[0].point)}")
+            progress.done(f"replay the first: {replay(failures[0].example)}")
         return EXIT_PASSED if exploration_passed(design, exploration) else EXIT_CHECK_FAILED
 
 
@@ -60,30 +65,47 @@ def explore_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Des
     settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
     exploration = explore_design(design, catalog, settings, points, work_dir=args.work_dir,
                                  prefork=not args.no_prefork, progress=progress,
-                                 jobs=args.jobs or default_jobs(), power_cut=args.power_cut)
+                                 jobs=args.jobs or default_jobs(), power_cut=args.power_cut,
+                                 strict=getattr(args, "strict", False))
     base = os.path.join(args.out, f"explore-{design.name}")
-    write_atomically(f"{base}.json", json.dumps(exploration.to_json(), indent=2) + "\n")
-    write_atomically(f"{base}.md", exploration_markdown(exploration, typed_command(args)))
+    write_exploration(args, design, exploration, base)
     return design, exploration, base
 
 
+def write_exploration(args: argparse.Namespace, design: Design, exploration: Exploration, base: str) -> None:
+    """explore-DESIGN.{json,md,html}: each distinct failure once with its replay line, then every point."""
+    replay = lambda broken: replay_line(args, design, broken.point)  # noqa: E731
+    failures = point_failures(exploration.outcomes)
+    found = {**exploration.to_json(), "distinct_failures": len(failures), "failures": failures_json(failures, replay)}
+    write_atomically(f"{base}.json", json.dumps(found, indent=2) + "\n")
+    write_atomically(f"{base}.md", exploration_markdown(exploration, typed_command(args), replay))
+    write_atomically(f"{base}.html", exploration_page(exploration, typed_command(args), failures, replay,
+                                                      os.path.basename(base)))
+
+
 def exploration_passed(design: Design, exploration: Exploration) -> bool:
-    """Explore holds every design to the idempotence promises, but fails only one whose spec claims them."""
-    return not (design.claims_idempotence and exploration.broken)
+    """Explore judges a design by its spec's promises and fails on any broken point; with --strict it holds
+    every design to the idempotence promises, but fails only one whose spec claims them (as it always did)."""
+    if exploration.strict:
+        return not (design.claims_idempotence and exploration.broken)
+    return not exploration.broken
 
 
 def replay_line(args: argparse.Namespace, design: Design, schedule: str, given: str | None = None,
-                strict: bool = True, **settings: object) -> str:
+                strict: bool | None = None, **settings: object) -> str:
     """`killtest replay ...` for one schedule, with every setting this command shares with replay
     (`settings` override them: fuzz's shrunk catalog). `given` is what --design said for this design
     (args.design by default); `strict`: the command judged the design by every idempotence promise,
-    as explore and fuzz do, so the replay must too (`run` judges a design by its own promises).
+    as explore --strict and fuzz --strict do, so the replay must too (None: as args.strict says).
 
     A design given by path is printed as an absolute path, so the line works from any directory."""
     shared = {o.dest for o in options_of("replay") if o.replayed} & {o.dest for o in options_of(args.command)}
     # The design and the schedule are this line's own (run's --schedule, when given, is only one of them).
     same = {dest: getattr(args, dest) for dest in sorted(shared) if dest not in ("design", "schedule")}
-    # explore and fuzz judge every design by the idempotence promises: the replay must judge it the same way.
+    if site_of(design) is not None:  # a recorded site's catalog is its recording: replay names no size
+        same = {dest: value for dest, value in same.items() if dest not in ("listing_pages", "per_page")}
+    # explore --strict and fuzz --strict judge every design by the idempotence promises: so must the replay.
+    strict = getattr(args, "strict", False) if strict is None else strict
     judged = {"strict": True} if strict and not design.claims_idempotence else {}
     replay = replay_words({"design": [design_argument(given or args.design, design)], "schedule": schedule, **same,
                            **judged, **settings})

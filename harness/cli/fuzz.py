@@ -16,6 +16,8 @@ from killtest.harness.design.model import Design
 from killtest.harness.design.registry import design_named
 from killtest.harness.errors import KilltestError
 from killtest.harness.files import write_atomically
+from killtest.harness.report.triage import failure_lines, failures_json, failures_markdown, trial_failures
+from killtest.harness.report.triage_page import failure_view, triage_page
 from killtest.harness.running.exploration import refuse_power_cut
 from killtest.harness.running.parallel import default_jobs
 from killtest.harness.running.progress import Progress
@@ -37,9 +39,14 @@ class FuzzCommand(Command):
         design, result, replay, base = fuzz_from_args(args, progress)
         publish(args, "fuzz", fuzz_cases(result, replay), f"{base}.md", result.elapsed_s)
         failed = [t for t in result.trials if t.problems]
+        failures = trial_failures(result.trials)
+        for line in failure_lines(failures, lambda broken: trial_replay(args, design, result.trials[broken.order]),
+                                  "schedule"):
+            progress.done(line)
         progress.done(f"fuzz {design.name}: {len(result.trials)} schedules, {len(failed)} broke a promise,"
+                      f" {len(failures)} distinct failure{'s' if len(failures) != 1 else ''},"
                       f" {result.shrink_runs} shrink runs, {result.schedules_per_minute} schedules/minute;"
-                      f" {base}.{{json,md}}")
+                      f" {base}.{{json,md,html}}")
         if result.shrunk is None:
             return EXIT_PASSED
         exact = "" if result.shrunk.exact else " (not exact: it may not repeat)"
@@ -64,22 +71,41 @@ def fuzz_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Design
         refuse_power_cut(design, "fuzz", needs_strace=False)  # before any directory is made
     prepare_dirs(args)
     settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
-    result = fuzz_design(design, settings, examples=args.examples, seed=args.seed, max_seconds=args.max_seconds,
+    # By the spec's promises; --strict: every idempotence promise, as fuzz always judged (replay lines say so).
+    result = fuzz_design(design.strict() if args.strict else design, settings, examples=args.examples,
+                         seed=args.seed, max_seconds=args.max_seconds,
                          jobs=args.jobs or default_jobs(), prefork=not args.no_prefork, work_dir=args.work_dir,
                          on_progress=progress.step, power_cut=args.power_cut)
     base = os.path.join(args.out, f"fuzz-{design.name}")
-    replay = None
-    if result.shrunk is not None:
-        case = result.shrunk.case
-        # A recorded site's catalog is its recording: replay serves it whatever --listing-pages says, so none.
-        replay = replay_line(args, design, case.schedule, listing_pages=None if case.recorded else case.pages,
-                             per_page=None if case.recorded else case.per_page)
-    write_atomically(f"{base}.json", json.dumps({**result.to_json(), "replay": replay}, indent=2) + "\n")
-    write_atomically(f"{base}.md", markdown(result, typed_command(args), replay))
+    replay = trial_replay(args, design, result.shrunk) if result.shrunk is not None else None
+    failures = trial_failures(result.trials)
+    by_broken = lambda broken: trial_replay(args, design, result.trials[broken.order])  # noqa: E731
+    write_atomically(f"{base}.json", json.dumps({**result.to_json(), "replay": replay, "distinct_failures":
+                                                 len(failures), "failures": failures_json(failures, by_broken)},
+                                                indent=2) + "\n")
+    write_atomically(f"{base}.md", markdown(result, typed_command(args), replay,
+                                            failures_markdown(failures, by_broken)))
+    views = [failure_view(f, by_broken(f.example), result.trials[f.example.order].triage.get("timeline"),
+                          result.trials[f.example.order].triage.get("keys")) for f in failures]
+    kept = len(result.trials) - sum(1 for t in result.trials if t.problems)
+    write_atomically(f"{base}.html", triage_page(
+        f"killtest fuzz {design.name}", [f"Command: `{typed_command(args)}`",
+                                         f"{len(result.trials)} schedules, {len(result.trials) - kept} broke a promise,"
+                                         f" {len(failures)} distinct failures.",
+                                         *([f"Smallest failing schedule: `{replay}`"] if replay else [])],
+        views, [f"{kept} schedules kept every promise."], [f"fuzz-{design.name}.json", f"fuzz-{design.name}.md"]))
     return design, result, replay, base
 
 
-def markdown(result, command: str, replay: str | None) -> str:
+def trial_replay(args: argparse.Namespace, design: Design, trial) -> str:
+    """The replay line of one fuzzed case: its schedule on its catalog (none named for a recorded site, whose
+    catalog is its recording: replay serves it whatever --listing-pages says)."""
+    case = trial.case
+    return replay_line(args, design, case.schedule, listing_pages=None if case.recorded else case.pages,
+                       per_page=None if case.recorded else case.per_page)
+
+
+def markdown(result, command: str, replay: str | None, distinct: list[str] | None = None) -> str:
     """The fuzz report: the shrunk failure and its replay line first, then every schedule tried."""
     lines = ["# killtest fuzz", "", f"Command: `{command}`", "",
              f"Design **{result.design}**: {len(result.trials)} schedules, {result.shrink_runs} shrink runs,"
@@ -89,6 +115,7 @@ def markdown(result, command: str, replay: str | None) -> str:
         where = "the recorded site" if case.recorded else f"a catalog of {case.pages} listing pages of {case.per_page}"
         lines += [f"Smallest failing schedule: `{case.schedule}` on {where}:"
                   f" {'; '.join(result.shrunk.problems)}.", "", f"Replay: `{replay}`", ""]
+    lines += distinct or []
     lines += ["| catalog | schedule | exact | verdict |", "| --- | --- | --- | --- |"]
     for trial in sorted(result.trials, key=lambda t: not t.problems):
         verdict = "ok" if not trial.problems else "; ".join(trial.problems)

@@ -7,6 +7,7 @@ import dataclasses
 import os
 
 from killtest.harness.check.baseline import diff_table
+from killtest.harness.check.distinct import point_ranges
 from killtest.harness.cli.ci_output import campaign_cases, publish
 from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
 from killtest.harness.cli.explore import replay_line
@@ -15,6 +16,7 @@ from killtest.harness.cli.shared import designs_named, prepare_dirs
 from killtest.harness.design.model import Design
 from killtest.harness.report.campaign import Campaign, summarise
 from killtest.harness.report.sections import replay_of
+from killtest.harness.report.triage import run_failures
 from killtest.harness.report.writer import plotting_installed
 from killtest.harness.running.orchestrator import run_campaign
 from killtest.harness.running.progress import Progress
@@ -35,9 +37,16 @@ class RunCommand(Command):
         print_band(campaign, designs, progress)
         publish(args, "run", campaign_cases(campaign, "run"), os.path.join(args.out, f"{args.name}.md"))
         replays = campaign.settings.get("replays") or {}
-        for v in campaign.verdicts:
-            if not v.valid and (line := replay_of(replays, v.design, v.run)):
-                progress.done(f"replay {v.design} run {v.run}: {line}")
+        failures = run_failures(campaign.verdicts)
+        for number, failure in enumerate(failures, 1):  # each distinct failure once, with its first run's replay
+            example = failure.example
+            progress.done(f"failure {number} of {len(failures)}: {failure.place}: {'; '.join(example.problems)}")
+            progress.done(f"  {len(failure.points)} run(s): {point_ranges(b.point for b in failure.points)}")
+            if line := replay_of(replays, failure.place, int(example.point[3:])):
+                progress.done(f"replay {failure.place} run {example.point[3:]}: {line}")
+        failed = sum(1 for v in campaign.verdicts if not v.valid and not v.proved_nothing)
+        progress.done(f"run: {len(campaign.verdicts)} runs, {failed} failed, {len(failures)} distinct"
+                      f" failure{'s' if len(failures) != 1 else ''}")
         kinds = "json,md,png" if not args.no_plot and plotting_installed() else "json,md"
         progress.done(f"results: {os.path.join(args.out, args.name)}.{{{kinds}}}"
                       f" — {'PASS' if campaign.valid else 'FAIL'}")

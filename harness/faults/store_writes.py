@@ -26,7 +26,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # (strace 6.1 here ignored -P and the injection under --seccomp-bpf, so the gate (write_gate.py) runs
 # without it; the recording, which filters nothing, keeps it.)
@@ -43,6 +43,8 @@ HARNESS_FILE = re.compile(r"^start-\d+(-w\d+)?(-r\d+)?\.(out|err)$")
 _LINE = re.compile(r"^(?P<tid>\d+)\s+(?P<name>\w+)\((?P<args>.*)$")
 _FD_PATH = re.compile(r"^\s*-?\d+<(?P<path>(?:[^<>]|<[^<>]*>)*)>")
 _QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
+# A write's or pwrite's size (and a pwrite's offset) after its data: `"abc"..., 31, 30) = 31`.
+_SIZE = re.compile(r'"(?:[^"\\]|\\.)*"(?:\.\.\.)?, (?P<size>\d+)(?:, (?P<offset>\d+))?\)')
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,9 @@ class StoreCall:
     syscall: str
     paths: tuple[str, ...]  # relative to the work dir ("" is the work dir itself), or absolute outside it
     count: int = 0  # the how-many-th call of `syscall` to the store by `tid`, 1-based: strace's `when`
+    # What a write or pwrite asked for (bytes, and the offset of a pwrite), for the words that describe it.
+    size: int | None = field(default=None, compare=False)
+    offset: int | None = field(default=None, compare=False)
 
     @property
     def aim(self) -> tuple[str, int, tuple[str, ...]]:
@@ -112,6 +117,21 @@ class Recording:
             elif kind == "write" and seen:
                 return value + 1
         return None
+
+    def describe_write(self, n: int) -> tuple[str, str]:
+        """The n-th store write in the user's terms and the kind of place it is, e.g. ("the 2nd write to
+        dataset/000001.json, 31 bytes at offset 30", "write to dataset/N.json"): its system call, its count
+        among that call's calls to that file, and the bytes a write asked for. ("", "") past the last write."""
+        if not 1 <= n <= len(self.calls):
+            return "", ""
+        call = self.calls[n - 1]
+        target = " to ".join(p or "the work dir" for p in call.paths) or "the store"
+        same = sum(1 for c in self.calls[:n] if c.syscall == call.syscall and c.paths == call.paths)
+        words = f"the {_nth(same)} {call.syscall} {'of' if call.syscall in _OF else 'to'} {target}"
+        if call.size is not None:
+            words += f", {call.size} byte{'s' if call.size != 1 else ''}"
+            words += f" at offset {call.offset}" if call.offset is not None else ""
+        return words, f"{call.syscall} {'of' if call.syscall in _OF else 'to'} {re.sub(r'[0-9]+', 'N', target)}"
 
     def reachable_writes(self) -> list[int]:
         """Every n whose plan strace can carry out: the first write to reach its (syscall, count)."""
@@ -179,8 +199,19 @@ def parse_recording(text: str, values: Mapping[str, str]) -> Recording:
             continue
         counts[(tid, name)] = counts.get((tid, name), 0) + 1
         events.append(("write", len(calls)))
-        calls.append(StoreCall(tid, name, tuple(_relative(p, work_dir) for p in paths), counts[(tid, name)]))
+        sized = _SIZE.search(args) if name in ("write", "pwrite64") else None
+        calls.append(StoreCall(tid, name, tuple(_relative(p, work_dir) for p in paths), counts[(tid, name)],
+                               size=int(sized["size"]) if sized else None,
+                               offset=int(sized["offset"]) if sized and sized["offset"] else None))
     return Recording(tuple(events), tuple(calls))
+
+
+_OF = {"fsync", "fdatasync", "sync_file_range", "rename", "renameat", "renameat2", "truncate", "ftruncate",
+       "unlink", "unlinkat", "fallocate"}  # "the 1st fsync of FILE", not "to"
+
+
+def _nth(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 def _sends_request(args: str) -> bool:

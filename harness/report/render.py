@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 
+from killtest.harness.check.distinct import Broken
 from killtest.harness.report.campaign import Campaign
 from killtest.harness.report.sections import Section, report_sections
+from killtest.harness.report.triage import LEGEND, exploration_header, failures_markdown, point_failures, waived_line
 
 
 def _preamble(campaign: Campaign) -> list[str]:
@@ -79,20 +82,25 @@ def summary_page(campaign: Campaign, name: str, plot_file: str | None, timelines
             f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
-def exploration_markdown(exploration, command: str) -> str:
-    """The crash points of `killtest explore`, the broken ones first."""
+def exploration_markdown(exploration, command: str, replay: Callable[[Broken], str] = lambda b: b.point) -> str:
+    """The crash points of `killtest explore`: the distinct failures first, then every point, broken ones first."""
+    failures = point_failures(exploration.outcomes)
+    judged = ("every idempotence promise (--strict)" if getattr(exploration, "strict", False)
+              else "the promises its spec makes")
+    waived = waived_line(exploration.outcomes)
     lines = ["# killtest explore", "", f"Command: `{command}`", "",
-             f"Design **{exploration.design}** ({'claims' if exploration.claims_idempotence else 'does not claim'}"
-             f" idempotence): {len(exploration.outcomes)} crash points, {len(exploration.broken)} break a promise;"
+             f"Design **{exploration.design}**, held to {judged}: {exploration_header(exploration.outcomes, failures)};"
              f" {exploration.schedules_per_minute} schedules a minute ({exploration.elapsed_s:.1f} s in all,"
              f" {'pre-forked starts' if exploration.prefork else 'a new interpreter per start'}).", "",
-             "Each point is one run: the first start is SIGKILLed exactly there (`rK`: on the site's K-th"
-             " request, before the answer; `l:FILE:LINE:HIT`: before the HIT-th execution of that line),"
-             " the next start finishes the crawl, and the outcome is held to the idempotent promises.", "",
-             "| point | reached | verdict | rows | requests |", "| --- | --- | --- | --- | --- |"]
+             *([waived, ""] if waived else []),
+             "Each point is one run: the first start is killed exactly there, the next start finishes the crawl,"
+             f" and the outcome is held to the design's promises. {LEGEND}.", "",
+             *failures_markdown(failures, replay),
+             "## Every crash point", "",
+             "| point | reached | verdict | where | rows | requests |", "| --- | --- | --- | --- | --- | --- |"]
     ordered = sorted(exploration.outcomes, key=lambda o: o.valid)
     for o in ordered:
         verdict = "ok" if o.valid else "; ".join(o.problems)
         lines.append(f"| `{o.point}` | {'yes' if o.landed else 'no (crawl done first)'} | {verdict} |"
-                     f" {o.rows} | {o.requests} |")
+                     f" {getattr(o, 'where', '')} | {o.rows} | {o.requests} |")
     return "\n".join(lines) + "\n"

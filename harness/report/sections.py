@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from killtest.harness.check.baseline import diff_table
 from killtest.harness.published import KILLS_PER_RUN, PRODUCTS, PUBLISHED_RUNS, published_run
 from killtest.harness.report.campaign import PUBLISHED_COLUMNS, Campaign, summarise
+from killtest.harness.report.triage import run_failure_bullets, run_failures
 
 
 @dataclass
@@ -21,9 +22,25 @@ class Section:
 def report_sections(campaign: Campaign) -> list[Section]:
     if not campaign.verdicts:
         return []
-    return [s for s in (_side_by_side(campaign), _per_design(campaign), _categories(campaign),
+    return [s for s in (_distinct_failures(campaign), _side_by_side(campaign), _per_design(campaign),
+                        _categories(campaign),
                         _health(campaign), _naive_band(campaign), _against_baseline(campaign), _checks(campaign))
             if s is not None]
+
+
+def _distinct_failures(campaign: Campaign) -> Section | None:
+    """Each distinct failure once (harness/check/distinct.py), first: what a reader must look at."""
+    failures = run_failures(campaign.verdicts)
+    if not failures:
+        return None
+    replays = campaign.settings.get("replays") or {}
+    runs = len(campaign.verdicts)
+    failed = sum(1 for v in campaign.verdicts if not v.valid and not v.proved_nothing)
+    return Section(f"Distinct failures ({len(failures)})",
+                   [f"{runs} run{'s' if runs != 1 else ''}, {failed} failed, {len(failures)} distinct"
+                    f" failure{'s' if len(failures) != 1 else ''}."],
+                   bullets=run_failure_bullets(failures,
+                                               lambda design, b: replay_of(replays, design, int(b.point[3:]))))
 
 
 def number(value) -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from killtest.fixture_site.catalog import Catalog
+from killtest.harness.check.distinct import triage_of
 from killtest.harness.check.findings import Finding
 from killtest.harness.check.verdict import RunVerdict, Validity
 from killtest.harness.design.model import Design
@@ -35,6 +36,7 @@ from killtest.harness.faults.points.store_write import AtStoreWrite, require_str
 from killtest.harness.faults.schedule import KillSchedule
 from killtest.harness.running.orchestrator import Stage, check_phase, run_phase, stage
 from killtest.harness.running.parallel import chunks, run_jobs
+from killtest.harness.running.point_words import describe
 from killtest.harness.running.runner import RunSettings
 from killtest.harness.running.write_plans import RecordingCache, resolve_schedule, store_write_points
 
@@ -78,12 +80,19 @@ class PointOutcome:
     problems: list[str]
     rows: int
     requests: int
+    findings: list[str] = field(default_factory=list)  # a code per problem (check/findings.py)
+    waived: list[str] = field(default_factory=list)  # what it broke of the promises the spec waives (not broken)
+    where: str = ""  # where the kill landed, in the user's terms (harness/running/point_words.py)
+    place: str = ""  # the kind of place, which distinct failures are grouped by (harness/check/distinct.py)
+    keys: dict = field(default_factory=dict)  # lost, duplicated and unexpected keys (a broken point's)
+    timeline: dict = field(default_factory=dict)  # what the triage page draws (a broken point's)
 
 
 @dataclass
 class Exploration:
     design: str
     claims_idempotence: bool
+    strict: bool = False  # judged by every idempotence promise (--strict), not by the spec's own
     prefork: bool = False
     outcomes: list[PointOutcome] = field(default_factory=list)
     elapsed_s: float = 0.0
@@ -97,7 +106,8 @@ class Exploration:
         return round(60 * len(self.outcomes) / self.elapsed_s, 1) if self.elapsed_s else 0.0
 
     def to_json(self) -> dict:
-        return {"design": self.design, "claims_idempotence": self.claims_idempotence, "prefork": self.prefork,
+        return {"design": self.design, "claims_idempotence": self.claims_idempotence, "strict": self.strict,
+                "prefork": self.prefork,
                 "points": len(self.outcomes), "broken": len(self.broken), "elapsed_s": round(self.elapsed_s, 2),
                 "schedules_per_minute": self.schedules_per_minute,
                 "outcomes": [dataclasses.asdict(o) for o in self.outcomes]}
@@ -138,7 +148,8 @@ def all_crash_points(design: Design, on: Stage, settings: RunSettings, work_dir:
 
 def explore(design: Design, on: Stage, settings: RunSettings, work_dir: str | None = None,
             points: list[KillPoint] | None = None,
-            on_progress: Callable[[str], None] = lambda message: None, power_cut: bool = False) -> Exploration:
+            on_progress: Callable[[str], None] = lambda message: None, power_cut: bool = False,
+            strict: bool = False) -> Exploration:
     """Kill `design` at each point in turn (all crash points by default) and check every outcome.
 
     `on` is the orchestrator's stage (site, store servers, pre-forked launchers): each point is one
@@ -149,26 +160,36 @@ def explore(design: Design, on: Stage, settings: RunSettings, work_dir: str | No
         points = all_crash_points(design, on, settings, work_dir, cache, power_cut)
     elif power_cut:
         points = with_power_cuts(points)
-    exploration = Exploration(design.name, design.claims_idempotence, prefork=design.name in on.launchers)
+    exploration = Exploration(design.name, design.claims_idempotence, strict, prefork=design.name in on.launchers)
     began = time.monotonic()
     for number, point in enumerate(points, start=1):
         on_progress(f"[explore {design.name}] point {number}/{len(points)}: {point.spec}")
-        exploration.outcomes.append(explore_point(design, on, settings, point, work_dir, cache))
+        exploration.outcomes.append(explore_point(design, on, settings, point, work_dir, cache, strict))
     exploration.elapsed_s = time.monotonic() - began
     return exploration
 
 
 def explore_point(design: Design, on: Stage, settings: RunSettings, point: KillPoint, work_dir: str | None,
-                  cache: RecordingCache) -> PointOutcome:
-    """One crash point: aimed (a store write, by a recording), run, and held to the idempotent promises."""
-    strict = design.strict()
+                  cache: RecordingCache, strict: bool = False) -> PointOutcome:
+    """One crash point: aimed (a store write, by a recording), run, and held to the design's promises (every
+    idempotence promise when `strict`); what it broke of a promise the spec waives is noted, not broken."""
     schedule = resolve_schedule(KillSchedule(seed=None, points=(point,)), design, on, settings, work_dir=work_dir,
                                 cache=cache)
     history = run_phase(on, design, schedule, settings, work_dir=work_dir, prefix="killtest-explore-")
-    verdict = check_phase(strict, 1, history, on.site.catalog)
+    verdict = check_phase(design.strict() if strict else design, 1, history, on.site.catalog)
     landed = verdict.kills + verdict.kills_before_work > 0
     problems = broken_promises(verdict)
-    return PointOutcome(point.spec, landed, not problems, problems, verdict.rows, verdict.requests)
+    waived: list[str] = []
+    if not strict and design.does_not_promise and not verdict.proved_nothing:
+        every = dataclasses.replace(design, claims_idempotence=True, does_not_promise=frozenset())
+        waived = [p for p in broken_promises(check_phase(every, 1, history, on.site.catalog)) if p not in problems]
+    outcome = PointOutcome(point.spec, landed, not problems, problems, verdict.rows, verdict.requests,
+                           waived=waived)
+    if problems:  # described and drawn only where a user will read it: a broken point
+        outcome.where, outcome.place = describe(schedule.points[0], history, cache.get((design.name, "")))
+        found = triage_of(verdict, history)
+        outcome.findings, outcome.keys, outcome.timeline = found["findings"], found["keys"], found["timeline"]
+    return outcome
 
 
 def broken_promises(verdict: RunVerdict) -> list[str]:
@@ -182,7 +203,7 @@ def broken_promises(verdict: RunVerdict) -> list[str]:
 
 def explore_design(design: Design, catalog: Catalog, settings: RunSettings, points: list[KillPoint] | None, *,
                    work_dir: str | None = None, prefork: bool = True, progress: Any = None,
-                   jobs: int = 1, power_cut: bool = False) -> Exploration:
+                   jobs: int = 1, power_cut: bool = False, strict: bool = False) -> Exploration:
     """`explore` through the orchestrator's phases: the site, the design's store server, its pre-forked
     launcher (a Python design, when `prefork`), then every point (all crash points when `points` is None).
 
@@ -193,7 +214,8 @@ def explore_design(design: Design, catalog: Catalog, settings: RunSettings, poin
     on_progress = _step_of(progress)
     if jobs <= 1:
         with stage(catalog, [design], prefork=prefork) as on:
-            return explore(design, on, settings, work_dir, points, on_progress=on_progress, power_cut=power_cut)
+            return explore(design, on, settings, work_dir, points, on_progress=on_progress, power_cut=power_cut,
+                           strict=strict)
     began = time.monotonic()
     if points is None:
         with stage(catalog, [design]) as on:
@@ -201,23 +223,26 @@ def explore_design(design: Design, catalog: Catalog, settings: RunSettings, poin
     elif power_cut:
         points = with_power_cuts(points)
     numbered = list(enumerate(point.spec for point in points))
-    parts = run_jobs(_explore_part, [(design, catalog, settings, part, work_dir, prefork, len(numbered))
+    parts = run_jobs(_explore_part, [(design, catalog, settings, part, work_dir, prefork, len(numbered), strict)
                                      for part in chunks(numbered, jobs)], jobs, on_progress)
-    exploration = Exploration(design.name, design.claims_idempotence, prefork=prefork and design.module is not None)
+    exploration = Exploration(design.name, design.claims_idempotence, strict,
+                              prefork=prefork and design.module is not None)
     exploration.outcomes = [outcome for _, outcome in sorted(pair for part in parts for pair in part)]
     exploration.elapsed_s = time.monotonic() - began
     return exploration
 
 
 def _explore_part(design: Design, catalog: Catalog, settings: RunSettings, numbered: list[tuple[int, str]],
-                  work_dir: str | None, prefork: bool, total: int, lines: Any) -> list[tuple[int, PointOutcome]]:
+                  work_dir: str | None, prefork: bool, total: int, strict: bool,
+                  lines: Any) -> list[tuple[int, PointOutcome]]:
     """One process's share of the points, on a stage of its own."""
     cache: RecordingCache = {}
     outcomes = []
     with stage(catalog, [design], prefork=prefork) as on:
         for index, spec in numbered:
             lines.put(f"[explore {design.name}] point {index + 1}/{total}: {spec}")
-            outcomes.append((index, explore_point(design, on, settings, parse_point(spec, design), work_dir, cache)))
+            outcomes.append((index, explore_point(design, on, settings, parse_point(spec, design), work_dir, cache,
+                                                  strict)))
     return outcomes
 
 

@@ -40,7 +40,7 @@ from killtest.harness.design.site_spec import one_site
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults.points import parse_point
 from killtest.harness.faults.schedule import KillSchedule
-from killtest.harness.running.exploration import broken_promises
+from killtest.harness.running.exploration import broken_promises, triage_of
 from killtest.harness.running.fuzz_schedules import catalog_sizes, exact, file_store, kill_schedules, line_points
 from killtest.harness.running.orchestrator import (
     Stage,
@@ -79,6 +79,7 @@ class Trial:
     case: Case
     problems: list[str]  # empty: every promise kept
     exact: bool
+    triage: dict = field(default_factory=dict)  # a failure's findings, keys and timeline (check/distinct.triage_of)
 
 
 @dataclass
@@ -148,7 +149,7 @@ class Bench:
         return self.recordings.setdefault((pages, per_page), {})
 
     def trial(self, case: Case, on: Stage | None = None) -> Trial:
-        """One run of the case, held to the idempotent promises; a write strace cannot reach is no failure."""
+        """One run of the case, held to the design's promises; a write strace cannot reach is no failure."""
         if on is None:
             with self.on(case.pages, case.per_page) as stage_on:
                 return self.trial(case, stage_on)
@@ -161,8 +162,9 @@ class Bench:
         except KilltestError:
             return Trial(case, [], is_exact)  # a later start's write strace cannot aim at: not a run
         history = run_phase(on, self.design, aimed, self.settings, work_dir=self.work_dir, prefix="killtest-fuzz-")
-        strict = self.design.strict()
-        return Trial(case, broken_promises(check_phase(strict, 1, history, on.site.catalog)), is_exact)
+        verdict = check_phase(self.design, 1, history, on.site.catalog)  # fuzz --strict hands in design.strict()
+        problems = broken_promises(verdict)
+        return Trial(case, problems, is_exact, triage_of(verdict, history) if problems else {})
 
 
 @contextlib.contextmanager

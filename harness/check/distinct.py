@@ -1,0 +1,176 @@
+"""Distinct failures: broken crash points grouped by what broke and where the kill landed, and the words
+that say where a kill landed in the user's own terms.
+
+A user who reads "102 broken crash points" cannot tell that there are two bugs. Hypothesis reports
+each distinct failure once (by its exception and its place) with its minimal example; this module does
+the same for kill points. Two broken points are one failure when they broke the same promises with the
+same findings and their kill landed at the same kind of place: a store write's file (its numbers
+folded, so `dataset/000001.json` and `dataset/000002.json` are one file of a kind) and system call, a
+line of the design, or a request for the same kind of page. Each group is shown once, with how many
+points it covers (as ranges: `w51-w60`), and its smallest and earliest point, whose replay line to print.
+
+Pure: plain data in (point, findings, problems, where; a History for `timeline_events`), plain data out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from killtest.harness.check.findings import Finding
+from killtest.harness.history import History
+
+_NUMBER = re.compile(r"\d+")
+_NUMBERED_POINT = re.compile(r"^(?P<kind>[a-z]+)(?P<n>\d+)$")  # r5, w12, xw12: the forms a range can hold
+
+
+@dataclass(frozen=True)
+class Broken:
+    """One broken point (or fuzzed schedule): what grouping reads of it."""
+
+    point: str  # the schedule's text: `w52`, or `r3,w9` for a fuzzed schedule
+    findings: tuple[str, ...]  # finding codes (check/findings.py), in the verdict's order
+    problems: tuple[str, ...]  # the verdict's one line per finding
+    where: str = ""  # where the kill landed, in the user's terms ("before the 2nd write to ...")
+    place: str = ""  # the kind of place, what grouping compares ("write to dataset/N.json"); "": the point's kind
+    size: int = 0  # how big its case is (fuzz: points and products); smaller is shown first
+    order: int = 0  # its place in the order the command tried them
+
+
+@dataclass
+class Failure:
+    """One distinct failure: the promises and findings it broke, where, and every point it covers."""
+
+    promises: tuple[str, ...]
+    findings: tuple[str, ...]
+    place: str
+    points: list[Broken] = field(default_factory=list)
+
+    @property
+    def example(self) -> Broken:
+        """The smallest case, the earliest among the smallest: the one whose replay line is printed."""
+        return min(self.points, key=lambda b: (b.size, b.order))
+
+    @property
+    def title(self) -> str:
+        """One line: what broke, and where, for a heading or a JUnit case's name."""
+        what = "; ".join(self.example.problems) or ", ".join(self.findings)
+        return f"{what} — {self.place}" if self.place else what
+
+    def to_json(self) -> dict:
+        example = self.example
+        return {"promises": list(self.promises), "findings": list(self.findings), "place": self.place,
+                "count": len(self.points), "points": point_ranges(b.point for b in self.points),
+                "example": example.point, "where": example.where, "problems": list(example.problems)}
+
+
+def promises_of(findings: Iterable[str]) -> tuple[str, ...]:
+    """The promises the finding codes broke, each once, in the codes' order."""
+    named = {finding.value: finding.promise.value for finding in Finding}
+    return tuple(dict.fromkeys(named.get(code, code) for code in findings))
+
+
+def place_of(point: str) -> str:
+    """The kind of place of a point nobody described: its kind (`w points`), or the point itself."""
+    found = _NUMBERED_POINT.match(point)
+    return f"{found['kind']} points" if found else point
+
+
+def folded(path: str) -> str:
+    """A file or page path with its numbers folded (`dataset/000001.json` -> `dataset/N.json`): one file or
+    page per record is one kind of file or page."""
+    return _NUMBER.sub("N", path)
+
+
+def group_failures(broken: Sequence[Broken]) -> list[Failure]:
+    """The distinct failures among `broken`, the largest first (then the earliest)."""
+    groups: dict[tuple, Failure] = {}
+    for b in broken:
+        place = b.place or place_of(b.point)
+        key = (promises_of(b.findings), tuple(b.findings), place)
+        groups.setdefault(key, Failure(key[0], key[1], place)).points.append(b)
+    return sorted(groups.values(), key=lambda f: (-len(f.points), min(b.order for b in f.points)))
+
+
+def point_ranges(points: Iterable[str]) -> str:
+    """`w51, w52, w53, w60, r3` as `r3, w51-w53, w60`: runs of one kind's consecutive numbers joined."""
+    numbered: dict[str, list[int]] = {}
+    others: list[str] = []
+    for point in points:
+        found = _NUMBERED_POINT.match(point)
+        if found:
+            numbered.setdefault(found["kind"], []).append(int(found["n"]))
+        else:
+            others.append(point)
+    parts = []
+    for kind in sorted(numbered, key=lambda k: (len(k), k)):
+        numbers = sorted(set(numbered[kind]))
+        start = prev = numbers[0]
+        for n in [*numbers[1:], None]:
+            if n is not None and n == prev + 1:
+                prev = n
+                continue
+            parts.append(f"{kind}{start}" if start == prev else f"{kind}{start}-{kind}{prev}")
+            if n is not None:
+                start = prev = n
+    return ", ".join(parts + others)
+
+
+def header(points: int, broken: int, failures: int) -> str:
+    """The line every report opens with."""
+    return (f"{points} crash point{'s' if points != 1 else ''}, {broken} broken,"
+            f" {failures} distinct failure{'s' if failures != 1 else ''}")
+
+
+def request_before(history: History, kill_t: float, start: int = 0) -> tuple[int, str] | None:
+    """The number (1-based, counting the start's own) and path of the start's last request before `kill_t`."""
+    made = [e for e in history.of_type("request") if e.get("start", 0) == start and e["t"] <= kill_t]
+    return (len(made), made[-1]["path"]) if made else None
+
+
+def request_words(history: History) -> str:
+    """"after request 9 (/product/4)" for the first kill of the run, or "before its first request"."""
+    kill = history.first("kill") or history.first("power_lost")
+    if kill is None:
+        return ""
+    last = request_before(history, kill["t"], kill.get("start", 0))
+    return f"after request {last[0]} ({last[1]})" if last else "before its first request"
+
+
+def nth(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 21st."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def timeline_events(history: History) -> dict:
+    """What a triage page draws of one run, on one time axis: starts, requests, records stored (a design's own
+    write time), kills, pauses and power cuts, and the run's end. Plain lists, small enough to keep in JSON."""
+    events: list[list] = []
+    for e in history.of_type("process_started"):
+        events.append([round(e["t"], 4), "start", f"start {e['start'] + 1}"])
+    for e in history.of_type("request"):
+        events.append([round(e["t"], 4), "request", f"{e['path']} ({e.get('status', '')})"])
+    for e in history.of_type("store_record"):
+        if e.get("stamped"):
+            events.append([round(e["t"], 4), "write", f"record {e['key']} stored"])
+    for e in history.of_type("kill"):
+        events.append([round(e["t"], 4), "kill", f"{e.get('signal', 'SIGKILL')} at {e.get('point', '')}"])
+    for e in history.of_type("power_lost"):
+        events.append([round(e["t"], 4), "power", f"power cut at {e.get('point', '')}: {e.get('files', 0)} files,"
+                                                  f" {e.get('bytes', 0)} bytes lost"])
+    for kind in ("paused", "resumed", "crash", "time_limit"):
+        for e in history.of_type(kind):
+            events.append([round(e["t"], 4), kind, kind.replace("_", " ")])
+    finished = history.first("run_finished")
+    end = finished["t"] if finished else max((e[0] for e in events), default=0.0)
+    return {"end": round(end, 4), "events": sorted(events, key=lambda e: e[0])}
+
+
+def triage_of(verdict, history: History) -> dict:
+    """What the outputs keep of a broken run (a check.verdict.RunVerdict): its finding codes, its lost,
+    duplicated and unexpected keys, and its `timeline_events`."""
+    keys = {kind: verdict.categories.get(kind, {}).get("examples", []) for kind in ("lost", "duplicated", "unexpected")}
+    return {"findings": [code for code in verdict.findings if code != Finding.NO_KILL_LANDED.value], "keys": keys,
+            "timeline": timeline_events(history)}

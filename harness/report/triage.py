@@ -1,0 +1,110 @@
+"""The distinct failures of an exploration, a fuzz or a campaign, as every output shows them: the
+terminal, Markdown, JSON and JUnit read the same groups (harness/check/distinct.py groups; this module
+words them), and the triage page (triage_page.py) draws them.
+
+An exploration reaches here as any object with `.outcomes` (running/exploration.PointOutcome: point,
+valid, landed, findings, problems, waived, where, place): report/ never imports running/.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+from killtest.harness.check.distinct import Broken, Failure, folded, group_failures, header, point_ranges
+
+# What each point's name means, in one place for the Markdown, the page and the docs.
+LEGEND = ("`rK`: on the site's K-th request, before the answer; `rK+`: at the first store write after it;"
+          " `wN`: before the start's N-th write-type system call to its store (a write, fsync, rename, ...;"
+          " a statement for a PostgreSQL or Redis store); `xwN`, `xrK`: the same, a power cut instead of a SIGKILL"
+          " (what no fsync made durable is lost); `pS:D`: a pause of D seconds; `l:FILE:LINE:HIT`: before the"
+          " HIT-th execution of that line")
+
+_BROKE = re.compile(r"\(broke (\w+)\)$")
+
+
+def point_failures(outcomes: Iterable) -> list[Failure]:
+    """The distinct failures among an exploration's broken points, in the order they were tried."""
+    return group_failures([Broken(o.point, tuple(o.findings), tuple(o.problems), o.where, o.place, order=i)
+                           for i, o in enumerate(outcomes) if not o.valid])
+
+
+def exploration_header(outcomes: list, failures: list[Failure]) -> str:
+    return header(len(outcomes), sum(1 for o in outcomes if not o.valid), len(failures))
+
+
+def waived_line(outcomes: Iterable) -> str | None:
+    """One line for what the points broke only of the promises the spec waives; None when nothing."""
+    waived = [o for o in outcomes if getattr(o, "waived", None)]
+    if not waived:
+        return None
+    promises = sorted({m[1] for o in waived for p in o.waived if (m := _BROKE.search(p))})
+    named = ", ".join(promises) or "a waived promise"
+    return (f"{len(waived)} point{'s' if len(waived) != 1 else ''} broke {named}, which the spec waives:"
+            " not counted as broken (--strict counts them)")
+
+
+def failure_lines(failures: list[Failure], replay: Callable[[Broken], str], noun: str = "point") -> list[str]:
+    """The terminal's lines: each distinct failure once, its points as ranges, where, and its replay line."""
+    lines = []
+    for number, failure in enumerate(failures, 1):
+        example = failure.example
+        count = len(failure.points)
+        lines.append(f"failure {number} of {len(failures)}: {'; '.join(example.problems)}")
+        lines.append(f"  {count} {noun}{'s' if count != 1 else ''}: {point_ranges(b.point for b in failure.points)}")
+        lines.append(f"  {example.point}: {example.where or failure.place}")
+        lines.append(f"  replay: {replay(example)}")
+    return lines
+
+
+def failures_json(failures: list[Failure], replay: Callable[[Broken], str]) -> list[dict]:
+    return [{**failure.to_json(), "replay": replay(failure.example)} for failure in failures]
+
+
+def failures_markdown(failures: list[Failure], replay: Callable[[Broken], str]) -> list[str]:
+    """A section per distinct failure, for a Markdown report."""
+    lines = ["## Distinct failures", ""] if failures else []
+    for number, failure in enumerate(failures, 1):
+        example = failure.example
+        lines += [f"### {number}. {'; '.join(example.problems)}", "",
+                  f"- promises broken: {', '.join(failure.promises)}; where: {failure.place or 'the kill point'}",
+                  f"- {len(failure.points)} point(s): {point_ranges(b.point for b in failure.points)}",
+                  f"- smallest and earliest: `{example.point}`" + (f", {example.where}" if example.where else ""),
+                  f"- replay: `{replay(example)}`", ""]
+    return lines
+
+
+def trial_failures(trials: Iterable) -> list[Failure]:
+    """The distinct failures among a fuzz's failing schedules (running/fuzzing.Trial): the same promises and
+    findings at the same kinds of points (`r3,w9` and `r4,w12` are one kind); the smallest case first."""
+    broken = []
+    for i, trial in enumerate(trials):
+        if trial.problems:
+            case = trial.case
+            products = 10_000 if case.recorded else case.pages * case.per_page
+            points = case.schedule.split(",")
+            catalog = "the recorded site" if case.recorded else f"{case.pages}x{case.per_page} products"
+            broken.append(Broken(case.schedule, tuple(trial.triage.get("findings", ())), tuple(trial.problems),
+                                 where=f"on {catalog}",
+                                 place=",".join(folded(p) for p in points), size=len(points) * 100_000 + products,
+                                 order=i))
+    return group_failures(broken)
+
+
+def run_failures(verdicts: Iterable) -> list[Failure]:
+    """The distinct failures among a campaign's failed runs (check/verdict.RunVerdict): the same design, promises
+    and findings. A run proved nothing is no failure."""
+    return group_failures([Broken(f"run{v.run}", tuple(v.findings), tuple(v.problems),
+                                  where=f"seed {v.seed}" if v.seed is not None else "", place=v.design, order=i)
+                           for i, v in enumerate(verdicts) if not v.valid and not v.proved_nothing])
+
+
+def run_failure_bullets(failures: list[Failure], replay: Callable[[str, Broken], str | None]) -> list[str]:
+    """A bullet per distinct failure of a campaign, for its report's first section."""
+    bullets = []
+    for failure in failures:
+        example = failure.example
+        line = replay(failure.place, example)
+        bullets.append(f"**{failure.place}**: {'; '.join(example.problems)} — {len(failure.points)} run(s):"
+                       f" {point_ranges(b.point for b in failure.points)}" + (f"; replay: `{line}`" if line else ""))
+    return bullets

@@ -1,0 +1,103 @@
+"""The triage page: one static HTML file beside a command's results (no server, no script from elsewhere),
+the distinct failures first, each with its timeline, the keys the store got wrong against the site and the
+replay line to copy; what passed summarised below. Antithesis' triage report is the model: properties
+passed and failed, each failure with a moment to replay.
+
+A failure reaches here as a plain dict (`failure_view`), so explore, fuzz and run share the page.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+from killtest.harness.check.distinct import Failure, point_ranges
+from killtest.harness.report.triage import LEGEND, exploration_header, waived_line
+from killtest.harness.report.triage_svg import timeline_svg
+
+STYLE = ("body{font-family:sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}"
+         "section.failure{border-left:4px solid #c53030;padding:.2em 1em;margin:1.5em 0;background:#fffafa}"
+         "section.passing{border-left:4px solid #2f855a;padding:.2em 1em;background:#f7fffa}"
+         "pre.replay{background:#f4f4f4;padding:.6em;white-space:pre-wrap;word-break:break-all;user-select:all}"
+         "table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ccc;padding:.25em .5em;"
+         "text-align:left;vertical-align:top}th{background:#f4f4f4}svg.timeline{max-width:100%;height:auto}"
+         "code{background:#f4f4f4;padding:0 .2em}")
+
+
+def failure_view(failure: Failure, replay: str, timeline: dict | None = None, keys: dict | None = None) -> dict:
+    """What the page shows of one distinct failure."""
+    example = failure.example
+    return {"title": "; ".join(example.problems) or ", ".join(failure.findings), "promises": list(failure.promises),
+            "place": failure.place, "count": len(failure.points),
+            "points": point_ranges(b.point for b in failure.points),
+            "example": example.point, "where": example.where, "replay": replay, "timeline": timeline or {},
+            "keys": keys or {}}
+
+
+def _inline(text: str) -> str:
+    text = html.escape(text)
+    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
+
+
+def _keys_table(keys: dict) -> str:
+    rows = [(kind, values) for kind, values in keys.items() if values]
+    if not rows:
+        return "<p>No key is lost, duplicated or wrong against the site (the finding is about requests or the run).</p>"
+    words = {"lost": "lost (on the site, not in the store)", "duplicated": "duplicated (more than one row)",
+             "unexpected": "wrong or not on the site"}
+    body = "".join(f"<tr><th>{html.escape(words.get(kind, kind))}</th><td>{html.escape(', '.join(map(str, values)))}"
+                   "</td></tr>" for kind, values in rows)
+    return f"<table class=\"keys\">{body}</table>"
+
+
+def _failure_section(number: int, view: dict) -> str:
+    parts = [f'<section class="failure" id="failure-{number}" data-point="{html.escape(view["example"])}">',
+             f"<h2>{number}. {html.escape(view['title'])}</h2>",
+             f"<p>Broke <strong>{html.escape(', '.join(view['promises']))}</strong>"
+             f" at {view['count']} point{'s' if view['count'] != 1 else ''}: <code>{html.escape(view['points'])}</code>"
+             f"{' — ' + html.escape(view['place']) if view['place'] else ''}.</p>",
+             f"<p>Smallest and earliest: <code>{html.escape(view['example'])}</code>"
+             f"{', ' + html.escape(view['where']) if view['where'] else ''}.</p>"]
+    if view["timeline"]:
+        parts.append(timeline_svg(view["timeline"], f"timeline of {view['example']}"))
+    parts.append(_keys_table(view["keys"]))
+    parts.append(f'<p>Replay it:</p><pre class="replay">{html.escape(view["replay"])}</pre></section>')
+    return "\n".join(parts)
+
+
+def triage_page(title: str, lines: list[str], failures: list[dict], passing: list[str], links: list[str]) -> str:
+    """The whole page: `lines` (Markdown-ish: `code`) under the title, the failures, then what passed."""
+    body = [f"<h1>{html.escape(title)}</h1>"] + [f"<p>{_inline(line)}</p>" for line in lines]
+    if links:
+        body.append("<p>" + " · ".join(f'<a href="{html.escape(link)}">{html.escape(link)}</a>' for link in links)
+                    + "</p>")
+    if failures:
+        body.append(f"<h2>Distinct failures ({len(failures)})</h2>")
+        body += [_failure_section(number, view) for number, view in enumerate(failures, 1)]
+    else:
+        body.append("<h2>No failure</h2>")
+    body.append('<section class="passing"><h2>What passed</h2>'
+                + "".join(f"<p>{_inline(line)}</p>" for line in passing) + "</section>")
+    return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>\n"
+            + "\n".join(body) + "\n</body></html>\n")
+
+
+def exploration_page(exploration, command: str, failures: list[Failure], replay, name: str) -> str:
+    """explore-DESIGN.html: an exploration's distinct failures (running/exploration.Exploration, duck-typed)."""
+    by_point = {o.point: o for o in exploration.outcomes}
+    views = [failure_view(f, replay(f.example), by_point[f.example.point].timeline,
+                          by_point[f.example.point].keys) for f in failures]
+    judged = "every idempotence promise (--strict)" if exploration.strict else "the promises its spec makes"
+    counted = exploration_header(exploration.outcomes, failures)
+    lines = [f"Command: `{command}`", f"Design **{exploration.design}**, held to {judged}: {counted}.",
+             *([w] if (w := waived_line(exploration.outcomes)) else []), LEGEND + "."]
+    kept = [o.point for o in exploration.outcomes if o.valid and o.landed]
+    unreached = [o.point for o in exploration.outcomes if not o.landed and o.valid]
+    passing = [f"{len(kept)} point{'s' if len(kept) != 1 else ''} kept every promise:"
+               f" `{point_ranges(kept) or 'none'}`."]
+    if unreached:
+        passing.append(f"{len(unreached)} not reached (the crawl finished first): `{point_ranges(unreached)}`.")
+    return triage_page(f"killtest explore {exploration.design}", lines, views, passing,
+                       [f"{name}.json", f"{name}.md"])

@@ -1,0 +1,62 @@
+"""Where a crash point's kill landed, in the user's own terms, and the kind of place it is.
+
+`w51` means nothing to a user; "before the 2nd write to dataset/000001.json, 31 bytes at offset 30,
+after request 9 (/product/4)" does. A store write is described from the recording that aimed it
+(harness/faults/store_writes.py: its system call, file, count and size), the request from the point's
+own run (its history: the killed start's last request before the kill). A request point names its
+page, a line point its line. The kind of place (the same words with the kill's own counts dropped and
+file numbers folded) is what harness/check/distinct.py groups failures by.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from killtest.harness.check.distinct import folded, nth, request_before, request_words
+from killtest.harness.faults.points import KillPoint
+from killtest.harness.faults.points.line import AtLine
+from killtest.harness.faults.points.request import AtRequest
+from killtest.harness.faults.points.store_write import AtStoreWrite
+from killtest.harness.faults.store_writes import Recording
+from killtest.harness.history import History
+
+
+def describe(point: KillPoint, history: History, recording: Any = None) -> tuple[str, str]:
+    """(where the kill landed, the kind of place) for a one-point schedule; ("", "") for a kind not described."""
+    cut = "power cut " if point.spec.startswith("x") else ""  # xw5, xr5: the power-cut kinds
+    where, place = _words(point, history, recording)
+    if not where:
+        return "", place
+    return cut + where, cut + place
+
+
+def _words(point: KillPoint, history: History, recording: Any) -> tuple[str, str]:
+    if isinstance(point, AtStoreWrite):
+        after = request_words(history)
+        if point.connection is not None or not isinstance(recording, Recording):
+            statement = f"statement {point.index}" + (f" of connection {point.connection}" if point.connection else "")
+            return (f"before store {statement}, {after}" if after else f"before store {statement}",
+                    "a statement to the store")
+        write, place = recording.describe_write(point.index)
+        if not write:
+            return "", "a write past the last"
+        return f"before {write}, {after}" if after else f"before {write}", f"before the {place}"
+    if isinstance(point, AtRequest):
+        kill = history.first("kill") or history.first("power_lost")
+        made = request_before(history, kill["t"], kill.get("start", 0)) if kill else None
+        path = made[1] if made else "?"
+        if point.after_response:
+            return (f"at the first store write after request {point.index} ({path})",
+                    f"after the answer to a request for {folded(_page(path))}")
+        return f"on request {point.index} ({path}), before its answer", f"on a request for {folded(_page(path))}"
+    if isinstance(point, AtLine):
+        named = f" ({point.anchor})" if point.anchor else ""
+        return (f"before the {nth(point.hit)} run of {point.path} line {point.line}{named}",
+                f"at {point.path} line {point.line}{named}")
+    return "", ""
+
+
+def _page(path: str) -> str:
+    """A page's kind: its path without the query's values (`/?page=2` -> `/?page=`)."""
+    head, question, query = path.partition("?")
+    return head + (question + "&".join(part.split("=")[0] + "=" for part in query.split("&")) if question else "")

@@ -1,0 +1,75 @@
+"""The triage page in a real browser, and distinct failures end to end (issue 24).
+
+A real explore of the done-before-record mistake at a request that keeps its promises, a store write and a
+commit-path line that break it; the page it writes is opened from the results folder by Chromium from the
+distribution's packages (headless): a screenshot is taken, its console must stay silent, and the DOM it
+rendered must hold a section per distinct failure the JSON lists. The grouping itself is tested on
+hand-made points (check/distinct.py is pure).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from killtest.harness.check.distinct import Broken, group_failures, header, point_ranges
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+LINE = "l:scrapers/zoo/done_before_record.py:complete+3:2"
+
+
+def test_points_are_shown_as_ranges():
+    assert point_ranges(["w53", "w51", "w52", "r3", "w60", "xw4", "xw5", LINE]) == f"r3, w51-w53, w60, xw4-xw5, {LINE}"
+
+
+def test_broken_points_group_by_findings_and_place_and_show_the_smallest_earliest():
+    lost = ("lost",), ("lost 1 of 6 records (broke no_lost_records)",)
+    extra = ("extra_rows",), ("7 rows for 6 products (broke no_duplicates)",)
+    broken = [Broken("w9", *extra, place="write to records.jsonl", order=9),
+              Broken("w3", *extra, place="write to records.jsonl", order=3),
+              Broken("w4", *lost, place="write to records.jsonl", order=4),
+              Broken("w5", *extra, place="rename of done.tmp to done", order=5)]
+    failures = group_failures(broken)
+    assert [(f.promises, len(f.points), f.example.point) for f in failures] == [
+        (("no_duplicates",), 2, "w3"), (("no_lost_records",), 1, "w4"), (("no_duplicates",), 1, "w5")]
+    assert header(30, 4, len(failures)) == "30 crash points, 4 broken, 3 distinct failures"
+
+
+def test_a_fuzz_failure_is_shown_by_its_smallest_case_first():
+    found = group_failures([Broken("r3,w9", ("lost",), ("lost",), place="w", size=2, order=0),
+                            Broken("w9", ("lost",), ("lost",), place="w", size=1, order=5)])
+    assert found[0].example.point == "w9"
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed (apt-get install chromium)")
+def test_explore_writes_a_triage_page_a_browser_renders_without_errors(tmp_path):
+    out = tmp_path / "results"
+    out.mkdir()
+    done = subprocess.run([sys.executable, "-m", "killtest", "explore", "--design", "zoo-done-before-record",
+                           "--only", f"r3,w68,{LINE}", "--listing-pages", "2", "--per-page", "3", "-j", "1",
+                           "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    assert done.returncode == 1, done.stderr
+    found = json.loads((out / "explore-zoo-done-before-record.json").read_text())
+    assert found["distinct_failures"] == len(found["failures"]) >= 1
+    assert f"3 crash points, {found['broken']} broken, {found['distinct_failures']} distinct failure" in done.stderr
+    written = {o["point"]: o for o in found["outcomes"]}
+    if not written["w68"]["valid"]:  # a store write, told in the user's terms
+        assert written["w68"]["where"].startswith("before the ") and " after request " in written["w68"]["where"]
+    page = out / "explore-zoo-done-before-record.html"
+    shot = tmp_path / "page.png"
+    browser = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'profile'}"]
+    shown = subprocess.run([*browser, "--enable-logging=stderr", "--v=0", "--window-size=1100,1600",
+                            f"--screenshot={shot}", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert shot.stat().st_size > 10_000, shown.stderr[-2000:]
+    assert [line for line in shown.stderr.splitlines() if ":CONSOLE" in line] == []
+    dom = subprocess.run([*browser, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    for number, failure in enumerate(found["failures"], 1):
+        assert f'id="failure-{number}"' in dom and f'data-point="{failure["example"]}"' in dom
+        assert failure["replay"].split(" --")[0] in dom
+    assert dom.count('<section class="failure"') == len(found["failures"])
+    assert "<svg" in dom and "What passed" in dom
