@@ -183,6 +183,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("--no-plot", "skip the PNG plots", (*RUNS, "bench"), "results", action="store_true"),
     Option("--all-timelines", "draw a timeline for every run (default: each design's first run and every failed"
            " run)", RUNS, "results", action="store_true"),
+    # The disk model (harness/faults/disk_model.py): what a flush costs the design and its store's server.
+    Option("--disk", f"make every fsync/fdatasync of the design and its PostgreSQL or Redis cost what this disk's does:"
+           f" {', '.join(d.DISK_PROFILES)} or none (default none; strace delays them)", (*RUNS, "replay"), "scenario",
+           metavar="PROFILE"),
+    Option("--fsync-latency", "instead of --disk: every flush system call takes this many seconds more",
+           (*RUNS, "replay"), "scenario", not_negative(float), metavar="SECONDS"),
 )
 
 # The keys of a [zoo] table that describe the mistake rather than set an option.
