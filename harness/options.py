@@ -197,6 +197,7 @@ ZOO_SCENARIO_KEYS = {
     "expect": "the finding the checker must report on the zoo design (a finding code)",
     "control_schedule": "the reference design's kill points, where the zoo's name a line of the zoo design"
                         " (default: schedule)",
+    "reference": "the correct design the zoo design runs beside, its fixed twin (default: idempotent)",
 }
 # Every key a spec's [zoo] table may hold -> one line on what it sets.
 # A [zoo] table's own defaults differ from the replay command's (a longer lease, a shorter time limit).

@@ -21,6 +21,7 @@ from killtest.harness.defaults import (
     ZOO_LEASE_S,
     ZOO_LISTING_PAGES,
     ZOO_PER_PAGE,
+    ZOO_REFERENCE_DESIGN,
     ZOO_TIME_LIMIT_S,
 )
 from killtest.harness.design.model import Design
@@ -79,6 +80,7 @@ class ZooEntry:
     mistake: str
     expect: str  # a finding code (killtest.harness.check.findings.Finding)
     scenario: Scenario
+    reference: str = ZOO_REFERENCE_DESIGN  # the correct design run beside it: the idempotent one, or a fixed twin
 
 
 def zoo_entries() -> list[ZooEntry]:
@@ -112,7 +114,8 @@ def _entry(design: Design, spec: SpecFile, table: dict) -> ZooEntry:
             parse_drift(scenario.drift)
         except ValueError as error:
             raise spec.error("zoo", "drift", f"zoo.drift: {error}") from None
-    return ZooEntry(design, table["mistake"], table["expect"], scenario)
+    return ZooEntry(design, table["mistake"], table["expect"], scenario,
+                    str(table.get("reference", ZOO_REFERENCE_DESIGN)))
 
 
 def selected(entries: list[ZooEntry], only: str | None) -> list[ZooEntry]:
