@@ -189,6 +189,9 @@ OPTIONS: tuple[Option, ...] = (
            metavar="PROFILE"),
     Option("--fsync-latency", "instead of --disk: every flush system call takes this many seconds more",
            (*RUNS, "replay"), "scenario", not_negative(float), metavar="SECONDS"),
+    Option("--aim-pauses", "while one worker is paused, the site reprices the product page it fetched last when"
+           " another worker asks for it, so a zombie commit always puts back a stale price", RUN_AND_REPLAY,
+           "scenario", action="store_true", zoo_key="aim_pauses", replayed=True),
 )
 
 # The keys of a [zoo] table that describe the mistake rather than set an option.

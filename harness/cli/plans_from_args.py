@@ -112,6 +112,7 @@ def run_settings(args: argparse.Namespace, lease_s: float) -> RunSettings:
                        drift_during_s=getattr(args, "drift_during", None),
                        # --no-progress-timeout is the lead's to add to harness/options.py; until then, the default.
                        no_progress_s=getattr(args, "no_progress_timeout", defaults.NO_PROGRESS_S),
+                       aim_pauses=getattr(args, "aim_pauses", False),
                        disk=disk_model(getattr(args, "disk", None), getattr(args, "fsync_latency", None)))
 
 

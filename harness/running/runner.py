@@ -70,6 +70,8 @@ class RunSettings:
     no_progress_s: float | None = defaults.NO_PROGRESS_S
     # What a flush costs (killtest.harness.faults.disk_model): every start runs under strace's delay. None: no strace.
     disk: DiskModel | None = None
+    # A pause of one worker reprices the page it holds when another worker asks for it (running/target.py).
+    aim_pauses: bool = False
 
 
 @dataclass

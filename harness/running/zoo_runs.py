@@ -56,7 +56,7 @@ def run_zoo(entries: list[ZooEntry], work_dir: str | None = None,
         scenario = entry.scenario
         control = design_named(entry.reference)
         settings = RunSettings(lease_s=scenario.lease_s, time_limit_s=scenario.time_limit_s,
-                               recrawls=scenario.recrawls, workers=scenario.workers,
+                               recrawls=scenario.recrawls, workers=scenario.workers, aim_pauses=scenario.aim_pauses,
                                drift=parse_drift(scenario.drift, ZOO_DRIFT_SEED) if scenario.drift else None)
         verdicts = {}
         with stage(catalog, [entry.design, control], slow_pages=scenario.slow_pages) as on:
