@@ -94,3 +94,6 @@ BENCH_FAULT_TIME_LIMIT_S = 240.0
 # --- A start that makes no request, prints nothing and changes no store file for this long is stuck:
 # it is stopped and the run fails for liveness, instead of waiting out the whole time limit.
 NO_PROGRESS_S = 30.0
+
+# --- The disk model (harness/faults/disk_model.py holds each profile's figures and source): off by default.
+DISK_PROFILES = ("nvme", "consumer-ssd", "cloud-volume", "hdd")

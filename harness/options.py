@@ -192,6 +192,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("--strict", "hold the design to every idempotence promise even where its spec waives them (by default"
            " a waived promise's findings are counted in one line, not as broken points); replay lines say --strict",
            ("explore", "fuzz"), "scenario", action="store_true"),
+    # The disk model (harness/faults/disk_model.py): what a flush costs the design and its store's server.
+    Option("--disk", f"make every fsync/fdatasync of the design and its PostgreSQL or Redis cost what this disk's does:"
+           f" {', '.join(d.DISK_PROFILES)} or none (default none; strace delays them)", (*RUNS, "replay"), "scenario",
+           metavar="PROFILE"),
+    Option("--fsync-latency", "instead of --disk: every flush system call takes this many seconds more",
+           (*RUNS, "replay"), "scenario", not_negative(float), metavar="SECONDS"),
+    Option("--aim-pauses", "while one worker is paused, the site reprices the product page it fetched last when"
+           " another worker asks for it, so a zombie commit always puts back a stale price", RUN_AND_REPLAY,
+           "scenario", action="store_true", zoo_key="aim_pauses", replayed=True),
 )
 
 # The keys of a [zoo] table that describe the mistake rather than set an option.
@@ -200,6 +209,7 @@ ZOO_SCENARIO_KEYS = {
     "expect": "the finding the checker must report on the zoo design (a finding code)",
     "control_schedule": "the reference design's kill points, where the zoo's name a line of the zoo design"
                         " (default: schedule)",
+    "reference": "the correct design the zoo design runs beside, its fixed twin (default: idempotent)",
 }
 # Every key a spec's [zoo] table may hold -> one line on what it sets.
 # A [zoo] table's own defaults differ from the replay command's (a longer lease, a shorter time limit).

@@ -85,9 +85,9 @@ def test_a_crashed_check_is_a_broken_point_for_explore_not_a_run_that_proved_not
 
 
 def test_the_checks_run_in_a_fixed_order_so_problems_read_the_same_each_time():
-    assert [name for name, _ in CHECKS] == ["liveness", "crash", "kills_landed", "records", "network", "duplicates",
-                                            "requests", "drift", "leases", "zombie_writers", "control", "side_effects",
-                                            "recording"]
+    assert [name for name, _ in CHECKS] == ["liveness", "crash", "kills_landed", "records", "holes", "network",
+                                            "duplicates", "requests", "drift", "leases", "zombie_writers", "control",
+                                            "side_effects", "recording"]
     v = check(IDEMPOTENT, history(KILLED_TWICE, extra_requests=["/list/0"] * 3, outcome="timed_out"),
               truth()[1:] + truth()[1:3])
     assert v.findings == ["liveness", "lost", "extra_rows", "excess_requests", "fetched_twice_by_one_start"]

@@ -22,12 +22,25 @@ from killtest.harness.history import History
 def catalog_versions(catalog: Catalog, history: History) -> list[Catalog]:
     """Every catalog the site served in the run, first to last (just `catalog` when it never drifted)."""
     versions = [catalog]
-    started = history.first("run_started")
-    if started and started.get("drift"):
-        drift = parse_drift(started["drift"], started.get("drift_seed") or 0)
-        for change in sorted(history.of_type("catalog_changed"), key=lambda e: e["version"]):
+    started = history.first("run_started") or {}
+    drift = parse_drift(started["drift"], started.get("drift_seed") or 0) if started.get("drift") else None
+    for change in sorted(history.of_type("catalog_changed"), key=lambda e: e["version"]):
+        if change.get("aimed") is not None:  # an aimed pause repriced the pages a paused worker held
+            versions.append(repriced(versions[-1], change["aimed"]))
+        elif drift is not None:
             versions.append(drifted(versions[-1], drift, change["version"]))
     return versions
+
+
+def repriced(catalog: Catalog, prices: dict[str, str]) -> Catalog:
+    """`catalog` with the products of `prices` (by SKU) at those prices: what an aimed change serves."""
+    return Catalog(tuple(Product(p.index, p.sku, prices.get(p.sku, p.price)) for p in catalog.products),
+                   catalog.products_per_page)
+
+
+def a_new_price(price: str) -> str:
+    """A price other than `price`, the same for the same price: one more unit."""
+    return f"{float(price) + 1:.2f}"
 
 
 def site_change_times(history: History) -> dict[str, float]:

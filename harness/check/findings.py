@@ -63,6 +63,11 @@ class Finding(Enum):
     UNRECORDED_REQUEST = ("unrecorded_request", Promise.PROVES_SOMETHING,
                           "a request the recording does not hold (answered 404, never forwarded)")
 
+    # A lost record whose page the finished crawl had fetched and never fetched again: the surviving store
+    # marks done a page whose record it lost (RocksDB's "hole"); check/holes.py. After the others: codes keep order.
+    HOLE = ("hole", Promise.NO_LOST_RECORDS, "a lost record whose page the finished crawl had fetched and never"
+            " fetched again: the store marks done a page whose record it lost")
+
     promise: Promise
     description: str
 

@@ -18,6 +18,7 @@ from killtest.fixture_site.catalog import Catalog
 from killtest.fixture_site.recorded_site import RecordedSite
 from killtest.harness.check.categories import EXAMPLES, RecordSets, required_event
 from killtest.harness.check.findings import Finding
+from killtest.harness.check.holes import holes
 from killtest.harness.check.side_effects import check_side_effects, side_effect_findings
 from killtest.harness.check.verdict import CheckResult, DesignTraits, RunVerdict, Validity, judged
 from killtest.harness.check.zombies import (
@@ -236,7 +237,7 @@ def recording(e: Evidence) -> CheckResult:
 
 # The order of a verdict's problems; result files, the zoo and explore outputs compare by it.
 CHECKS: tuple[tuple[str, Check], ...] = (
-    ("liveness", liveness), ("crash", crash), ("kills_landed", kills_landed), ("records", records),
+    ("liveness", liveness), ("crash", crash), ("kills_landed", kills_landed), ("records", records), ("holes", holes),
     ("network", network), ("duplicates", duplicates), ("requests", requests), ("drift", drift),
     ("leases", leases), ("zombie_writers", zombie_writers), ("control", control), ("side_effects", side_effects),
     ("recording", recording),

@@ -89,10 +89,17 @@ def put_backs(history: History, stale: list[str], paths_by_sku: dict[str, str]) 
     their page had begun that saw the change: an old value written over the new one. Records without
     the design's own write stamps cannot be timed, so they are not judged."""
     changed = site_change_times(history)
+    # The version that changed each SKU last: a fetch answered from it saw the change, even one that arrived
+    # a moment before it (an aimed pause reprices a page as the taker's request for it arrives).
+    version_of = {sku: change["version"] for change in sorted(history.of_type("catalog_changed"), key=lambda e: e["t"])
+                  for sku in change["changed"] + change["added"]}
     fetches: dict[str, list[float]] = {}
+    answered: dict[str, list[tuple[float, int]]] = {}
     for r in history.of_type("request"):
         if r["status"] == 200 and not r.get("fault"):
             fetches.setdefault(r["path"], []).append(r["t"])
+            if r.get("version") is not None:
+                answered.setdefault(r["path"], []).append((r["t"], r["version"]))
     last_write: dict[str, float] = {}
     for record in history.of_type("store_record"):
         if record["key"] is not None and record.get("stamped"):
@@ -102,7 +109,9 @@ def put_backs(history: History, stale: list[str], paths_by_sku: dict[str, str]) 
     for key in stale:
         if key not in changed or key not in paths_by_sku or key not in last_write:
             continue
-        saw_new = [t for t in fetches.get(paths_by_sku[key], []) if t > changed[key]]
+        path = paths_by_sku[key]
+        saw_new = [t for t in fetches.get(path, []) if t > changed[key]] + [
+            t for t, version in answered.get(path, []) if version >= version_of.get(key, version + 1)]
         if saw_new and last_write[key] > min(saw_new) + CLOCK_SLACK_S:
             found.append(key)
     return found

@@ -16,6 +16,7 @@ from killtest.harness.check.baseline import Thresholds
 from killtest.harness.cli.shared import command_line
 from killtest.harness.design.model import Design
 from killtest.harness.errors import KilltestError
+from killtest.harness.faults.disk_model import disk_model
 from killtest.harness.faults.points.store_write import server_store
 from killtest.harness.faults.schedule import KillSchedule, parse_schedule, run_seeds, timed_schedule, validate_schedule
 from killtest.harness.report.baseline_file import load_baseline
@@ -110,7 +111,9 @@ def run_settings(args: argparse.Namespace, lease_s: float) -> RunSettings:
                        workers=getattr(args, "workers", defaults.WORKERS), drift=drift(args),
                        drift_during_s=getattr(args, "drift_during", None),
                        # --no-progress-timeout is the lead's to add to harness/options.py; until then, the default.
-                       no_progress_s=getattr(args, "no_progress_timeout", defaults.NO_PROGRESS_S))
+                       no_progress_s=getattr(args, "no_progress_timeout", defaults.NO_PROGRESS_S),
+                       aim_pauses=getattr(args, "aim_pauses", False),
+                       disk=disk_model(getattr(args, "disk", None), getattr(args, "fsync_latency", None)))
 
 
 def kill_delay(text: str) -> tuple[float, float]:

@@ -21,6 +21,7 @@ from killtest.harness.defaults import (
     ZOO_LEASE_S,
     ZOO_LISTING_PAGES,
     ZOO_PER_PAGE,
+    ZOO_REFERENCE_DESIGN,
     ZOO_TIME_LIMIT_S,
 )
 from killtest.harness.design.model import Design
@@ -43,12 +44,15 @@ class Scenario:
     time_limit_s: float = ZOO_TIME_LIMIT_S
     drift: str = ""  # how the site changes before each re-crawl (killtest.fixture_site.catalog.parse_drift)
     workers: int = 1  # worker processes per start (a pause of one lets another take its page over)
+    aim_pauses: bool = False  # the site reprices the page a paused worker holds when another asks for it
 
     def describe(self) -> str:
         """The scenario in a table cell: the kills, then whatever else it needs."""
         parts = [f"`{self.schedule}`", f"lease {self.lease_s:g} s"]
         if self.workers > 1:
             parts.append(f"{self.workers} workers")
+        if self.aim_pauses:
+            parts.append("the paused worker's page repriced when another worker asks for it")
         parts += [f"{path} takes {seconds:g} s" for path, seconds in self.slow_pages]
         if self.recrawls:
             parts.append(f"then {self.recrawls} re-crawl{'s' if self.recrawls > 1 else ''}")
@@ -64,7 +68,7 @@ class Scenario:
         """
         return {"design": design, "schedule": self.schedule, "listing_pages": ZOO_LISTING_PAGES,
                 "per_page": ZOO_PER_PAGE, "lease": self.lease_s, "time_limit": self.time_limit_s, "no_prefork": True,
-                "workers": self.workers if self.workers > 1 else None,
+                "workers": self.workers if self.workers > 1 else None, "aim_pauses": self.aim_pauses,
                 "recrawls": self.recrawls or None, "drift": self.drift or None,
                 "drift_seed": ZOO_DRIFT_SEED if self.drift else None,
                 "slow_page": [f"{path}={seconds:g}" for path, seconds in self.slow_pages]}
@@ -79,6 +83,7 @@ class ZooEntry:
     mistake: str
     expect: str  # a finding code (killtest.harness.check.findings.Finding)
     scenario: Scenario
+    reference: str = ZOO_REFERENCE_DESIGN  # the correct design run beside it: the idempotent one, or a fixed twin
 
 
 def zoo_entries() -> list[ZooEntry]:
@@ -106,13 +111,15 @@ def _entry(design: Design, spec: SpecFile, table: dict) -> ZooEntry:
                         lease_s=float(table.get("lease", ZOO_LEASE_S)),
                         recrawls=int(table.get("recrawls", 0)), slow_pages=slow,
                         time_limit_s=float(table.get("time_limit", ZOO_TIME_LIMIT_S)),
-                        drift=str(table.get("drift", "")), workers=int(table.get("workers", 1)))
+                        drift=str(table.get("drift", "")), workers=int(table.get("workers", 1)),
+                        aim_pauses=bool(table.get("aim_pauses", False)))
     if scenario.drift:
         try:
             parse_drift(scenario.drift)
         except ValueError as error:
             raise spec.error("zoo", "drift", f"zoo.drift: {error}") from None
-    return ZooEntry(design, table["mistake"], table["expect"], scenario)
+    return ZooEntry(design, table["mistake"], table["expect"], scenario,
+                    str(table.get("reference", ZOO_REFERENCE_DESIGN)))
 
 
 def selected(entries: list[ZooEntry], only: str | None) -> list[ZooEntry]:

@@ -20,6 +20,8 @@ def zoo_markdown(outcomes: list[Any], command: str) -> str:
     for o in outcomes:
         found = ", ".join(f"**{f}**" if f == o.expect else f for f in o.findings) or "nothing"
         control = "clean" if o.control_clean else ", ".join(o.control_findings)
+        if getattr(o, "reference", ""):  # a fixed twin instead of the idempotent design
+            control += f" ({o.reference})"
         lines.append(f"| {o.design} | {o.mistake} | {o.scenario} | {o.expect} | {found} | {control} |"
                      f" {'right' if o.as_expected else 'WRONG'} |")
     lines += ["", "Replay any of them alone:", ""] + [f"    {o.replay}" for o in outcomes]

@@ -32,6 +32,7 @@ from killtest.harness.check.compare import compare_designs, per_run_wins
 from killtest.harness.check.health import health_warning
 from killtest.harness.check.verdict import RunVerdict
 from killtest.harness.design.model import Design
+from killtest.harness.faults.disk_model import DiskModel
 from killtest.harness.faults.schedule import KillSchedule
 from killtest.harness.history import History
 from killtest.harness.report.campaign import Campaign
@@ -61,9 +62,10 @@ def site_phase(catalog: Catalog, latency_s: float = 0.0, slow_pages: Sequence[tu
 
 
 @contextlib.contextmanager
-def store_servers_phase(designs: Sequence[Design]) -> Iterator[StoreServers]:
-    """Phase 2: the store servers the designs need (none for file stores), stopped when the block ends."""
-    with StoreServers(designs) as servers:
+def store_servers_phase(designs: Sequence[Design], disk: DiskModel | None = None) -> Iterator[StoreServers]:
+    """Phase 2: the store servers the designs need (none for file stores), stopped when the block ends;
+    under the disk model's strace when there is one, so a commit of theirs costs what the model says."""
+    with StoreServers(designs, disk.strace_prefix() if disk is not None else ()) as servers:
         yield servers
 
 
@@ -87,12 +89,12 @@ class Stage:
 @contextlib.contextmanager
 def stage(catalog: Catalog, designs: Sequence[Design], *, latency_s: float = 0.0,
           slow_pages: Sequence[tuple[str, float]] = (), pace_rps: float = 0.0,
-          prefork: bool = False) -> Iterator[Stage]:
+          prefork: bool = False, disk: DiskModel | None = None) -> Iterator[Stage]:
     """Phases 1-3 nested: the site, the store servers, the pre-forked launchers; all stopped at the end."""
     lifeline.ensure_watchdog()  # first: if the harness is SIGKILLed from here on, nothing it started outlives it
     catalog = site_catalog(designs, catalog)  # a recorded site when the designs' specs name one
     prefork = prefork and not isinstance(catalog, RecordedSite)  # a forked start would miss the proxy's variables
-    with site_phase(catalog, latency_s, slow_pages, pace_rps) as site, store_servers_phase(designs) as servers, \
+    with site_phase(catalog, latency_s, slow_pages, pace_rps) as site, store_servers_phase(designs, disk) as servers, \
             prefork_phase(designs, prefork) as launchers:
         yield Stage(site, servers, launchers)
 
@@ -130,7 +132,7 @@ def run_campaign(plan: CampaignPlan, progress: Progress) -> Campaign:
     clock = PhaseClock()
     try:
         with stage(plan.catalog, plan.designs, latency_s=plan.latency_s, slow_pages=plan.slow_pages,
-                   pace_rps=plan.pace_rps, prefork=plan.prefork) as on:
+                   pace_rps=plan.pace_rps, prefork=plan.prefork, disk=plan.settings.disk) as on:
             clock.lap("setup_s")
             for run, schedule in enumerate(plan.schedules, start=1):
                 for design in plan.designs:

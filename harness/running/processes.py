@@ -44,6 +44,8 @@ class Start:
     retired: list[Worker] = field(default_factory=list)  # workers killed alone and started again
     ended: float | None = None  # when the harness saw the last worker gone (time.monotonic())
     door_url: str | None = None  # the site's address through the start's door, which its workers share
+    # A worker started again runs under this too (the disk model's strace, killtest.harness.faults.disk_model).
+    restart_prefix: tuple[str, ...] = ()
 
     def worker_of(self, pid: int | None) -> int | None:
         """The number of this start's worker whose process had `pid`, restarted ones included."""
@@ -118,7 +120,8 @@ class Start:
         base = os.path.join(launch.work_dir, f"start-{self.index:03d}-w{number}-r{len(self.retired) + 1}")
         if self.door_url is not None:  # it joins its start's door, as its fellow workers still use it
             launch = replace(launch, base_url=self.door_url)
-        worker = Worker(_spawn_one(design, launch, f"{base}.out", f"{base}.err", None, launcher),
+        options = StartOptions(command_prefix=self.restart_prefix) if self.restart_prefix else None
+        worker = Worker(_spawn_one(design, launch, f"{base}.out", f"{base}.err", options, launcher),
                         f"{base}.out", f"{base}.err", self.workers[number - 1].door, number)
         self.retired.append(self.workers[number - 1])
         self.workers[number - 1] = worker

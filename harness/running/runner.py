@@ -32,7 +32,8 @@ from killtest.harness import defaults
 from killtest.harness.design.model import Design, Launch
 from killtest.harness.design.stores import held_leases, kind_of
 from killtest.harness.errors import KilltestError, ScraperStartError
-from killtest.harness.faults.points import Armed, KillPoint, NotArmed
+from killtest.harness.faults.disk_model import DiskModel
+from killtest.harness.faults.points import Armed, KillPoint, NotArmed, StartOptions
 from killtest.harness.faults.schedule import KillSchedule
 from killtest.harness.history import History
 from killtest.harness.running.collect import (
@@ -67,6 +68,10 @@ class RunSettings:
     # A start with no request, output or store change for this long is stuck: stopped, a liveness
     # failure that says so (killtest.harness.running.start_watch). None: only the time limit stops it.
     no_progress_s: float | None = defaults.NO_PROGRESS_S
+    # What a flush costs (killtest.harness.faults.disk_model): every start runs under strace's delay. None: no strace.
+    disk: DiskModel | None = None
+    # A pause of one worker reprices the page it holds when another worker asks for it (running/target.py).
+    aim_pauses: bool = False
 
 
 @dataclass
@@ -194,10 +199,25 @@ def _start(run: _Run, point: KillPoint | None, crawl: int) -> None:
     run.drift.before_crawl(crawl)
     index = len(run.starts)
     options = point.start_options(run.design.values(run.launch_for(crawl))) if point is not None else None
+    options = under_the_disk_model(options, run.settings.disk, point)
     run.current = spawn(run.design, run.launch_for(crawl), index, run.settings.workers, options, run.launcher)
+    run.current.restart_prefix = run.settings.disk.strace_prefix() if run.settings.disk is not None else ()
     run.starts.append(run.current)
     run.history.add("process_started", run.current.started - run.began, start=index, pid=run.current.pids[0],
                     pids=run.current.pids, crawl=crawl, door=run.current.door)
+
+
+def under_the_disk_model(options: StartOptions | None, disk: DiskModel | None,
+                         point: KillPoint | None) -> StartOptions | None:
+    """The start's options with the disk model's strace in front; refused with a point that runs the start
+    under a program of its own (strace's kill at a write, the store proxy): one process cannot have two tracers."""
+    if disk is None:
+        return options
+    if options is not None and options.command_prefix:
+        raise KilltestError(f"kill point {point.spec if point else ''} runs its start under a program of its own,"
+                            f" which the disk model {disk.name} cannot trace too: leave out --disk/--fsync-latency")
+    return StartOptions(kill_at_line=options.kill_at_line if options is not None else None,
+                        command_prefix=disk.strace_prefix())
 
 
 def _wait_then_kill(run: _Run, point: KillPoint | None, armed: Armed, crawl: int) -> bool:

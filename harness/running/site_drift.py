@@ -12,6 +12,7 @@ import time
 
 from killtest.fixture_site.catalog import Drift, changes_between, drifted
 from killtest.fixture_site.server import SiteServer
+from killtest.harness.check.drift import a_new_price, repriced
 from killtest.harness.history import History
 
 
@@ -48,6 +49,22 @@ class SiteDrift:
             self.history.add("catalog_changed", time.monotonic() - self.began, version=self.version,
                              **changes_between(before, after), products=len(after.products),
                              full_crawl_requests=after.full_crawl_requests)
+
+    def reprice(self, paths: set[str]) -> list[str]:
+        """Change the price of the products at `paths` now (an aimed pause: the pages a paused worker holds),
+        as a `catalog_changed` event with `aimed`, the new prices, so the checker rebuilds this version."""
+        with self._lock:
+            before = self.site.catalog
+            prices = {p.sku: a_new_price(p.price) for p in before.products if p.path in paths}
+            if not prices:
+                return []
+            self.version += 1
+            after = repriced(before, prices)
+            self.site.set_catalog(after, self.version)
+            self.history.add("catalog_changed", time.monotonic() - self.began, version=self.version,
+                             **changes_between(before, after), products=len(after.products),
+                             full_crawl_requests=after.full_crawl_requests, aimed=prices)
+            return sorted(prices)
 
     def cancel_timer(self) -> None:
         if self._timer is not None:

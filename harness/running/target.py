@@ -59,9 +59,13 @@ class StartTarget:
         paused_at = time.monotonic()
         history.add("paused", paused_at - began, start=self.start.index, worker=worker, pids=stopped,
                     seconds=seconds, point=self.point)
+        if self.run.settings.aim_pauses and worker is not None and stopped:
+            self.run.site.set_request_hook(aimed_drift(self.run, stopped[0]))
         try:
             time.sleep(max(0.0, min(seconds, self.run.deadline - paused_at)))
         finally:
+            if self.run.settings.aim_pauses:
+                self.run.site.set_request_hook(None)
             for group in stopped:
                 _signal_group(group, signal.SIGCONT)
             resumed_at = time.monotonic()
@@ -97,6 +101,19 @@ class StartTarget:
                   "files": len(set(gone) | set(reverted)), "bytes": bytes_lost}
         run.history.add("power_lost", run.since_began(), start=self.start.index, point=self.point, **fields)
         return fields
+
+
+def aimed_drift(run: _Run, paused_pid: int):
+    """A request hook for the length of a pause (--aim-pauses): when another worker asks for the product page
+    the paused one fetched last (it holds that page: it fetched it and has not woken to commit it), the site
+    reprices that product first. The taker is served the new price; a zombie commit puts the old one back,
+    a stale value the checker sees in the store whether or not the design reports its claims."""
+    def hook(path: str) -> None:
+        mine = [r.path for r in run.site.request_log.snapshot()
+                if r.worker_pid == paused_pid and r.path.startswith("/product/") and r.status == 200]
+        if mine and path == mine[-1] and run.drift is not None:
+            run.drift.reprice({path})
+    return hook
 
 
 @contextlib.contextmanager

@@ -28,6 +28,7 @@ class ZooOutcome:
     problems: list[str] = field(default_factory=list)
     control_findings: list[str] = field(default_factory=list)  # what it reported on the correct design
     replay: str = ""
+    reference: str = ""  # the correct design it ran beside, when not the idempotent one (a fixed twin)
 
     @property
     def flagged(self) -> bool:
@@ -50,12 +51,12 @@ def run_zoo(entries: list[ZooEntry], work_dir: str | None = None,
             on_progress: Callable[[str], None] = lambda message: None) -> list[ZooOutcome]:
     """Run each zoo design and the correct design on the zoo design's scenario; check both."""
     catalog = build_catalog(ZOO_LISTING_PAGES, ZOO_PER_PAGE)
-    control = design_named(ZOO_REFERENCE_DESIGN)
     outcomes = []
     for number, entry in enumerate(entries, start=1):
         scenario = entry.scenario
+        control = design_named(entry.reference)
         settings = RunSettings(lease_s=scenario.lease_s, time_limit_s=scenario.time_limit_s,
-                               recrawls=scenario.recrawls, workers=scenario.workers,
+                               recrawls=scenario.recrawls, workers=scenario.workers, aim_pauses=scenario.aim_pauses,
                                drift=parse_drift(scenario.drift, ZOO_DRIFT_SEED) if scenario.drift else None)
         verdicts = {}
         with stage(catalog, [entry.design, control], slow_pages=scenario.slow_pages) as on:
@@ -67,6 +68,7 @@ def run_zoo(entries: list[ZooEntry], work_dir: str | None = None,
                 verdicts[design.name] = check_phase(design, 1, history, on.site.catalog)
         found = verdicts[entry.design.name]
         outcomes.append(ZooOutcome(entry.design.name, entry.mistake, entry.expect, scenario.describe(),
-                                   found.findings, found.problems, verdicts[ZOO_REFERENCE_DESIGN].findings,
-                                   scenario.replay_command(entry.design.name)))
+                                   found.findings, found.problems, verdicts[control.name].findings,
+                                   scenario.replay_command(entry.design.name),
+                                   "" if entry.reference == ZOO_REFERENCE_DESIGN else entry.reference))
     return outcomes

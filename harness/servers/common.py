@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -64,6 +65,8 @@ class PrivateServer:
         self.port = 0
         self._dir: str | None = None
         self._process: subprocess.Popen | None = None
+        # A program the server runs under: the disk model's strace (killtest.harness.faults.disk_model), or nothing.
+        self.command_prefix: tuple[str, ...] = ()
 
     @property
     def directory(self) -> str:
@@ -143,11 +146,18 @@ class PrivateServer:
 
     def stop(self) -> None:
         if self._process is not None and self._process.poll() is None:
+            # Under strace the server is strace's child: wait for it too, not only for strace.
+            inside = psutil.Process(self._process.pid).children(recursive=True) if self.command_prefix else []
             os.killpg(self._process.pid, self.stop_signal)
             try:
                 self._process.wait(timeout=10)
+                if psutil.wait_procs(inside, timeout=10)[1]:
+                    raise subprocess.TimeoutExpired(self.name, 10)
             except subprocess.TimeoutExpired:
                 self._kill_tree()
+                for child in inside:
+                    with contextlib.suppress(psutil.NoSuchProcess):
+                        child.kill()
         self._process = None
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)

@@ -27,7 +27,8 @@ def server_for(design: Design) -> str | None:
 class StoreServers:
     """`with StoreServers(designs) as servers: dsn = servers.dsn_for(design)`; nothing starts if no store needs it."""
 
-    def __init__(self, designs: Iterable[Design]) -> None:
+    def __init__(self, designs: Iterable[Design], command_prefix: tuple[str, ...] = ()) -> None:
+        self._prefix = command_prefix  # every server runs under it: the disk model's strace, or nothing
         wanted = {name for name in map(server_for, designs) if name is not None}
         unknown = sorted(wanted - set(SERVERS))
         if unknown:
@@ -41,7 +42,9 @@ class StoreServers:
     def __enter__(self) -> StoreServers:
         try:
             for name, server in self._wanted.items():
-                self._running[name] = server().start()
+                instance = server()
+                instance.command_prefix = self._prefix
+                self._running[name] = instance.start()
         except BaseException:
             self.__exit__()
             raise

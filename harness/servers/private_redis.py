@@ -29,8 +29,9 @@ class PrivateRedis(PrivateServer):
         # An append-only file synced on every write: a queue store must keep what it acknowledged when the
         # server itself is killed and restarted mid-crawl (kill point s<seconds>). No RDB snapshots.
         self._process = subprocess.Popen(
-            [self.binary, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", self.directory, "--save", "",
-             "--appendonly", "yes", "--appendfsync", "always", "--protected-mode", "yes",
+            [*self.command_prefix, self.binary, "--bind", "127.0.0.1", "--port", str(self.port),
+             "--dir", self.directory, "--save", "", "--appendonly", "yes", "--appendfsync", "always",
+             "--protected-mode", "yes",
              "--logfile", os.path.join(self.directory, "redis.log")],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
 
