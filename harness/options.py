@@ -183,6 +183,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("--no-plot", "skip the PNG plots", (*RUNS, "bench"), "results", action="store_true"),
     Option("--all-timelines", "draw a timeline for every run (default: each design's first run and every failed"
            " run)", RUNS, "results", action="store_true"),
+    Option("--database", "directory where fuzz keeps every failure it finds, per design fingerprint, and replays"
+           " them first on the next fuzz of the same design (default OUT/fuzz-database)", ("fuzz",), "results",
+           metavar="DIR"),
 )
 
 # The keys of a [zoo] table that describe the mistake rather than set an option.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 from typing import TYPE_CHECKING
 
 from killtest.harness.cli.ci_output import fuzz_cases, publish
@@ -55,7 +56,8 @@ def fuzz_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Design
     smallest failing schedule (None: none failed) and the base path of the result files it wrote
     (killtest.api.fuzz calls it too)."""
     try:
-        from killtest.harness.running.fuzz_plan import fuzz_design  # Hypothesis, imported only by this command
+        from killtest.harness.running import fuzz_database as db  # Hypothesis, imported only by this command
+        from killtest.harness.running.fuzz_plan import fuzz_design
     except ImportError as error:
         raise KilltestError(f"killtest fuzz needs Hypothesis ({error.name} is not installed):"
                             " pip install 'hypothesis>=6.80'") from None
@@ -64,9 +66,21 @@ def fuzz_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Design
         refuse_power_cut(design, "fuzz", needs_strace=False)  # before any directory is made
     prepare_dirs(args)
     settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
-    result = fuzz_design(design, settings, examples=args.examples, seed=args.seed, max_seconds=args.max_seconds,
-                         jobs=args.jobs or default_jobs(), prefork=not args.no_prefork, work_dir=args.work_dir,
-                         on_progress=progress.step, power_cut=args.power_cut)
+    # The failures saved by earlier fuzzes of this very design run first; one that still fails is the
+    # verdict, without a search (harness/running/fuzz_database.py).
+    began = time.monotonic()
+    database = db.FailureDatabase(args.database or os.path.join(args.out, "fuzz-database"), design)
+    replayed = db.replay_first(database, design, settings, prefork=not args.no_prefork, work_dir=args.work_dir,
+                            power_cut=args.power_cut, on_progress=progress.step)
+    result = db.result_of_replays(design, replayed, time.monotonic() - began) or fuzz_design(
+        design, settings, examples=args.examples, seed=args.seed, max_seconds=args.max_seconds,
+        jobs=args.jobs or default_jobs(), prefork=not args.no_prefork, work_dir=args.work_dir,
+        on_progress=progress.step, power_cut=args.power_cut)
+    saved = db.database_json(database, replayed, db.save_failures(database, result))
+    if replayed or saved["new_failures_saved"]:
+        progress.step(f"[fuzz {design.name}] failure database {database.dir}: {len(replayed)} replayed"
+                      f" ({sum(bool(r.trial.problems) for r in replayed)} still fail),"
+                      f" {saved['new_failures_saved']} new saved")
     base = os.path.join(args.out, f"fuzz-{design.name}")
     replay = None
     if result.shrunk is not None:
@@ -74,8 +88,9 @@ def fuzz_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Design
         # A recorded site's catalog is its recording: replay serves it whatever --listing-pages says, so none.
         replay = replay_line(args, design, case.schedule, listing_pages=None if case.recorded else case.pages,
                              per_page=None if case.recorded else case.per_page)
-    write_atomically(f"{base}.json", json.dumps({**result.to_json(), "replay": replay}, indent=2) + "\n")
-    write_atomically(f"{base}.md", markdown(result, typed_command(args), replay))
+    write_atomically(f"{base}.json", json.dumps({**result.to_json(), "replay": replay, "database": saved},
+                                                indent=2) + "\n")
+    write_atomically(f"{base}.md", markdown(result, typed_command(args), replay) + db.database_markdown(saved))
     return design, result, replay, base
 
 
