@@ -5,8 +5,8 @@ environment where killtest is installed. It follows pytest-postgresql's, pytest-
 Hypothesis's plugins:
 
 - an option group `killtest` in `pytest --help`: `--killtest-seed`, `--killtest-examples`,
-  `--killtest-max-seconds`, `--killtest-out`, `--killtest-database`, each with an ini key of the same name
-  (`killtest_seed = 3` under `[pytest]`);
+  `--killtest-max-seconds`, `--killtest-out`, `--killtest-database`, `--killtest-resume`, each with an
+  ini key of the same name (`killtest_seed = 3` under `[pytest]`);
 - fixtures: `killtest_site` (session-scoped: the fixture shop on 127.0.0.1, port 0) and `killtest`
   (per test: `.run(spec)`, `.explore(spec)`, `.fuzz(spec)`, each returning a killtest.api.Result);
 - the marker `@pytest.mark.killtest(promises=[...])` or `(does_not_promise=[...])`: what the design
@@ -48,6 +48,8 @@ OPTIONS: dict[str, tuple[Callable[[str], Any], str, str]] = {
     "database": (str, "DIR", "where a fuzz keeps the failures it finds and replays them first next time, shared"
                              " by every test and xdist worker (default: OUT/fuzz-database with --killtest-out,"
                              " else pytest's cache, .pytest_cache/d/killtest-fuzz-database)"),
+    "resume": (str, "FILE", "keep every item's verdict in FILE and deselect the items that already have one:"
+                            " rerun a campaign a crashed host cut short (killtest/pytest_resume.py)"),
 }
 
 
@@ -63,6 +65,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "killtest(promises=None, does_not_promise=None): the promises the design"
                                        " under test makes (or waives), by name; the killtest fixture fails the"
                                        " test when the design's spec says otherwise")
+    resume = setting(config, "resume")
+    if resume:
+        from killtest.pytest_resume import Resume  # pytest and the standard library only
+
+        config.pluginmanager.register(Resume(config, resume), "killtest-resume")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
