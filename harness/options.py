@@ -201,6 +201,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("--aim-pauses", "while one worker is paused, the site reprices the product page it fetched last when"
            " another worker asks for it, so a zombie commit always puts back a stale price", RUN_AND_REPLAY,
            "scenario", action="store_true", zoo_key="aim_pauses", replayed=True),
+    Option("--database", "directory where fuzz keeps every failure it finds, per design fingerprint, and replays"
+           " them first on the next fuzz of the same design (default OUT/fuzz-database)", ("fuzz",), "results",
+           metavar="DIR"),
 )
 
 # The keys of a [zoo] table that describe the mistake rather than set an option.

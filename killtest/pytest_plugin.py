@@ -5,8 +5,8 @@ environment where killtest is installed. It follows pytest-postgresql's, pytest-
 Hypothesis's plugins:
 
 - an option group `killtest` in `pytest --help`: `--killtest-seed`, `--killtest-examples`,
-  `--killtest-max-seconds`, `--killtest-out`, each with an ini key of the same name
-  (`killtest_seed = 3` under `[pytest]`);
+  `--killtest-max-seconds`, `--killtest-out`, `--killtest-database`, `--killtest-resume`, each with an
+  ini key of the same name (`killtest_seed = 3` under `[pytest]`);
 - fixtures: `killtest_site` (session-scoped: the fixture shop on 127.0.0.1, port 0) and `killtest`
   (per test: `.run(spec)`, `.explore(spec)`, `.fuzz(spec)`, each returning a killtest.api.Result);
 - the marker `@pytest.mark.killtest(promises=[...])` or `(does_not_promise=[...])`: what the design
@@ -45,6 +45,11 @@ OPTIONS: dict[str, tuple[Callable[[str], Any], str, str]] = {
     "max-seconds": (float, "SECONDS", "stop a fuzz's search after this long (default: no limit)"),
     "out": (str, "DIR", "keep each test's result files in DIR/<test>/ (default: under pytest's temporary"
                         " directory, which keeps the last three sessions)"),
+    "database": (str, "DIR", "where a fuzz keeps the failures it finds and replays them first next time, shared"
+                             " by every test and xdist worker (default: OUT/fuzz-database with --killtest-out,"
+                             " else pytest's cache, .pytest_cache/d/killtest-fuzz-database)"),
+    "resume": (str, "FILE", "keep every item's verdict in FILE and deselect the items that already have one:"
+                            " rerun a campaign a crashed host cut short (killtest/pytest_resume.py)"),
 }
 
 
@@ -60,6 +65,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "killtest(promises=None, does_not_promise=None): the promises the design"
                                        " under test makes (or waives), by name; the killtest fixture fails the"
                                        " test when the design's spec says otherwise")
+    resume = setting(config, "resume")
+    if resume:
+        from killtest.pytest_resume import Resume  # pytest and the standard library only
+
+        config.pluginmanager.register(Resume(config, resume), "killtest-resume")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -81,6 +91,17 @@ def setting(config: pytest.Config, name: str) -> Any:
         return OPTIONS[name][0](str(text).strip())
     except ValueError:
         raise pytest.UsageError(f"ini key {dest}: expected {OPTIONS[name][1]}, not {text!r}") from None
+
+
+def fuzz_database(config: pytest.Config) -> str | None:
+    """One failure database for the whole session and the next ones: each test's results go to a directory
+    of its own, so the default of `killtest fuzz` (OUT/fuzz-database) would forget between sessions.
+    None (fuzz's default) when the cache is off (`-p no:cacheprovider`) and no directory is named."""
+    given, out = setting(config, "database"), setting(config, "out")
+    if given or out:
+        return os.path.abspath(given or os.path.join(out, "fuzz-database"))
+    cache = getattr(config, "cache", None)
+    return str(cache.mkdir("killtest-fuzz-database")) if cache is not None else None
 
 
 @pytest.fixture(scope="session")
@@ -128,7 +149,7 @@ class Killtest:
         """killtest.api.fuzz on `design`, with --killtest-seed, --killtest-examples and --killtest-max-seconds."""
         config = self._node.config
         given = {"seed": setting(config, "seed"), "examples": setting(config, "examples"),
-                 "max_seconds": setting(config, "max-seconds")}
+                 "max_seconds": setting(config, "max-seconds"), "database": fuzz_database(config)}
         return self._call("fuzz", design, {**given, **options})
 
     def _call(self, command: str, design: Any, options: dict[str, Any]) -> Result:

@@ -8,6 +8,7 @@ item, and the crash point known to lose a record must fail in each.
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -60,3 +61,36 @@ def test_xdist_workers_reach_the_same_verdicts_as_a_serial_run(pytester):
     assert by_serial["test_user.py::test_crash_point[w68]"] == "FAILED"
     assert "killtest replay --design zoo-done-before-record --schedule w68" in "\n".join(spread.outlines)
     assert re.search(r"\[gw1\]|gw1", "\n".join(spread.outlines))  # the items really went to two workers
+
+
+FUZZ_TEST = '''
+import pytest
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_fuzz(killtest, seed):
+    killtest.fuzz("zoo-done-before-record", examples=6, seed=seed, jobs=1).assert_passed()
+'''
+
+
+def test_xdist_workers_share_one_fuzz_failure_database_across_sessions(pytester):
+    pytester.makepyfile(test_fuzzing=FUZZ_TEST)
+    database = pytester.path / "db"
+    first = pytester.runpytest_subprocess("-rA", "-n", "2", "--killtest-database", str(database),
+                                          "--killtest-out", "first")
+    assert first.ret == 1, first.outlines[-30:]
+    assert re.search(r"\[gw1\]|gw1", "\n".join(first.outlines))
+    saved = sorted(database.rglob("*.json"))
+    assert saved and len({p.parent.parent for p in saved}) == 1  # one design, one fingerprint: one folder
+    assert all(json.loads(p.read_text())["schedule"] for p in saved)  # whole files, though two workers wrote
+    second = pytester.runpytest_subprocess("-rA", "-n", "2", "--killtest-database", str(database),
+                                           "--killtest-out", "second")
+    assert second.ret == 1
+    results = [json.loads(p.read_text()) for p in (pytester.path / "second").rglob("fuzz-*.json")]
+    assert len(results) == 2
+    for result in results:  # each test, on its own worker, replayed what both saved first and stopped there
+        replayed = result["database"]["replayed"]
+        assert {(r["schedule"], r["catalog"]) for r in replayed} == {
+            (d["schedule"], d["catalog"]) for d in (json.loads(p.read_text()) for p in saved)}
+        assert "still fails" in [r["verdict"] for r in replayed]
+        assert len(result["trials"]) == len(replayed)

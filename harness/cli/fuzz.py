@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 from typing import TYPE_CHECKING
 
 from killtest.harness.cli.ci_output import fuzz_cases, publish
@@ -62,7 +63,8 @@ def fuzz_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Design
     smallest failing schedule (None: none failed) and the base path of the result files it wrote
     (killtest.api.fuzz calls it too)."""
     try:
-        from killtest.harness.running.fuzz_plan import fuzz_design  # Hypothesis, imported only by this command
+        from killtest.harness.running import fuzz_database as db  # Hypothesis, imported only by this command
+        from killtest.harness.running.fuzz_plan import fuzz_design
     except ImportError as error:
         raise KilltestError(f"killtest fuzz needs Hypothesis ({error.name} is not installed):"
                             " pip install 'hypothesis>=6.80'") from None
@@ -72,19 +74,32 @@ def fuzz_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Design
     prepare_dirs(args)
     settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
     # By the spec's promises; --strict: every idempotence promise, as fuzz always judged (replay lines say so).
-    result = fuzz_design(design.strict() if args.strict else design, settings, examples=args.examples,
-                         seed=args.seed, max_seconds=args.max_seconds,
-                         jobs=args.jobs or default_jobs(), prefork=not args.no_prefork, work_dir=args.work_dir,
-                         on_progress=progress.step, power_cut=args.power_cut)
+    judged = design.strict() if args.strict else design
+    # The failures saved by earlier fuzzes of this very design run first; one that still fails is the
+    # verdict, without a search (harness/running/fuzz_database.py).
+    began = time.monotonic()
+    database = db.FailureDatabase(args.database or os.path.join(args.out, "fuzz-database"), judged)
+    replayed = db.replay_first(database, judged, settings, prefork=not args.no_prefork, work_dir=args.work_dir,
+                               power_cut=args.power_cut, on_progress=progress.step)
+    result = db.result_of_replays(judged, replayed, time.monotonic() - began) or fuzz_design(
+        judged, settings, examples=args.examples, seed=args.seed, max_seconds=args.max_seconds,
+        jobs=args.jobs or default_jobs(), prefork=not args.no_prefork, work_dir=args.work_dir,
+        on_progress=progress.step, power_cut=args.power_cut)
+    saved = db.database_json(database, replayed, db.save_failures(database, result))
+    if replayed or saved["new_failures_saved"]:
+        progress.step(f"[fuzz {design.name}] failure database {database.dir}: {len(replayed)} replayed"
+                      f" ({sum(bool(r.trial.problems) for r in replayed)} still fail),"
+                      f" {saved['new_failures_saved']} new saved")
     base = os.path.join(args.out, f"fuzz-{design.name}")
     replay = trial_replay(args, design, result.shrunk) if result.shrunk is not None else None
     failures = trial_failures(result.trials)
     by_broken = lambda broken: trial_replay(args, design, result.trials[broken.order])  # noqa: E731
-    write_atomically(f"{base}.json", json.dumps({**result.to_json(), "replay": replay, "distinct_failures":
-                                                 len(failures), "failures": failures_json(failures, by_broken)},
+    write_atomically(f"{base}.json", json.dumps({**result.to_json(), "replay": replay, "database": saved,
+                                                 "distinct_failures": len(failures),
+                                                 "failures": failures_json(failures, by_broken)},
                                                 indent=2) + "\n")
     write_atomically(f"{base}.md", markdown(result, typed_command(args), replay,
-                                            failures_markdown(failures, by_broken)))
+                                            failures_markdown(failures, by_broken)) + db.database_markdown(saved))
     views = [failure_view(f, by_broken(f.example), result.trials[f.example.order].triage.get("timeline"),
                           result.trials[f.example.order].triage.get("keys")) for f in failures]
     kept = len(result.trials) - sum(1 for t in result.trials if t.problems)
