@@ -47,7 +47,8 @@ class StartTarget:
         return self.run.restart_store()
 
     def pause(self, worker: int | None, seconds: float) -> float:
-        """SIGSTOP the workers' process groups, sleep (never past the run's time limit), SIGCONT them.
+        """SIGSTOP the workers' process groups and freeze their cgroups, sleep (never past the run's time
+        limit), SIGCONT them.
 
         The runner's thread waits out the pause: the other workers go on meanwhile, and the next point's
         delay counts from the resume. Whatever interrupts the sleep, the groups are continued (a stopped
@@ -55,13 +56,19 @@ class StartTarget:
         """
         history, began = self.run.history, self.run.began
         groups = self.start.pids if worker is None else [self.start.pids[worker - 1]]
+        workers = self.start.workers if worker is None else [self.start.workers[worker - 1]]
+        boxes = [w.box for w in workers if w.box is not None]
         stopped = [group for group in groups if _signal_group(group, signal.SIGSTOP)]
+        for box in boxes:  # a process that left the group (a detached browser) is paused too
+            box.freeze(True)
         paused_at = time.monotonic()
         history.add("paused", paused_at - began, start=self.start.index, worker=worker, pids=stopped,
                     seconds=seconds, point=self.point)
         try:
             time.sleep(max(0.0, min(seconds, self.run.deadline - paused_at)))
         finally:
+            for box in boxes:
+                box.freeze(False)
             for group in stopped:
                 _signal_group(group, signal.SIGCONT)
             resumed_at = time.monotonic()
