@@ -59,6 +59,7 @@ class StartTarget:
         workers = self.start.workers if worker is None else [self.start.workers[worker - 1]]
         boxes = [w.box for w in workers if w.box is not None]
         stopped = [group for group in groups if _signal_group(group, signal.SIGSTOP)]
+        _until_stopped(stopped)  # frozen first, a process would never show the stop: keep SIGSTOP's meaning
         for box in boxes:  # a process that left the group (a detached browser) is paused too
             box.freeze(True)
         paused_at = time.monotonic()
@@ -146,6 +147,20 @@ def _sizes(root: str) -> dict[str, int]:
             with contextlib.suppress(OSError):
                 found[os.path.relpath(path, root)] = os.lstat(path).st_size
     return found
+
+
+def _until_stopped(groups: list[int], patience_s: float = 0.5) -> None:
+    """Wait (briefly) until the leader of each group has taken its SIGSTOP (state T)."""
+    until = time.monotonic() + patience_s
+    for group in groups:
+        while time.monotonic() < until:
+            try:
+                with open(f"/proc/{group}/stat", encoding="utf-8") as stat:
+                    if stat.read().rsplit(")", 1)[1].split()[0] in ("T", "t", "Z", "X"):
+                        break
+            except OSError:
+                break
+            time.sleep(0.001)
 
 
 def _signal_group(group: int, signum: int) -> bool:
