@@ -13,10 +13,10 @@ import os
 import subprocess
 import sys
 import time
-import tomllib
 
 import psutil
 import pytest
+import tomllib
 
 from killtest.harness import cgroups
 from killtest.harness.design.model import PROJECT_ROOT
