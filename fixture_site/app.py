@@ -11,7 +11,7 @@ from flask import Flask, Response, abort, g, request
 
 from killtest.fixture_site.catalog import Catalog
 from killtest.fixture_site.doors import DOOR, WORKER_PID
-from killtest.fixture_site.request_log import RequestLog
+from killtest.fixture_site.request_log import RequestLog, browser_initiated
 from killtest.fixture_site.toxics import ToxicDice, toxic_named
 from killtest.fixture_site.webhooks import WebhookLog
 
@@ -71,7 +71,8 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
             toxic_named(fault).alter(g.toxics, response)
         log.record(request.path, response.status_code, arrived=g.get("arrived"), fault=fault,
                    door=request.environ.get(DOOR), worker_pid=request.environ.get(WORKER_PID),
-                   version=g.get("version"))
+                   version=g.get("version"),
+                   browser=browser_initiated(request.path, request.headers.get("Sec-Purpose")))
         on_sent = app.config.get("ON_RESPONSE_SENT")
         if on_sent is not None:
             path = request.path
@@ -147,7 +148,8 @@ class _Injection:
 
     def drop(self) -> Response:
         self.log.record(request.path, 0, arrived=g.get("arrived"), fault=g.get("fault"),
-                        door=request.environ.get(DOOR), worker_pid=request.environ.get(WORKER_PID))
+                        door=request.environ.get(DOOR), worker_pid=request.environ.get(WORKER_PID),
+                        browser=browser_initiated(request.path, request.headers.get("Sec-Purpose")))
         request.environ[DROP] = True  # _dropping_connections drops it once Flask has returned
         return Response(status=204)
 

@@ -19,6 +19,19 @@ class ServedRequest:
     door: int | None = None  # the port it came in by, when the start was given one (killtest.fixture_site.doors)
     worker_pid: int | None = None  # the worker process that made it, when the harness asked (socket_owner)
     version: int | None = None  # the catalog version a listing or product page was answered from (drift)
+    browser: bool = False  # asked for by the browser of its own accord (browser_initiated), not by the crawl
+
+
+# What a browser fetches of its own accord on a site it visits: Chromium asks for /favicon.ico after every
+# navigation to a new page of a site, and Safari (and browsers imitating it) for the touch icons.
+BROWSER_PATHS = ("/favicon.ico", "/apple-touch-icon.png", "/apple-touch-icon-precomposed.png")
+
+
+def browser_initiated(path: str, purpose: str | None = None) -> bool:
+    """Whether a request for `path` (a recorded site's `/` + URL too) is the browser's own, not the crawl's:
+    an icon, or a speculative fetch (a `Sec-Purpose: prefetch` or `prerender` header, given as `purpose`)."""
+    return path.split("?", 1)[0].endswith(BROWSER_PATHS) or bool(purpose and purpose.startswith(("prefetch",
+                                                                                                  "prerender")))
 
 
 class RequestLog:
@@ -29,9 +42,10 @@ class RequestLog:
         self._served: list[ServedRequest] = []
 
     def record(self, path: str, status: int, arrived: float | None = None, fault: str | None = None,
-               door: int | None = None, worker_pid: int | None = None, version: int | None = None) -> None:
+               door: int | None = None, worker_pid: int | None = None, version: int | None = None,
+               browser: bool = False) -> None:
         entry = ServedRequest(t=time.monotonic() if arrived is None else arrived, path=path, status=status,
-                              fault=fault, door=door, worker_pid=worker_pid, version=version)
+                              fault=fault, door=door, worker_pid=worker_pid, version=version, browser=browser)
         with self._lock:
             self._served.append(entry)
 

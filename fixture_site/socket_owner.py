@@ -8,7 +8,9 @@ the site asks the kernel, at accept time, who holds the client's end of each con
    needs no privilege and costs about 20 µs, where reading /proc/net/tcp costs milliseconds once
    a few thousand sockets sit in TIME_WAIT);
 2. the worker whose process holds that inode among its open files (`/proc/<pid>/fd`): each worker's
-   own process first, then the processes it started (a browser, a shell's curl).
+   own process first, then the processes it started (a browser, a shell's curl): every member of
+   the worker's own cgroup when the harness gave it one (killtest.harness.cgroups), which holds a
+   browser's network process even after it left the worker's process tree; else its descendants.
 
 A connection whose client is already gone (killed between connecting and the site's accept) has no
 owner to find: None, and the checker falls back to timing for it.
@@ -85,6 +87,30 @@ def owner(client: tuple[str, int], server: tuple[str, int], workers: Iterable[in
             return pid
     for pid in leaders:  # a process a worker started: a browser, a shell's curl
         with contextlib.suppress(psutil.Error):
-            if any(_holds(child.pid, target) for child in psutil.Process(pid).children(recursive=True)):
+            if any(_holds(member, target) for member in family(pid) if member != pid):
                 return pid
     return None
+
+
+def family(pid: int) -> list[int]:
+    """Every process worker `pid` made: the members of its cgroup when it is in a killtest box of its own
+    (a cgroup named `killtest-*/...`), else its descendants."""
+    box = _box_of(pid)
+    if box is not None:
+        with contextlib.suppress(OSError):
+            with open(os.path.join(box, "cgroup.procs"), encoding="utf-8") as procs:
+                return [int(line) for line in procs if line.strip()]
+    return [child.pid for child in psutil.Process(pid).children(recursive=True)]
+
+
+def _box_of(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/cgroup", encoding="utf-8") as lines:
+            path = next((line[3:].strip() for line in lines if line.startswith("0::")), "")
+        with open("/proc/self/mounts", encoding="utf-8") as mounts:
+            roots = [line.split()[1] for line in mounts if line.split()[2:3] == ["cgroup2"]]
+    except OSError:
+        return None
+    if "/killtest-" not in path:
+        return None  # the harness's own cgroup, shared with everything else: not the worker's
+    return next((root + path for root in roots if os.path.exists(root + path)), None)

@@ -40,8 +40,9 @@ EVENTS: dict[str, str] = {
                " it arrived), fault (the network fault it met, if any), worker and pid (with several workers: the"
                " worker whose process made the connection, when the site could tell), version (when the site"
                " drifted: the catalog version a listing or product page was answered from)",
-    "side_request": "path, status, start, fault: a request for a product's image or a webhook, not a page of the"
-                    " crawl",
+    "side_request": "path, status, start, fault, kind (browser: what a browser asked for of its own accord, its"
+                    " icon or a prefetch): a request for a product's image, a webhook or a browser's own, not a"
+                    " page of the crawl",
     "webhook": "key (the idempotency key, or none), payload: a delivery the site received",
     "side_file": "name, sha256: a file in the design's store.files directory at the end",
     "store_counter": "value: the design's store.counter at the end",

@@ -9,8 +9,10 @@ would run on, and its temporary directories stay. Two things make up for that:
   every process it starts (`register`: each one leads a session of its own) and every temporary
   directory it makes. When the harness is gone (its pidfd turns readable, or its end of the pipe
   closes without a goodbye) the watchdog SIGKILLs each registered process still alive, every process
-  of its session and every descendant (a tracee of strace, a PostgreSQL backend), waits until they
-  are gone, then removes the directories. `PR_SET_PDEATHSIG` was the alternative: it needs a
+  of its session and every descendant (a tracee of strace, a PostgreSQL backend), every process in
+  the harness's cgroups and every one carrying its starts' mark (killtest.harness.cgroups: a browser
+  launched detached by a killed start is in none of the others), waits until they are gone, then
+  removes the directories. `PR_SET_PDEATHSIG` was the alternative: it needs a
   `preexec_fn` on every spawn, is cleared by PostgreSQL's change of user, fires on the death of the
   parent *thread*, and reaches no grandchild; the watchdog covers all of them from one place.
 - **Owned temporary directories**: each `killtest-*` directory holds `.killtest-owner`, the pid and
@@ -34,6 +36,8 @@ import threading
 from collections.abc import Iterator
 
 import psutil
+
+from killtest.harness import cgroups
 
 OWNER_FILE = ".killtest-owner"
 PREFIX = "killtest-"
@@ -63,6 +67,7 @@ def _same_process(pid: int, created: float) -> psutil.Process | None:
 def ensure_watchdog() -> None:
     """Start this process's watchdog, once; it says goodbye at a normal exit."""
     global _watchdog
+    cgroups.sweep_dead_parents()  # what a harness SIGKILLed with its watchdog left in the cgroup tree
     with _lock:
         if _watchdog is not None and _watchdog.poll() is None:
             return
@@ -178,8 +183,12 @@ def _everything_of(registered: dict[int, float]) -> list[psutil.Process]:
     return [p for pid, p in found.items() if pid != os.getpid()]
 
 
-def _kill_and_clean(registered: dict[int, float], dirs: list[str], owner: tuple[int, float]) -> None:
+def _kill_and_clean(registered: dict[int, float], dirs: list[str], owner: tuple[int, float],
+                    boxes: list[str]) -> None:
+    for path in boxes:  # first and at once: the kernel kills every process of every start's cgroup
+        cgroups.kill_tree(path)
     processes = _everything_of(registered)
+    processes += [p for p in map(_process, cgroups.marked(f"{owner[0]}:", prefix=True)) if p is not None]
     for process in processes:
         with contextlib.suppress(psutil.Error):
             process.send_signal(signal.SIGKILL)
@@ -190,10 +199,18 @@ def _kill_and_clean(registered: dict[int, float], dirs: list[str], owner: tuple[
     sweep_dead_temp_dirs([tempfile.gettempdir(), *{os.path.dirname(d) for d in dirs}])
 
 
+def _process(pid: int) -> psutil.Process | None:
+    try:
+        return psutil.Process(pid)
+    except psutil.Error:
+        return None
+
+
 def watch(pid: int, created: float) -> None:
     """Until the harness says goodbye, note what it registers; if it dies instead, kill and clean up after it."""
     registered: dict[int, float] = {}
     dirs: list[str] = []
+    boxes = cgroups.parents_of(pid)  # where the harness's cgroup boxes will be: read while it is alive
     try:
         harness = os.pidfd_open(pid)
     except ProcessLookupError:
@@ -224,7 +241,7 @@ def watch(pid: int, created: float) -> None:
                 registered[int(child)] = float(child_created)
             elif kind == "dir":
                 dirs.append(rest)
-    _kill_and_clean(registered, dirs, (pid, created))
+    _kill_and_clean(registered, dirs, (pid, created), boxes)
 
 
 if __name__ == "__main__":

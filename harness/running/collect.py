@@ -42,9 +42,11 @@ def add_requests(history: History, site: SiteServer, starts: list[Start], began:
             start: int | None = by_door[served.door].index
         else:
             start = max((i for i, t in enumerate(start_times) if t <= served.t), default=None)
-        # A product's image and the design's webhooks are side effects, not pages of the crawl.
-        kind = "side_request" if served.path.startswith(SIDE_EFFECT_PATHS) else "request"
+        # A product's image and the design's webhooks are side effects, not pages of the crawl; nor is what
+        # a browser asks for of its own accord (its icon: killtest.fixture_site.request_log.browser_initiated).
+        kind = "side_request" if served.path.startswith(SIDE_EFFECT_PATHS) or served.browser else "request"
         history.add(kind, served.t - began, path=served.path, status=served.status, start=start,
+                    **({"kind": "browser"} if served.browser else {}),
                     **({"fault": served.fault} if served.fault else {}), **_worker(served, by_door),
                     **({"version": served.version} if drifted and served.version is not None else {}))
 

@@ -1,12 +1,16 @@
-"""One start of a design: one or more worker processes, each in a session (a process group) of its own.
+"""One start of a design: one or more worker processes, each in a session (a process group) of its own
+and in a cgroup of its own (killtest.harness.cgroups: a box).
 
 They are started, waited for, SIGKILLed or redeployed, and reaped together: whatever happens, no
-process of a start outlives it, children it made included.
+process of a start outlives it, children it made included, even those that left its process group
+(a browser launched detached, a daemon that called setsid): each SIGKILL reaches the worker's box too.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -15,7 +19,7 @@ from dataclasses import dataclass, field, replace
 
 import psutil
 
-from killtest.harness import lifeline
+from killtest.harness import cgroups, lifeline
 from killtest.harness.design.model import Design, Launch
 from killtest.harness.errors import ScraperStartError
 from killtest.harness.faults.points import StartOptions
@@ -31,6 +35,7 @@ class Worker:
     stderr_path: str
     door: int | None = None  # the site's door of its start (killtest.fixture_site.doors)
     number: int = 1  # its place among the start's workers, from 1; a restarted worker keeps it
+    box: cgroups.Box | None = None  # its cgroup (or its environment mark): every process it made
 
 
 @dataclass
@@ -104,10 +109,12 @@ class Start:
         finally:
             self.reap()
 
-    def reap(self, patience_s: float = 2.0) -> None:
-        """Make sure no member of any worker's process group survives, children left behind included."""
+    def reap(self, patience_s: float = 2.0) -> int:
+        """Make sure no member of any worker's process group or box survives, children left behind
+        included; how many processes were still in the boxes (a browser its worker did not close)."""
         for group in self.pids:
             reap_group(group, patience_s)
+        return sum(w.box.empty(patience_s) for w in self.workers if w.box is not None)
 
     def restart_worker(self, number: int, grace_s: float | None, design: Design, launch: Launch,
                        launcher=None) -> tuple[int, int]:
@@ -121,8 +128,9 @@ class Start:
         if self.door_url is not None:  # it joins its start's door, as its fellow workers still use it
             launch = replace(launch, base_url=self.door_url)
         options = StartOptions(command_prefix=self.restart_prefix) if self.restart_prefix else None
-        worker = Worker(_spawn_one(design, launch, f"{base}.out", f"{base}.err", options, launcher),
-                        f"{base}.out", f"{base}.err", self.workers[number - 1].door, number)
+        box = cgroups.Box(f"start-{self.index}-w{number}")
+        worker = Worker(_spawn_one(design, launch, f"{base}.out", f"{base}.err", options, launcher, box),
+                        f"{base}.out", f"{base}.err", self.workers[number - 1].door, number, box)
         self.retired.append(self.workers[number - 1])
         self.workers[number - 1] = worker
         return returncode, worker.process.pid
@@ -141,6 +149,10 @@ class Start:
                 os.killpg(group, signum)
             except ProcessLookupError:
                 pass
+        if signum == signal.SIGKILL:  # and whatever left the group: a detached browser, a setsid daemon
+            for worker in self.workers:
+                if worker.box is not None:
+                    worker.box.kill()
 
 
 def combined(codes: list[int]) -> int:
@@ -166,8 +178,9 @@ def spawn(design: Design, launch: Launch, index: int, workers: int = 1,
         suffix = f"-w{number + 1}" if workers > 1 else ""
         stdout_path = os.path.join(launch.work_dir, f"start-{index:03d}{suffix}.out")
         stderr_path = os.path.join(launch.work_dir, f"start-{index:03d}{suffix}.err")
-        start.workers.append(Worker(_spawn_one(design, own, stdout_path, stderr_path, options, launcher),
-                                    stdout_path, stderr_path, door, number + 1))
+        box = cgroups.Box(f"start-{index}-w{number + 1}")
+        start.workers.append(Worker(_spawn_one(design, own, stdout_path, stderr_path, options, launcher, box),
+                                    stdout_path, stderr_path, door, number + 1, box))
     start.started = time.monotonic()
     return start
 
@@ -181,29 +194,44 @@ def through_a_door(launch: Launch, worker_pids: Callable[[], list[int]] | None =
 
 
 def _spawn_one(design: Design, launch: Launch, stdout_path: str, stderr_path: str,
-               options: StartOptions | None, launcher):
+               options: StartOptions | None, launcher, box: cgroups.Box):
     kill_at_line = options.kill_at_line if options is not None else None
     prefix = list(options.command_prefix) if options is not None else []
     if launcher is not None and not prefix:
         forked = launcher.spawn(design.arguments(launch), stdout_path, stderr_path, kill_at_line)
+        # Moved in after the fork: a pre-forked start is a Python module, which makes no process before
+        # its first lines run; it carries no mark (its environment is the zygote's).
+        box.enter(forked.pid)
         lifeline.register(forked.pid)
         return forked
     # Files, not pipes: a killed scraper can never block on a full pipe, and nothing needs a reader thread.
     with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
-        extra_env = {}
+        extra_env = box.environment()
         if kill_at_line is not None:
             where, line, hit = kill_at_line
             extra_env[ENVIRONMENT_VARIABLE] = f"{where}:{line}:{hit}"
+        env = design.environment(launch, **extra_env)
+        command = [*prefix, *design.command(launch, traced=kill_at_line is not None)]
+        if box.path is not None and not _runnable(command[0], env, design.spec_dir):
+            # The shell that enters the box would exit 127; say it as Popen would have said it.
+            raise ScraperStartError(f"design {design.name!r}: cannot start {design.command(launch)[0]!r}:"
+                                    f" {os.strerror(errno.ENOENT)}")
         try:
-            process = subprocess.Popen([*prefix, *design.command(launch, traced=kill_at_line is not None)],
+            process = subprocess.Popen(box.wrap(command),
                                        stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                                       env=design.environment(launch, **extra_env), cwd=design.spec_dir,
+                                       env=env, cwd=design.spec_dir,
                                        start_new_session=True)
             lifeline.register(process.pid)  # it and its session die with the harness, however it dies
             return process
         except OSError as error:
             raise ScraperStartError(f"design {design.name!r}: cannot start {design.command(launch)[0]!r}:"
                                     f" {error.strerror}") from None
+
+
+def _runnable(program: str, env: dict[str, str], cwd: str) -> bool:
+    if os.sep in program:
+        return os.access(os.path.join(cwd, program), os.X_OK)
+    return shutil.which(program, path=env.get("PATH")) is not None
 
 
 def _poll(process) -> int | None:

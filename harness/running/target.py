@@ -47,7 +47,8 @@ class StartTarget:
         return self.run.restart_store()
 
     def pause(self, worker: int | None, seconds: float) -> float:
-        """SIGSTOP the workers' process groups, sleep (never past the run's time limit), SIGCONT them.
+        """SIGSTOP the workers' process groups and freeze their cgroups, sleep (never past the run's time
+        limit), SIGCONT them.
 
         The runner's thread waits out the pause: the other workers go on meanwhile, and the next point's
         delay counts from the resume. Whatever interrupts the sleep, the groups are continued (a stopped
@@ -55,7 +56,12 @@ class StartTarget:
         """
         history, began = self.run.history, self.run.began
         groups = self.start.pids if worker is None else [self.start.pids[worker - 1]]
+        workers = self.start.workers if worker is None else [self.start.workers[worker - 1]]
+        boxes = [w.box for w in workers if w.box is not None]
         stopped = [group for group in groups if _signal_group(group, signal.SIGSTOP)]
+        _until_stopped(stopped)  # frozen first, a process would never show the stop: keep SIGSTOP's meaning
+        for box in boxes:  # a process that left the group (a detached browser) is paused too
+            box.freeze(True)
         paused_at = time.monotonic()
         history.add("paused", paused_at - began, start=self.start.index, worker=worker, pids=stopped,
                     seconds=seconds, point=self.point)
@@ -66,6 +72,8 @@ class StartTarget:
         finally:
             if self.run.settings.aim_pauses:
                 self.run.site.set_request_hook(None)
+            for box in boxes:
+                box.freeze(False)
             for group in stopped:
                 _signal_group(group, signal.SIGCONT)
             resumed_at = time.monotonic()
@@ -156,6 +164,20 @@ def _sizes(root: str) -> dict[str, int]:
             with contextlib.suppress(OSError):
                 found[os.path.relpath(path, root)] = os.lstat(path).st_size
     return found
+
+
+def _until_stopped(groups: list[int], patience_s: float = 0.5) -> None:
+    """Wait (briefly) until the leader of each group has taken its SIGSTOP (state T)."""
+    until = time.monotonic() + patience_s
+    for group in groups:
+        while time.monotonic() < until:
+            try:
+                with open(f"/proc/{group}/stat", encoding="utf-8") as stat:
+                    if stat.read().rsplit(")", 1)[1].split()[0] in ("T", "t", "Z", "X"):
+                        break
+            except OSError:
+                break
+            time.sleep(0.001)
 
 
 def _signal_group(group: int, signum: int) -> bool:
