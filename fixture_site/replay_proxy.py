@@ -30,7 +30,6 @@ import json
 import sys
 from urllib.parse import quote
 
-
 # Where Chromium goes of its own accord (component updates, Safe Browsing, sync, optimization hints,
 # variations): answered 204 by the proxy itself, neither recorded nor replayed nor logged, since they are
 # the browser's traffic, not the site's (the browser is also told not to, KILLTEST_BROWSER_ARGS).
