@@ -56,6 +56,7 @@ class ProxyProcess:
             raise RuntimeError(f"the recording proxy did not start: {said.get('error') or said.get('stderr')}")
         self.port: int = said["port"]
         self.ca: str = said["ca"]
+        self.spki: str = said.get("spki", "")
 
     def _first_line(self) -> dict:
         assert self.process.stdout is not None
@@ -76,6 +77,7 @@ class ProxyProcess:
         env.update({name: self.ca for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
                                                "CURL_CA_BUNDLE")})
         env.update(NO_PROXY="", no_proxy="")
+        env[BROWSER_ARGS] = " ".join(browser_flags(proxy, self.spki))
         return env
 
     def stop(self) -> None:
@@ -90,6 +92,22 @@ class ProxyProcess:
         for stream in (self.process.stdout, self.process.stderr):
             if stream is not None:
                 stream.close()
+
+
+BROWSER_ARGS = "KILLTEST_BROWSER_ARGS"
+
+
+def browser_flags(proxy: str, spki: str) -> list[str]:
+    """Chromium's flags to go through the proxy and trust its CA (a browser reads no HTTPS_PROXY or
+    SSL_CERT_FILE: it takes its proxy and trust from flags or its profile), and to keep its own background
+    traffic (updates, Safe Browsing, sync) out of the recording. A scraper passes them to its launch:
+    `args: process.env.KILLTEST_BROWSER_ARGS.split(" ")` in Puppeteer, `args=` in Playwright."""
+    return [f"--proxy-server={proxy}",
+            "--proxy-bypass-list=<-loopback>",  # Chromium bypasses a proxy for loopback unless told not to
+            f"--ignore-certificate-errors-spki-list={spki}",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--disable-domain-reliability", "--no-pings", "--no-first-run",
+            "--disable-features=OptimizationHints,MediaRouter,Translate,AutofillServerCommunication"]
 
 
 class ReplaySite(SiteServer):

@@ -40,6 +40,25 @@ from urllib.parse import quote
 from killtest.fixture_site.redaction import PLACEHOLDER, Redaction
 from killtest.fixture_site.secret_scan import INFO_UNREDACTED
 
+# Where Chromium goes of its own accord (component updates, Safe Browsing, sync, optimization hints,
+# variations): answered 204 by the proxy itself, neither recorded nor replayed nor logged, since they are
+# the browser's traffic, not the site's (the browser is also told not to, KILLTEST_BROWSER_ARGS).
+BROWSER_BACKGROUND_HOSTS = ("googleapis.com", "gvt1.com", "gvt2.com", "clients2.google.com",
+                            "clients1.google.com", "accounts.google.com", "update.googleapis.com",
+                            "clientservices.googleapis.com", "safebrowsing.google.com", "redirector.gvt1.com")
+
+
+def blocked(flow) -> bool:
+    """Answer a request to a browser's background host inside the proxy (204); True when it was one."""
+    host = flow.request.pretty_host.lower()
+    if not any(host == name or host.endswith("." + name) for name in BROWSER_BACKGROUND_HOSTS):
+        return False
+    from mitmproxy import http
+
+    flow.response = http.Response.make(204)
+    flow.metadata["killtest_blocked"] = True
+    return True
+
 
 class ToReplay:
     """Every request to the harness's replay server, its whole URL (credentials masked) quoted into the path."""
@@ -49,6 +68,8 @@ class ToReplay:
         self.redaction = redaction
 
     def request(self, flow) -> None:
+        if blocked(flow):
+            return
         url = self.redaction.url(flow.request.url)
         with open(self.upstream_file, encoding="utf-8") as src:  # the current door's port; it moves between runs
             port = int(src.read().strip())
@@ -73,6 +94,8 @@ class Recorder:
             INFO_UNREDACTED: ", ".join(redaction.unredacted)}))
 
     def request(self, flow) -> None:
+        if blocked(flow):
+            return
         flow.metadata["killtest_url"] = flow.request.url
         target = self.resolve.get(f"{flow.request.host}:{flow.request.port}") or self.resolve.get(flow.request.host)
         if target is not None:
@@ -83,6 +106,8 @@ class Recorder:
     def response(self, flow) -> None:
         from killtest.fixture_site.recorded_site import write_exchange
 
+        if flow.metadata.get("killtest_blocked"):
+            return
         request, response, mask = flow.request, flow.response, self.redaction
         request_headers = list(request.headers.items())
         write_exchange(self.writer, mask.url(flow.metadata["killtest_url"]), request.method,
@@ -105,7 +130,23 @@ class SayPort:
         from mitmproxy import ctx
 
         addresses = ctx.master.addons.get("proxyserver").listen_addrs()
-        print(json.dumps({"port": addresses[0][1], "ca": f"{self.confdir}/mitmproxy-ca-cert.pem"}), flush=True)
+        ca = f"{self.confdir}/mitmproxy-ca-cert.pem"
+        print(json.dumps({"port": addresses[0][1], "ca": ca, "spki": spki_sha256(ca)}), flush=True)
+
+
+def spki_sha256(pem_file: str) -> str:
+    """The base64 SHA-256 of a certificate's public key (SubjectPublicKeyInfo): what Chromium's
+    --ignore-certificate-errors-spki-list takes. The proxy's certificates for every site share the CA's key."""
+    import base64
+    import hashlib
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    with open(pem_file, "rb") as pem:
+        key = x509.load_pem_x509_certificate(pem.read()).public_key()
+    spki = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return base64.b64encode(hashlib.sha256(spki).digest()).decode()
 
 
 def parse_resolve(texts: list[str]) -> dict[str, tuple[str, int]]:
