@@ -148,8 +148,13 @@ def analyses_page(data: dict | None) -> str:
                          f" measured {verdict_text(r)} ({_counts(r)}; {r['seconds']:g} s)"
                          f"{'' if r['as_expected'] else ' — **not as expected**'}.")
             if r.get("replay"):
-                lines.append(f"  Replay: `{r['replay']}`")
+                lines.append(f"  Replay, pasted from the repository: `{_from_root(r['replay'])}`")
     return "\n".join(lines) + "\n"
+
+
+def _from_root(line: str) -> str:
+    """A line as pasted from the repository: the checkout's own path left out, so the page reads the same anywhere."""
+    return line.replace(PROJECT_ROOT.rstrip(os.sep) + os.sep, "")
 
 
 def main(argv: list[str] | None = None) -> int:

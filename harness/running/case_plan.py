@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 
 from killtest.harness import lifeline
 from killtest.harness.design.case_spec import Case, Release
+from killtest.harness.options import options_of
 from killtest.harness.running.case_envs import CaseEnv, ensure_env
 
 EXIT_INTERRUPTED = 130
@@ -110,11 +111,27 @@ def run_release(case: Case, rel: Release, env: CaseEnv, out: str, say: Callable[
         outcome.validity = "error"
         outcome.error = _last_line(os.path.join(folder, "killtest.log")) or f"killtest run exited {status}"
         return outcome
-    _read_report(outcome, report, env)
+    _read_report(outcome, report, env, case.args)
     return outcome
 
 
-def _read_report(outcome: ReleaseOutcome, path: str, env: CaseEnv) -> None:
+def _replay_words(line: str, case_args: tuple[str, ...]) -> list[str]:
+    """`run`'s replay line, plus the case's options that replay takes but `run` does not repeat (a case's
+    --no-progress-timeout): pasted, the line must meet the same patience as the run it reproduces."""
+    words = shlex.split(line)
+    takes = {o.flag: o for o in options_of("replay")}
+    i = 0
+    while i < len(case_args):
+        flag, _, value = case_args[i].partition("=")
+        option = takes.get(flag)
+        switch = option is not None and option.action == "store_true"
+        if option is not None and flag not in words:
+            words += [flag] if switch else [flag, value or case_args[i + 1]]
+        i += 1 if switch or value or option is None else 2
+    return words
+
+
+def _read_report(outcome: ReleaseOutcome, path: str, env: CaseEnv, case_args: tuple[str, ...]) -> None:
     with open(path, encoding="utf-8") as src:
         campaign = json.load(src)
     runs = campaign.get("runs", [])
@@ -138,7 +155,7 @@ def _read_report(outcome: ReleaseOutcome, path: str, env: CaseEnv) -> None:
         lines = replays.get(flagged.get("design"), [])
         line = lines[flagged.get("run", 1) - 1] if 0 < flagged.get("run", 1) <= len(lines) else None
         if line:
-            words = shlex.split(line)
+            words = _replay_words(line, case_args)
             if words and words[0] == "killtest":
                 words[0] = killtest_word()
             outcome.replay = f"{env.shell_prefix()} {shlex.join(words)}"

@@ -1,0 +1,163 @@
+"""`killtest cases` (issue 23): case.toml errors, the env cache, and one real pair end to end.
+
+The end-to-end test installs Crawlee for Python 1.6.1 and 1.6.2 from PyPI the first time (about 40 s,
+cached in ~/.cache/killtest/cases/ after), runs both on the case's schedule (about 45 s), then pastes
+the flagged run's replay line into a shell (about 35 s).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from killtest.harness.check.findings import FINDINGS
+from killtest.harness.design.case_spec import CASES_FOLDER, load_case, load_cases
+from killtest.harness.errors import KilltestError
+from killtest.harness.running.case_envs import ensure_env, env_hash
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KILLTEST = [sys.executable, "-m", "killtest"]
+GOOD = """\
+[case]
+title = "t"
+framework = "crawlee-python"
+upstream = ["https://example.invalid/1"]
+status = "fixed"
+runtime = "python"
+args = ["--schedule", "r5"]
+
+[[release]]
+version = "1.0"
+packages = ["crawlee==1.0.0"]
+expect = ["lost"]
+
+[[release]]
+version = "1.1"
+packages = ["crawlee==1.1.0"]
+expect = []
+"""
+
+
+def make_case(tmp_path, text: str, name: str = "some-case"):
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "case.toml").write_text(text)
+    (folder / "design.toml").write_text("")
+    return str(folder)
+
+
+def test_a_good_case_loads(tmp_path):
+    case = load_case(make_case(tmp_path, GOOD), FINDINGS)
+    assert [r.version for r in case.releases] == ["1.0", "1.1"]
+    assert case.releases[0].expect == ("lost",) and case.releases[1].expect == ()
+    assert case.releases[0].design.endswith("some-case/design.toml")
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    (("status = \"fixed\"", "status = \"broken\""), "case.status"),
+    (("runtime = \"python\"", "runtime = \"ruby\""), "case.runtime"),
+    (("\"crawlee==1.0.0\"", "\"crawlee>=1.0\""), "release 1.0.packages"),
+    (("expect = [\"lost\"]", "expect = [\"lots\"]"), "release 1.0.expect"),
+    (("expect = [\"lost\"]", "expect = \"lost\""), "release 1.0.expect"),
+    (("args = [\"--schedule\", \"r5\"]", "args = [\"--out\", \"x\"]"), "case.args"),
+    (("title = \"t\"\n", "titel = \"t\"\n"), "case.titel"),
+    (("expect = [\"lost\"]", "expect = []"), "case.status"),  # fixed: a buggy release is needed
+    (("version = \"1.1\"", "version = \"1.0\""), "[[release]]"),  # the same release twice, no label
+    (("[case]", "[case\n"), "not valid TOML"),
+])
+def test_a_bad_case_toml_is_one_line_naming_the_file_and_the_key(tmp_path, change, named):
+    folder = make_case(tmp_path, GOOD.replace(*change))
+    with pytest.raises(KilltestError) as error:
+        load_case(folder, FINDINGS)
+    message = str(error.value)
+    assert "\n" not in message and "case.toml" in message and named in message
+
+
+def test_a_missing_design_and_a_bad_folder_name_are_refused(tmp_path):
+    folder = make_case(tmp_path, GOOD)
+    os.remove(os.path.join(folder, "design.toml"))
+    with pytest.raises(KilltestError, match=r"release 1.0.design: no design spec"):
+        load_case(folder, FINDINGS)
+    with pytest.raises(KilltestError, match="kebab-case"):
+        load_case(make_case(tmp_path, GOOD, name="Some_Case"), FINDINGS)
+
+
+def test_a_twin_release_with_a_label_loads_beside_its_version(tmp_path):
+    twin = GOOD + '\n[[release]]\nversion = "1.1"\nlabel = "upsert twin"\npackages = ["crawlee==1.1.0"]\nexpect = []\n'
+    case = load_case(make_case(tmp_path, twin), FINDINGS)
+    assert [r.key for r in case.releases] == ["1.0", "1.1", "1.1-upsert-twin"]
+
+
+def test_the_shipped_cases_load_and_an_unknown_one_is_exit_2_in_one_line():
+    assert "crawlee-python-1825" in [c.name for c in load_cases(CASES_FOLDER, codes=FINDINGS)]
+    done = subprocess.run([*KILLTEST, "cases", "--only", "no-such-case", "--out", os.devnull], capture_output=True,
+                          text=True, cwd=ROOT)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "no case named no-such-case" in done.stderr
+
+
+def test_the_env_hash_is_of_the_pins_in_any_order_and_of_the_interpreter():
+    a = env_hash("python", ["a==1", "b==2"], "python-3.11")
+    assert a == env_hash("python", ["b==2", "a==1"], "python-3.11")
+    assert a != env_hash("python", ["a==1", "b==3"], "python-3.11")
+    assert a != env_hash("python", ["a==1", "b==2"], "python-3.12")
+    assert a != env_hash("node", ["a==1", "b==2"], "python-3.11")
+
+
+def test_a_failed_install_leaves_no_env_and_says_why_in_one_line(tmp_path):
+    # crawlee has no release 0.0.0: pip fails after the venv was made.
+    with pytest.raises(KilltestError) as error:
+        ensure_env("python", ("crawlee==0.0.0",), root=str(tmp_path), say=lambda _: None)
+    assert "\n" not in str(error.value) and "pip install crawlee==0.0.0 failed" in str(error.value)
+    assert os.listdir(tmp_path) == []
+
+
+def test_an_install_killed_midway_is_never_taken_for_an_env_and_is_cleared_by_the_next(tmp_path):
+    pins = ("six==1.16.0",)
+    code = ("import sys; from killtest.harness.running.case_envs import ensure_env;"
+            f" ensure_env('python', {pins!r}, root={str(tmp_path)!r})")
+    builder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    # Killed once its folder holds a venv's interpreter: the venv is made, pip has not finished.
+    while time.monotonic() < deadline and not any(os.path.exists(os.path.join(tmp_path, n, "bin", "python"))
+                                                  for n in os.listdir(tmp_path)):
+        time.sleep(0.05)
+    builder.send_signal(signal.SIGKILL)
+    builder.wait()
+    names = os.listdir(tmp_path)
+    digest = env_hash("python", pins, f"python-{sys.version_info[0]}.{sys.version_info[1]}")
+    assert names and digest not in names  # a half env is there, under a name no run takes
+    env = ensure_env("python", pins, root=str(tmp_path), say=lambda _: None)
+    assert sorted(os.listdir(tmp_path)) == sorted([digest, os.readlink(env.root)])  # the abandoned one is gone
+    done = subprocess.run([os.path.join(env.bin, "python"), "-c", "import six; print(six.__version__)"],
+                          capture_output=True, text=True)
+    assert done.stdout.strip() == "1.16.0"
+    assert ensure_env("python", pins, root=str(tmp_path), say=pytest.fail) == env  # cached: nothing said or built
+
+
+def test_crawlee_python_1825_buggy_flagged_lost_fixed_clean_and_the_replay_line_reproduces_it(tmp_path):
+    out = tmp_path / "results"
+    done = subprocess.run([*KILLTEST, "cases", "--only", "crawlee-python-1825", "--out", str(out)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    releases = {r["version"]: r for r in json.loads((out / "cases.json").read_text())["cases"]
+                ["crawlee-python-1825"]["releases"]}
+    buggy, fixed = releases["1.6.1"], releases["1.6.2"]
+    assert buggy["validity"] == "invalid" and "lost" in buggy["got"] and buggy["missing"] >= 1
+    assert fixed["validity"] == "valid" and fixed["missing"] == 0 and fixed["replay"] is None
+    assert (out / "cases.md").exists()
+    # The printed line, pasted into a shell from the repository, names the env and reproduces the loss.
+    line = buggy["replay"]
+    assert line.startswith("PATH=") and line in done.stderr
+    replay_out = tmp_path / "replay"
+    pasted = subprocess.run(["bash", "-c", f"{line} --out {replay_out}"], capture_output=True, text=True, cwd=ROOT,
+                            timeout=300, env={k: v for k, v in os.environ.items() if k != "NODE_PATH"})
+    assert pasted.returncode == 1, pasted.stderr[-2000:]
+    runs = json.loads((replay_out / "replay.json").read_text())["runs"]
+    assert "lost" in runs[0]["findings"]
