@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import sys
@@ -88,6 +89,9 @@ class Recorder:
         self.resolve = resolve
         self.redaction = redaction
         self.stored: dict[str, tuple[str, str]] = {}  # payload digest -> (URL, date) of the record that holds it
+        self.masked: dict[str, tuple[str, bytes]] = {}  # masked request -> the first real URL and its answer
+        self.collisions: list[str] = []
+        self.warc = warc
         # What the recording says of itself: the check-recording scan reads the names kept on purpose.
         self.writer.write_record(self.writer.create_warcinfo_record(os.path.basename(warc), {
             "software": "killtest record (mitmproxy, warcio)", "killtest-placeholder": PLACEHOLDER,
@@ -110,7 +114,14 @@ class Recorder:
             return
         request, response, mask = flow.request, flow.response, self.redaction
         request_headers = list(request.headers.items())
-        write_exchange(self.writer, mask.url(flow.metadata["killtest_url"]), request.method,
+        real, masked = flow.metadata["killtest_url"], mask.url(flow.metadata["killtest_url"])
+        # Two real URLs that differ only in a masked value, with different answers, are one URL to the
+        # replay: it would serve one answer for both. Only the masked URL is kept, to be reported.
+        answer = hashlib.sha256(response.raw_content or b"").digest()
+        seen = self.masked.setdefault(f"{request.method} {masked}", (real, answer))
+        if seen[0] != real and seen[1] != answer and masked not in self.collisions:
+            self.collisions.append(masked)
+        write_exchange(self.writer, masked, request.method,
                        mask.request_headers(request_headers), mask.body(request_headers, request.raw_content or b""),
                        response.status_code, response.reason, mask.response_headers(list(response.headers.items())),
                        response.raw_content or b"", self.stored)
@@ -118,6 +129,8 @@ class Recorder:
 
     def done(self) -> None:
         self.out.close()
+        with open(self.warc + ".collisions", "w", encoding="utf-8") as out:
+            json.dump(self.collisions, out)
 
 
 class SayPort:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import random
 import subprocess
 import sys
 import threading
@@ -37,7 +38,8 @@ TOKEN = "sk-live-Q7f3KpX9wM2zR8vT4nB6yJ1cD5hL0gA"
 SESSION = "sess-8Hq2Lz5Wn0Rt3Yx6Vb9Kc4Mf7Pd1Sg"
 API_KEY = "ak-4Tz9Qw2Er7Ty1Ui6Op3As8Df5Gh0Jk"
 SET_SESSION = "srv-9Zx8Cv7Bn6Mm5Ll4Kk3Jj2Hh1Gg0Ff"
-ASSET = bytes(range(256)) * 80  # 20 KB the same on every page: a logo, fetched under another URL each time
+# 20 KB the same on every page (a logo, fetched under another URL each time); random, so gzip cannot shrink it
+ASSET = random.Random(27).randbytes(20_000)
 
 SCRAPER = f'''
 import json, sys, urllib.request
@@ -185,7 +187,7 @@ def test_identical_payloads_are_stored_once_and_replayed_from_the_first(recorded
     with open(made.recording, "rb") as src:
         types = [record.rec_type for record in ArchiveIterator(src)]
     assert types.count("revisit") == 2 and types.count("response") == 4  # the logo is stored once of three
-    assert made.warc_bytes < len(ASSET)  # even compressed, two more copies would not fit
+    assert made.warc_bytes < 2 * len(ASSET)  # three copies would not fit: the asset does not compress
     from killtest.fixture_site.recorded_site import read_exchanges
 
     logos = [e for k, e in read_exchanges(made.recording).items() if "/static/logo.png" in k]
@@ -309,3 +311,22 @@ def test_a_replay_asking_for_urls_the_recording_lacks_says_it_may_be_stale(recor
     message = json.dumps(verdict)
     assert "unrecorded_request" in verdict["findings"]
     assert "the recording may be stale: re-record" in message and "creds.test/items?page=3" in message
+
+
+def test_two_real_urls_one_masked_url_with_different_answers_are_warned_of(tmp_path):
+    spec = _design_folder(tmp_path)
+    with open(tmp_path / "scraper.py") as src:  # first a wrong key (a 404, ignored), then the right one
+        probing = src.read().replace("while page is not None:", '''try:
+    opener.open(urllib.request.Request(f"{base}/items?page=0&api_key=wrong", headers=headers), timeout=20)
+except Exception:
+    pass
+while page is not None:''')
+    (tmp_path / "scraper.py").write_text(probing)
+    site, messages = CredentialSite(pages=1), []
+    try:
+        _record(spec, site, messages)
+    finally:
+        site.stop()
+    warned = [m for m in messages if m.startswith("warning: 1 masked URL(s)")]
+    assert warned and f"http://creds.test/items?page=0&api_key={PLACEHOLDER}" in warned[0], messages
+    assert not [name for name in os.listdir(tmp_path) if "collisions" in name or "partial" in name]

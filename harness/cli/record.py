@@ -27,8 +27,6 @@ class RecordCommand(Command):
         progress.done(f"recorded {made.exchanges} exchanges into {made.recording} ({made.warc_bytes} bytes);"
                       f" the reference {made.reference} holds {made.records} records from {made.requests} requests"
                       " (two replays agreed)")
-        if made.changes is not None and not made.changes.none:
-            progress.done(f"the old recording was replaced: {'; '.join(made.changes.lines())}")
         status = report_suspects(made.recording, progress)  # what the masking missed, before anyone commits it
         progress.done(f"next: killtest run --design {design.spec_file} --runs 2 --kills 3")
         return status

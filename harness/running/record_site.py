@@ -17,6 +17,7 @@ The proxy masks credentials before it writes anything (killtest.fixture_site.red
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import time
@@ -77,7 +78,7 @@ def record_design(design: Design, resolve: list[str], insecure_upstream: bool, t
     try:
         return _record(design, site, partial, resolve, insecure_upstream, time_limit_s, on_progress)
     finally:  # a failed recording leaves no half-made file behind, and the old recording as it was
-        for path in (partial.recording, reference_path(partial.recording)):
+        for path in (partial.recording, reference_path(partial.recording), partial.recording + ".collisions"):
             with contextlib.suppress(OSError):
                 os.remove(path)
 
@@ -88,6 +89,7 @@ def _record(design: Design, site: SiteSpec, partial: SiteSpec, resolve: list[str
     on_progress(f"recording {site.start_url} through the proxy into {site.recording}")
     _record_once(design, partial, resolve, insecure_upstream, time_limit_s)
     record_s = time.monotonic() - began
+    _say_collisions(partial.recording, on_progress)
     replayed = load_site(partial, need_reference=False)
     if not replayed.exchanges:  # it stored records without asking the proxy: it went around it, to the live site
         raise KilltestError(f"design {design.name!r} made no request through the recording proxy: it does not"
@@ -123,6 +125,19 @@ def _record(design: Design, site: SiteSpec, partial: SiteSpec, resolve: list[str
     os.replace(new_reference, reference)
     return Recorded(site.recording, reference, os.path.getsize(site.recording), len(replayed.exchanges),
                     len(records[0]), requests, round(record_s, 2), changes)
+
+
+def _say_collisions(recording: str, on_progress: Callable[[str], None]) -> None:
+    """Masked URLs that stood for several real ones with different answers (the proxy lists them)."""
+    try:
+        with open(recording + ".collisions", encoding="utf-8") as src:
+            collided = json.load(src)
+    except (OSError, ValueError):
+        return
+    if collided:
+        on_progress(f"warning: {len(collided)} masked URL(s) stood for several real URLs with different answers, so"
+                    f" the replay serves one answer for all of them: {', '.join(collided[:EXAMPLES])}; if the masked"
+                    " parameter is not a credential, keep it with [site] unredacted")
 
 
 def _record_once(design: Design, site: SiteSpec, resolve: list[str], insecure_upstream: bool,
