@@ -23,9 +23,12 @@ from killtest.harness.report.render import exploration_markdown
 from killtest.harness.report.triage import exploration_header, failure_lines, failures_json, point_failures, waived_line
 from killtest.harness.report.triage_page import exploration_page
 from killtest.harness.running.exploration import Exploration, explore_design, refuse_power_cut
+from killtest.harness.running.locate import locate_writes
 from killtest.harness.running.parallel import default_jobs
 from killtest.harness.running.progress import Progress
 from killtest.harness.running.runner import RunSettings
+
+MAX_LOCATED = 10  # distinct failures whose write is located: each costs one more run
 
 
 class ExploreCommand(Command):
@@ -67,6 +70,12 @@ def explore_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Des
                                  prefork=not args.no_prefork, progress=progress,
                                  jobs=args.jobs or default_jobs(), power_cut=args.power_cut,
                                  strict=getattr(args, "strict", False))
+    # The program's own line for each distinct failure's store write (Python: py-spy; running/locate.py).
+    located = locate_writes(design, catalog, settings, [f.example.point for f in point_failures(exploration.outcomes)
+                                                        ][:MAX_LOCATED], args.work_dir)
+    for outcome in exploration.outcomes:
+        if outcome.point in located:
+            outcome.where = f"{outcome.where}, {located[outcome.point]}"
     base = os.path.join(args.out, f"explore-{design.name}")
     write_exploration(args, design, exploration, base)
     return design, exploration, base
