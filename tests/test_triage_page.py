@@ -86,7 +86,7 @@ def test_explore_writes_a_triage_page_a_browser_renders_without_errors(tmp_path)
         where = written["w68"]["where"]
         assert where.startswith("before the ") and " after request " in where
         if py_spy() is not None and any(f["example"] == "w68" for f in found["failures"]):
-            assert re.search(r", in \S+ \(\S+/scrapers/zoo/done_before_record\.py:\d+\)$", where), where
+            assert re.search(r", in \S+ \(\S+/scrapers/zoo/\w+\.py:\d+\)$", where), where
     page = out / "explore-zoo-done-before-record.html"
     shot = tmp_path / "page.png"
     browser = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'profile'}"]
