@@ -20,7 +20,14 @@ from killtest.harness.faults.schedule import parse_schedule
 from killtest.harness.files import write_atomically
 from killtest.harness.options import options_of, replay_words
 from killtest.harness.report.render import exploration_markdown
-from killtest.harness.report.triage import exploration_header, failure_lines, failures_json, point_failures, waived_line
+from killtest.harness.report.triage import (
+    by_promise_line,
+    exploration_header,
+    failure_lines,
+    failures_json,
+    point_failures,
+    waived_line,
+)
 from killtest.harness.report.triage_page import exploration_page
 from killtest.harness.running.exploration import Exploration, explore_design, refuse_power_cut
 from killtest.harness.running.locate import locate_writes
@@ -49,6 +56,8 @@ class ExploreCommand(Command):
             progress.done(line)
         progress.done(f"explore {design.name}: {exploration_header(exploration.outcomes, failures)},"
                       f" {exploration.schedules_per_minute} schedules/minute; {base}.{{json,md,html}}")
+        if promised := by_promise_line(failures):
+            progress.done(promised)
         if waived := waived_line(exploration.outcomes):
             progress.done(waived)
         if exploration.broken:
