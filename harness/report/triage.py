@@ -120,4 +120,5 @@ def by_promise_line(failures: list[Failure]) -> str | None:
         counts[0] += 1
         counts[1] += len(failure.points)
     return "by promise: " + "; ".join(f"{promise} ({n} failure{'s' if n != 1 else ''}, {points}"
-                                      f" point{'s' if points != 1 else ''})" for promise, (n, points) in counted.items())
+                                      f" point{'s' if points != 1 else ''})"
+                                      for promise, (n, points) in counted.items())
