@@ -30,10 +30,27 @@ The profiles' figures, each from its published source:
 
 from __future__ import annotations
 
+import ctypes
+import os
 import shutil
 from dataclasses import dataclass
 
 from killtest.harness.errors import KilltestError
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def adopt_orphans() -> None:
+    """Make this process (the harness) the child subreaper of what it starts under the model.
+
+    Under strace a design's processes are strace's children, not the harness's: when a kill takes strace
+    and them together, they become orphans, and the init of a container may never reap them, so their
+    process group would outlive its SIGKILL as zombies. As a subreaper the harness inherits them, and the
+    runner reaps them (running/processes.py `_reap_orphans_in`; servers/common.py `_kill_tree`)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+
 
 # Every system call that waits for the disk to make data durable. sync_file_range with its WAIT flags
 # does (RocksDB uses it); msync(MS_SYNC) flushes a mapped file (LMDB); syncfs and sync flush everything.
