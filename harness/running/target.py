@@ -60,7 +60,7 @@ class StartTarget:
         history.add("paused", paused_at - began, start=self.start.index, worker=worker, pids=stopped,
                     seconds=seconds, point=self.point)
         if self.run.settings.aim_pauses and worker is not None and stopped:
-            self.run.site.set_request_hook(aimed_drift(self.run, stopped[0]))
+            self.run.site.set_request_hook(aimed_drift(self.run, stopped[0], paused_at))
         try:
             time.sleep(max(0.0, min(seconds, self.run.deadline - paused_at)))
         finally:
@@ -103,15 +103,24 @@ class StartTarget:
         return fields
 
 
-def aimed_drift(run: _Run, paused_pid: int):
-    """A request hook for the length of a pause (--aim-pauses): when another worker asks for the product page
-    the paused one fetched last (it holds that page: it fetched it and has not woken to commit it), the site
-    reprices that product first. The taker is served the new price; a zombie commit puts the old one back,
-    a stale value the checker sees in the store whether or not the design reports its claims."""
+def aimed_drift(run: _Run, paused_pid: int, paused_at: float):
+    """A request hook for the length of a pause (--aim-pauses): when another worker asks for a product page
+    the paused one holds, the site reprices that product first. The taker is served the new price; a
+    zombie commit puts the old one back, a stale value the checker sees in the store whether or not the
+    design reports its claims. The page it holds: the product page the site credited to it last (it
+    fetched it and has not woken to commit it); where the site could not credit its requests to a worker
+    (fixture_site/socket_owner.py falls back to timing), any product page served before the pause and
+    asked for again during it, which only a takeover does."""
+    aimed: set[str] = set()
+
     def hook(path: str) -> None:
-        mine = [r.path for r in run.site.request_log.snapshot()
-                if r.worker_pid == paused_pid and r.path.startswith("/product/") and r.status == 200]
-        if mine and path == mine[-1] and run.drift is not None:
+        if not path.startswith("/product/") or path in aimed or run.drift is None:
+            return
+        served = [r for r in run.site.request_log.snapshot() if r.status == 200 and r.path.startswith("/product/")]
+        mine = [r.path for r in served if r.worker_pid == paused_pid]
+        held = path == mine[-1] if mine else any(r.path == path and r.t < paused_at for r in served)
+        if held:
+            aimed.add(path)
             run.drift.reprice({path})
     return hook
 
