@@ -46,8 +46,12 @@ bench-workers: $(STAMP)
 	$(BIN)/killtest scale --design idempotent --design idempotent-pg --design queue-bullmq \
 		--workers-list 1,2,4,8 --runs 2 --kills 3 --pace 0 --latency 0.02 --out results
 
+# The suite in two steps: the tests that are isolated on four xdist workers (more than the cores: most
+# of a test's time is waiting on subprocesses, servers and sleeps), then the `serial` ones, which need the
+# machine to themselves. The `hosts` test (ssh test hosts, minutes) is a step of its own in .ci/run.
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 4 --dist worksteal -m "not serial and not hosts"
+	$(BIN)/python -m pytest -m "serial and not hosts"
 
 # Ruff and mypy, configured in pyproject.toml; CI runs it before the tests.
 lint: $(STAMP)
