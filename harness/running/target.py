@@ -56,10 +56,13 @@ class StartTarget:
         """
         history, began = self.run.history, self.run.began
         groups = self.start.pids if worker is None else [self.start.pids[worker - 1]]
+<<<<<<< HEAD
         workers = self.start.workers if worker is None else [self.start.workers[worker - 1]]
         boxes = [w.box for w in workers if w.box is not None]
         if self.run.settings.aim_pauses and worker is not None:
             self._until_it_is_served_a_page(groups[0])
+=======
+>>>>>>> machine
         stopped = [group for group in groups if _signal_group(group, signal.SIGSTOP)]
         _until_stopped(stopped)  # frozen first, a process would never show the stop: keep SIGSTOP's meaning
         for box in boxes:  # a process that left the group (a detached browser) is paused too
@@ -82,17 +85,6 @@ class StartTarget:
             history.add("resumed", resumed_at - began, start=self.start.index, worker=worker, pids=stopped,
                         seconds=round(resumed_at - paused_at, 4), point=self.point)
         return resumed_at - paused_at
-
-    def _until_it_is_served_a_page(self, pid: int, patience_s: float = 3.0) -> None:
-        """An aimed pause lands as the site answers the worker a product page, before the worker has read it:
-        stopped then, it holds a fetched page and no lock. Logged answers are credited to their worker
-        (fixture_site/socket_owner.py); without one in `patience_s` the pause lands where it is."""
-        def served() -> int:
-            return sum(1 for r in self.run.site.request_log.snapshot()
-                       if r.worker_pid == pid and r.status == 200 and r.path.startswith("/product/"))
-        before, until = served(), min(time.monotonic() + patience_s, self.run.deadline)
-        while served() == before and time.monotonic() < until:
-            time.sleep(0.002)
 
     def lose_power(self) -> dict[str, Any]:
         """SIGKILL every worker's group, then cut the power: what no fsync made durable is gone.
