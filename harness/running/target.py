@@ -56,13 +56,8 @@ class StartTarget:
         """
         history, began = self.run.history, self.run.began
         groups = self.start.pids if worker is None else [self.start.pids[worker - 1]]
-<<<<<<< HEAD
         workers = self.start.workers if worker is None else [self.start.workers[worker - 1]]
         boxes = [w.box for w in workers if w.box is not None]
-        if self.run.settings.aim_pauses and worker is not None:
-            self._until_it_is_served_a_page(groups[0])
-=======
->>>>>>> machine
         stopped = [group for group in groups if _signal_group(group, signal.SIGSTOP)]
         _until_stopped(stopped)  # frozen first, a process would never show the stop: keep SIGSTOP's meaning
         for box in boxes:  # a process that left the group (a detached browser) is paused too
