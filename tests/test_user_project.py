@@ -62,7 +62,7 @@ def test_explore_finds_the_users_commit_path_lines(tmp_path):
                            "--only", "l:complete+3:1", "--listing-pages", "2", "--per-page", "3", "--out", "results"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "1 crash points, 0 broken" in done.stderr
+    assert "1 crash point, 0 broken, 0 distinct failures" in done.stderr
     # The user's file is named by its absolute path: the replay line works from any directory.
     assert str(tmp_path / "scrapers" / "mine.py") in (tmp_path / "results" / "explore-mine.md").read_text()
 

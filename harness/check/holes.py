@@ -16,6 +16,7 @@ cuts and kills between the fetch and the end. Pure: no I/O.
 from __future__ import annotations
 
 from typing import Protocol
+from urllib.parse import urlsplit
 
 from killtest.fixture_site.catalog import Catalog
 from killtest.harness.check.categories import EXAMPLES, RecordSets, crawls_by_start
@@ -54,9 +55,17 @@ def hole_keys(history: History, lost: list[str], paths_by_key: dict[str, str]) -
     # A page the store still held leased when the crawl ended is not marked done: the crawl gave up on a
     # claim (`left_leases`), it did not skip a page it believed stored.
     exits = [e for e in history.of_type("process_exited") if crawl_of.get(e.get("start", -1)) == final]
-    held = set(exits[-1].get("held_leases") or ()) if exits else set()
+    leases = (exits[-1].get("held_leases") or ()) if exits else ()
+    held = {_page(lease) for lease in leases if isinstance(lease, str)}
     return {key: fetched[paths_by_key[key]] for key in lost
-            if paths_by_key.get(key) in fetched and paths_by_key[key] not in held}
+            if paths_by_key.get(key) in fetched and _page(paths_by_key[key]) not in held}
+
+
+def _page(name: str) -> str:
+    """A page's path, however it is named: `/product/3`, a whole URL (a lease as a recorded site's scraper
+    stores it) or a recorded site's path, which quotes the whole URL (`/http://shop.test/product/3`)."""
+    url = name[1:] if name.startswith(("/http://", "/https://")) else name
+    return urlsplit(url).path if "://" in url else url
 
 
 def holes(e: _Evidence) -> CheckResult:
@@ -64,15 +73,23 @@ def holes(e: _Evidence) -> CheckResult:
     found = hole_keys(e.history, e.records.lost, e.catalog.paths_by_sku())
     if not found:
         return judged([], {"holes": 0})
-    last_fetch = max(found.values())
-    cuts = [event["t"] for event in e.history.of_type("power_lost") if event["t"] >= min(found.values())]
-    kills = [event["t"] for event in e.history.of_type("kill") if event["t"] >= min(found.values())]
-    cause = (f"; a power cut at {cuts[0]:.3f}s came after their fetch" if cuts else
-             f"; a kill at {kills[0]:.3f}s came after their fetch" if kills else
+    # The message names points, never times: the same exact schedule must give the same words on every
+    # repeat (explore and fuzz compare them); the times are in the figures.
+    first_fetch = min(found.values())
+    cuts = [event for event in e.history.of_type("power_lost") if event["t"] >= first_fetch]
+    kills = [event for event in e.history.of_type("kill") if event["t"] >= first_fetch]
+    cause = (f"; a power cut{_named(cuts[0])} came after their fetch" if cuts else
+             f"; a kill{_named(kills[0])} came after their fetch" if kills else
              "; no kill came after their fetch")
     keys = sorted(found)
     more = f" and {len(keys) - EXAMPLES} more" if len(keys) > EXAMPLES else ""
     message = (f"{len(keys)} lost records are holes ({', '.join(keys[:EXAMPLES])}{more}): their page was fetched"
-               f" (the last of them at {last_fetch:.3f}s) and the crawl finished without fetching it again, so the"
-               f" surviving store marks done a page whose record it does not hold{cause}")
-    return judged([(Finding.HOLE, message)], {"holes": len(keys)})
+               " and the crawl finished without fetching it again, so the surviving store marks done a page whose"
+               f" record it does not hold{cause}")
+    return judged([(Finding.HOLE, message)], {"holes": len(keys), "last_hole_fetch_s": round(max(found.values()), 3)})
+
+
+def _named(event: dict) -> str:
+    """ (r5)": the point a kill or power cut came from, when the history names it."""
+    point = event.get("point")
+    return f" ({point})" if point else ""
