@@ -167,6 +167,7 @@ def _with_site(folder: str, base: str, name: str) -> str:
     return path
 
 
+@pytest.mark.serial  # timing-sensitive: a lease zoo design's kill missed under xdist on a loaded machine
 def test_the_recorded_shop_gives_the_zoo_the_same_verdicts_as_the_shop(tmp_path):
     from killtest.fixture_site.catalog import build_catalog
     from killtest.fixture_site.server import SiteServer
