@@ -6,7 +6,6 @@ saved schedules, real processes saving into one database at once.
 """
 
 import json
-import multiprocessing
 import os
 import shutil
 import subprocess
@@ -99,23 +98,27 @@ def test_the_fingerprint_follows_the_spec_and_the_program_not_the_folder(tmp_pat
     assert fingerprint(design_named("idempotent")) != fingerprint(design_named("naive"))
 
 
-def _save_some(root: str, worker: int) -> None:
-    """What an xdist worker does when its fuzz fails: save its failures (every worker shares w68 on 1x2)."""
-    database = FailureDatabase(root, design_named("zoo-done-before-record"))
-    for n in range(20):
-        database.save(Trial(Case(1, 2, "w68"), ["lost 1 of 2 records (broke no_lost_records)"], True))
-        database.save(Trial(Case(2, 3, f"r{n},w{worker}"), ["lost a record (broke no_lost_records)"], True))
+# What an xdist worker does when its fuzz fails: save its failures (every worker shares w68 on 1x2). A
+# plain subprocess each, not multiprocessing, whose resource tracker would outlive the test as a child of
+# the test process (tests/test_runner.py holds that no run leaves a child behind).
+_SAVE_SOME = """
+import sys
+from killtest.harness.design.registry import design_named
+from killtest.harness.running.fuzz_database import FailureDatabase
+from killtest.harness.running.fuzzing import Case, Trial
+root, worker = sys.argv[1], int(sys.argv[2])
+database = FailureDatabase(root, design_named("zoo-done-before-record"))
+for n in range(20):
+    database.save(Trial(Case(1, 2, "w68"), ["lost 1 of 2 records (broke no_lost_records)"], True))
+    database.save(Trial(Case(2, 3, f"r{n},w{worker}"), ["lost a record (broke no_lost_records)"], True))
+"""
 
 
 def test_processes_saving_into_one_database_at_once_leave_whole_files_one_per_failure(tmp_path):
     root = str(tmp_path / "db")
-    context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_save_some, args=(root, w)) for w in range(4)]
+    workers = [subprocess.Popen([sys.executable, "-c", _SAVE_SOME, root, str(w)], cwd=PROJECT_ROOT) for w in range(4)]
     for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(60)
-        assert worker.exitcode == 0
+        assert worker.wait(60) == 0
     database = FailureDatabase(root, design_named("zoo-done-before-record"))
     saved = database.saved()
     assert len(saved) == 1 + 4 * 20  # the shared failure once, every other one once
