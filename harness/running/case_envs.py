@@ -25,6 +25,9 @@ from killtest.harness.errors import KilltestError
 
 # The pip and npm flags: quiet, no version check or audit (the registry is reachable, nothing else is).
 _PIP = ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-input"]
+# A browser case drives Debian's Chromium (executablePath): the browser downloads that Puppeteer's and
+# Playwright's install steps make are not reachable here, and would be a second browser to keep alive.
+_NO_BROWSER_DOWNLOADS = {"PUPPETEER_SKIP_DOWNLOAD": "1", "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"}
 _NPM = ["npm", "install", "--no-audit", "--no-fund", "--no-save", "--loglevel=error"]
 
 
@@ -123,7 +126,8 @@ def _install(runtime: str, packages: tuple[str, ...], folder: str) -> None:
 def _step(command: list[str], what: str) -> None:
     """Run one install step; a failure is one line: the step and the tool's last line of complaint."""
     try:
-        done = subprocess.run(command, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
+        done = subprocess.run(command, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
+                              env={**os.environ, **_NO_BROWSER_DOWNLOADS})
     except OSError as error:
         raise KilltestError(f"{what}: cannot run {command[0]}: {error.strerror}") from None
     if done.returncode != 0:
