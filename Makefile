@@ -4,9 +4,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: killtest baseline zoo incident bench bench-workers test lint calibrate bench-explore docs clean cases
+.PHONY: killtest baseline zoo incident bench bench-workers test lint calibrate bench-explore docs clean cases bench-disk
 
-EXPERIMENT := run --design naive --design idempotent --runs 5 --kills 10 --seed 1 --lease 3 --check-faster
+# The machine the experiment pretends to run on (docs/explanation/article-reproduction.md, "A disk model"):
+# empty is the pace-only run; the closest disk model found is ARTICLE_MODEL (make killtest MODEL="$(ARTICLE_MODEL)").
+ARTICLE_MODEL := --pace 140 --disk consumer-ssd
+MODEL ?=
+EXPERIMENT := run --design naive --design idempotent --runs 5 --kills 10 --seed 1 --lease 3 --check-faster $(MODEL)
 
 # The article's experiment: five runs per design, ten SIGKILLs each, 3 s lease, same schedules;
 # it also fails when a design regresses against the saved results/baseline.json.
@@ -42,8 +46,12 @@ bench-workers: $(STAMP)
 	$(BIN)/killtest scale --design idempotent --design idempotent-pg --design queue-bullmq \
 		--workers-list 1,2,4,8 --runs 2 --kills 3 --pace 0 --latency 0.02 --out results
 
+# The suite in two steps: the tests that are isolated on four xdist workers (more than the cores: most
+# of a test's time is waiting on subprocesses, servers and sleeps), then the `serial` ones, which need the
+# machine to themselves. The `hosts` test (ssh test hosts, minutes) is a step of its own in .ci/run.
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 4 --dist worksteal -m "not serial and not hosts"
+	$(BIN)/python -m pytest -m "serial and not hosts"
 
 # Ruff and mypy, configured in pyproject.toml; CI runs it before the tests.
 lint: $(STAMP)
@@ -56,6 +64,10 @@ lint: $(STAMP)
 # Naive control at several site paces: shows which pace brings this machine nearest the published band.
 calibrate: $(STAMP)
 	$(BIN)/killtest calibrate --runs 5 --out results/calibration
+
+# The built-in designs under each disk profile (harness/bench/disk_profiles.py): results/bench-disk.{json,md,png}
+bench-disk: $(STAMP)
+	$(BIN)/python -m killtest.harness.bench.disk_profiles --out results
 
 # How many exact kill schedules a minute this machine checks (a benchmark, not a test): a new interpreter per
 # start against pre-forked starts for the idempotent design; then explore's schedules a minute at -j 1 and

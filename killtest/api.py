@@ -162,9 +162,8 @@ def run(design: DesignLike | Sequence[DesignLike], *, schedule: str | None = Non
 def explore(design: DesignLike, *, only: str | None = None, out: str | os.PathLike[str] | None = None,
             log: TextIO | None = None, **options: Any) -> Result:
     """`killtest explore`: kill once at every request boundary, store write and (for a Python design)
-    commit-path line, or only at the points of `only`, and hold each outcome to the idempotence promises.
-    The verdict fails when a point broke a promise of a design whose spec claims idempotence; the
-    findings list every broken point whatever the design claims."""
+    commit-path line, or only at the points of `only`, and hold each outcome to the design's promises
+    (strict=True: every idempotence promise, and the verdict fails only for a design that claims them)."""
     given = _given(design)
     options.update(_given_only(only=only, out=out))
     args = _parse("explore", [given], options)

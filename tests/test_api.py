@@ -38,8 +38,10 @@ def test_load_design_by_name_and_by_path():
 def test_explore_finds_the_lost_record_and_says_how_to_replay_it(tmp_path):
     result = killtest.explore(ZOO, only=f"r3,{ZOO_LINE}", jobs=1, out=tmp_path, log=io.StringIO())
     assert (result.command, result.designs, result.validity, result.passed) == ("explore", (ZOO,), "invalid", False)
-    assert [(f.where, f.promise) for f in result.findings] == [(f"crash point {ZOO_LINE}", "no_lost_records")]
+    # The record is lost, and its page was fetched and marked done: a hole (harness/check/holes.py) too.
+    assert [(f.where, f.promise) for f in result.findings] == [(f"crash point {ZOO_LINE}", "no_lost_records")] * 2
     assert result.findings[0].message.startswith("lost 1 of 6 records")
+    assert result.findings[1].message.startswith("1 lost records are holes")
     assert result.replay is not None and result.replay.startswith("killtest replay --design zoo-done-before-record")
     assert f"--schedule {ZOO_LINE}" in result.replay
     assert result.results_dir == str(tmp_path)

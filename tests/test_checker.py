@@ -108,7 +108,7 @@ def test_a_run_where_no_kill_landed_proved_nothing_so_its_verdict_is_unknown_not
 def test_a_broken_promise_beside_a_kill_that_never_landed_is_invalid_not_unknown():
     missed = [{"returncode": 0}, {"returncode": 0}]
     v = check(IDEMPOTENT, history(missed), truth()[1:])
-    assert v.validity == "invalid" and v.findings == ["no_kill_landed", "lost"]
+    assert v.validity == "invalid" and v.findings == ["no_kill_landed", "lost", "hole"]
 
 
 def test_a_run_with_no_kill_planned_proved_nothing():

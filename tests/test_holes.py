@@ -44,6 +44,12 @@ def test_a_lost_record_whose_page_was_fetched_is_a_hole_and_one_never_fetched_is
     assert hole_keys(h, ["SKU-1", "SKU-2"], PATHS) == {"SKU-1": 0.5}
 
 
+def test_a_page_still_leased_when_the_crawl_ended_is_a_claim_given_up_not_a_hole():
+    h = history([(0, "/product/1"), (1, "/product/2")])
+    h.add("process_exited", 8.0, start=1, returncode=0, held_leases=["/product/1"])
+    assert hole_keys(h, ["SKU-1", "SKU-2"], PATHS) == {"SKU-2": 1.5}
+
+
 def test_a_crawl_that_did_not_finish_by_itself_has_no_hole_only_unfetched_pages():
     assert hole_keys(history([(0, "/product/1")], outcome="timed_out"), ["SKU-1"], PATHS) == {}
 

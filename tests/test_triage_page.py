@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,9 +19,32 @@ import sys
 import pytest
 
 from killtest.harness.check.distinct import Broken, group_failures, header, point_ranges
+from killtest.harness.faults.store_writes import parse_recording
+from killtest.harness.running.locate import innermost, py_spy
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 LINE = "l:scrapers/zoo/done_before_record.py:complete+3:2"
+
+
+def test_a_store_write_is_described_by_its_call_file_count_and_bytes():
+    log = ('7 write(3</w/records.jsonl>, "{\\"sku\\": 1}"..., 31) = 31\n'
+           '7 pwrite64(4</w/dataset/000001.json>, "abc", 3, 30) = 3\n'
+           '7 write(3</w/records.jsonl>, "x", 1) = 1\n'
+           '7 rename("/w/done.tmp", "/w/done.json") = 0\n')
+    recording = parse_recording(log, {"work_dir": "/w"})
+    assert [recording.describe_write(n) for n in (1, 2, 3, 4)] == [
+        ("the 1st write to records.jsonl, 31 bytes", "write to records.jsonl"),
+        ("the 1st pwrite64 to dataset/000001.json, 3 bytes at offset 30", "pwrite64 to dataset/N.json"),
+        ("the 2nd write to records.jsonl, 1 byte", "write to records.jsonl"),
+        ("the 1st rename of done.tmp to done.json", "rename of done.tmp to done.json")]
+
+
+def test_the_programs_own_frame_is_found_in_a_stack_dump():
+    dump = ("Thread 7 (idle): \"MainThread\"\n"
+            "    flush (/usr/lib/python3.11/_pyio.py:12)\n"
+            "    save (/home/me/scraper.py:40)\n"
+            "    <module> (/home/me/scraper.py:52)\n")
+    assert innermost(dump) == "save (/home/me/scraper.py:40)"
 
 
 def test_points_are_shown_as_ranges():
@@ -58,8 +82,11 @@ def test_explore_writes_a_triage_page_a_browser_renders_without_errors(tmp_path)
     assert found["distinct_failures"] == len(found["failures"]) >= 1
     assert f"3 crash points, {found['broken']} broken, {found['distinct_failures']} distinct failure" in done.stderr
     written = {o["point"]: o for o in found["outcomes"]}
-    if not written["w68"]["valid"]:  # a store write, told in the user's terms
-        assert written["w68"]["where"].startswith("before the ") and " after request " in written["w68"]["where"]
+    if not written["w68"]["valid"]:  # a store write, told in the user's terms, and its line in the program
+        where = written["w68"]["where"]
+        assert where.startswith("before the ") and " after request " in where
+        if py_spy() is not None and any(f["example"] == "w68" for f in found["failures"]):
+            assert re.search(r", in \S+ \(\S+/scrapers/zoo/\w+\.py:\d+\)$", where), where
     page = out / "explore-zoo-done-before-record.html"
     shot = tmp_path / "page.png"
     browser = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'profile'}"]

@@ -94,3 +94,42 @@ def test_xdist_workers_share_one_fuzz_failure_database_across_sessions(pytester)
             (d["schedule"], d["catalog"]) for d in (json.loads(p.read_text()) for p in saved)}
         assert "still fails" in [r["verdict"] for r in replayed]
         assert len(result["trials"]) == len(replayed)
+
+
+RESUMABLE = '''
+import os
+
+import pytest
+
+
+@pytest.mark.parametrize("n", range(6))
+def test_point(n):
+    assert n != 4
+
+
+def test_crashes_its_worker():
+    if os.environ.get("CRASH") == "1":
+        os._exit(9)  # the worker dies under the item, as on a host that is killed
+'''
+
+
+def test_killtest_resume_keeps_verdicts_and_a_rerun_runs_only_the_items_without_one(pytester, monkeypatch):
+    pytester.makepyfile(test_resumable=RESUMABLE)
+    verdicts = pytester.path / "verdicts.jsonl"
+    monkeypatch.setenv("CRASH", "1")
+    first = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--max-worker-restart", "1",
+                                          f"--killtest-resume={verdicts}")
+    kept = [json.loads(line) for line in verdicts.read_text().splitlines()]
+    assert first.ret == 1
+    # Every item but the one whose worker crashed has its verdict (xdist's crash report is no verdict).
+    assert {k["nodeid"].split("::")[1]: k["outcome"] for k in kept} == {
+        **{f"test_point[{n}]": "passed" for n in range(6) if n != 4}, "test_point[4]": "failed"}
+    assert {k["worker"] for k in kept} <= {"gw0", "gw1", "gw2"}
+    monkeypatch.setenv("CRASH", "0")
+    rerun = pytester.runpytest_subprocess("-rA", "-p", "no:cacheprovider", "-n", "2", f"--killtest-resume={verdicts}")
+    assert "killtest resume: 6 verdicts kept" in "\n".join(rerun.outlines)
+    assert [line for line in rerun.outlines if line.startswith("PASSED")] == [
+        "PASSED test_resumable.py::test_crashes_its_worker"]
+    assert rerun.ret == 1  # test_point[4] failed in the first session: the campaign has failed
+    serial = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--killtest-resume={verdicts}")
+    assert serial.ret == 1 and "7 deselected" in "\n".join(serial.outlines)  # without xdist too

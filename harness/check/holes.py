@@ -51,7 +51,12 @@ def hole_keys(history: History, lost: list[str], paths_by_key: dict[str, str]) -
     for request in history.of_type("request"):
         if crawl_of.get(request.get("start", -1)) == final and request.get("status") == 200:
             fetched[request["path"]] = request["t"]
-    return {key: fetched[paths_by_key[key]] for key in lost if paths_by_key.get(key) in fetched}
+    # A page the store still held leased when the crawl ended is not marked done: the crawl gave up on a
+    # claim (`left_leases`), it did not skip a page it believed stored.
+    exits = [e for e in history.of_type("process_exited") if crawl_of.get(e.get("start", -1)) == final]
+    held = set(exits[-1].get("held_leases") or ()) if exits else set()
+    return {key: fetched[paths_by_key[key]] for key in lost
+            if paths_by_key.get(key) in fetched and paths_by_key[key] not in held}
 
 
 def holes(e: _Evidence) -> CheckResult:

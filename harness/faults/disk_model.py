@@ -30,10 +30,27 @@ The profiles' figures, each from its published source:
 
 from __future__ import annotations
 
+import ctypes
+import os
 import shutil
 from dataclasses import dataclass
 
 from killtest.harness.errors import KilltestError
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def adopt_orphans() -> None:
+    """Make this process (the harness) the child subreaper of what it starts under the model.
+
+    Under strace a design's processes are strace's children, not the harness's: when a kill takes strace
+    and them together, they become orphans, and the init of a container may never reap them, so their
+    process group would outlive its SIGKILL as zombies. As a subreaper the harness inherits them, and the
+    runner reaps them (running/processes.py `_reap_orphans_in`; servers/common.py `_kill_tree`)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+
 
 # Every system call that waits for the disk to make data durable. sync_file_range with its WAIT flags
 # does (RocksDB uses it); msync(MS_SYNC) flushes a mapped file (LMDB); syncfs and sync flush everything.
@@ -48,6 +65,7 @@ class DiskModel:
     fsync_s: float
     fdatasync_s: float  # fdatasync, sync_file_range, msync: data only, no metadata journal commit
     source: str = ""
+    count_file: str | None = None  # strace -c writes its count of flushes here (harness/bench/disk_profiles.py)
 
     @property
     def spec(self) -> str:
@@ -70,7 +88,8 @@ class DiskModel:
             by_delay.setdefault(delay, []).append(syscall)
         injections = [word for delay, calls in sorted(by_delay.items())
                       for word in ("-e", f"inject={','.join(calls)}:delay_exit={delay}")]
-        return ("strace", "-f", "--seccomp-bpf", "-qq", "-o", "/dev/null",
+        output = ("-c", "-o", self.count_file) if self.count_file else ("-o", "/dev/null")
+        return ("strace", "-f", "--seccomp-bpf", "-qq", *output,
                 "-e", f"trace={','.join(FLUSH_SYSCALLS)}", *injections, "--")
 
 
@@ -97,3 +116,14 @@ def disk_model(profile: str | None, fsync_latency_s: float | None) -> DiskModel 
     if profile not in PROFILES:
         raise KilltestError(f"--disk takes one of {', '.join(PROFILES)} (or none), not {profile!r}")
     return PROFILES[profile]
+
+
+def counted_flushes(count_file: str) -> int:
+    """How many flush system calls a `strace -c` summary (`count_file`) counted; 0 when strace wrote none."""
+    try:
+        with open(count_file, encoding="utf-8") as summary:
+            rows = [line.split() for line in summary]
+    except FileNotFoundError:
+        return 0
+    return sum(int(row[3] if len(row) == 5 else row[4]) for row in rows
+               if row and row[-1] in FLUSH_SYSCALLS and row[0][0].isdigit())

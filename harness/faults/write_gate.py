@@ -59,6 +59,26 @@ def kill_start(tracer: int = 0) -> None:
     os.kill(me, signal.SIGKILL)
 
 
+def locate(tid: int) -> None:
+    """With KILLTEST_LOCATE_TO set (harness/running/locate.py), dump the held process's Python stack there
+    before the kill: `py-spy dump --nonblocking` reads its memory without attaching (strace already traces it,
+    and a tracee cannot have two tracers), while the thread waits in strace's delay, at the very write."""
+    target = os.environ.get("KILLTEST_LOCATE_TO")
+    if not target:
+        return
+    try:
+        with open(f"/proc/{tid}/status", encoding="ascii") as status:
+            pid = next(line.split()[1] for line in status if line.startswith("Tgid:"))
+        dump = subprocess.run([os.environ.get("KILLTEST_PY_SPY", "py-spy"), "dump", "--pid", pid, "--nonblocking",
+                               "--full-filenames"],
+                              capture_output=True, text=True, timeout=10)
+        text = dump.stdout + dump.stderr
+    except (OSError, StopIteration, subprocess.SubprocessError) as error:
+        text = f"no stack: {error}"
+    with open(target, "w", encoding="utf-8") as out:
+        out.write(text)
+
+
 def _members(group: int) -> list[int]:
     found = []
     for name in os.listdir("/proc"):
@@ -103,6 +123,7 @@ def main(argv: list[str]) -> None:
                 tid = found.group(1)
                 counts[tid] = counts.get(tid, 0) + 1
                 if counts[tid] == when:
+                    locate(int(tid))
                     kill_start(process.pid)
                 counted = line is pending
     status = process.wait()

@@ -9,7 +9,14 @@ from collections.abc import Callable
 from killtest.harness.check.distinct import Broken
 from killtest.harness.report.campaign import Campaign
 from killtest.harness.report.sections import Section, report_sections
-from killtest.harness.report.triage import LEGEND, exploration_header, failures_markdown, point_failures, waived_line
+from killtest.harness.report.triage import (
+    LEGEND,
+    by_promise_line,
+    exploration_header,
+    failures_markdown,
+    point_failures,
+    waived_line,
+)
 
 
 def _preamble(campaign: Campaign) -> list[str]:
@@ -93,6 +100,7 @@ def exploration_markdown(exploration, command: str, replay: Callable[[Broken], s
              f" {exploration.schedules_per_minute} schedules a minute ({exploration.elapsed_s:.1f} s in all,"
              f" {'pre-forked starts' if exploration.prefork else 'a new interpreter per start'}).", "",
              *([waived, ""] if waived else []),
+             *([promised, ""] if (promised := by_promise_line(failures)) else []),
              "Each point is one run: the first start is killed exactly there, the next start finishes the crawl,"
              f" and the outcome is held to the design's promises. {LEGEND}.", "",
              *failures_markdown(failures, replay),

@@ -151,7 +151,9 @@ def _naive_band(campaign: Campaign) -> Section | None:
             f" killed start; {s['kills_before_work']} of {s['kills'] + s['kills_before_work']} SIGKILLs landed"
             f" before the start made any request. The article's figures imply {_published_rows_per_killed_start()}"
             " rows per killed start. Start-up (interpreter and `import requests`) and the request rate decide the"
-            f" gap; the site's pace ({_pace(campaign.settings.get('pace_rps'))}) caps the rate.")
+            f" gap; the site's pace ({_pace(campaign.settings.get('pace_rps'))}) caps the rate"
+            + (f", and every flush costs what the disk model {campaign.settings['disk']} says"
+               " (docs/explanation/disk-model.md)." if campaign.settings.get("disk") else "."))
     return section
 
 

@@ -108,3 +108,17 @@ def run_failure_bullets(failures: list[Failure], replay: Callable[[str, Broken],
         bullets.append(f"**{failure.place}**: {'; '.join(example.problems)} — {len(failure.points)} run(s):"
                        f" {point_ranges(b.point for b in failure.points)}" + (f"; replay: `{line}`" if line else ""))
     return bullets
+
+
+def by_promise_line(failures: list[Failure]) -> str | None:
+    """One line over the failures by the promises they broke: how many bugs a reader may be looking at."""
+    if not failures:
+        return None
+    counted: dict[str, list[int]] = {}
+    for failure in failures:
+        counts = counted.setdefault(", ".join(failure.promises), [0, 0])
+        counts[0] += 1
+        counts[1] += len(failure.points)
+    return "by promise: " + "; ".join(f"{promise} ({n} failure{'s' if n != 1 else ''}, {points}"
+                                      f" point{'s' if points != 1 else ''})"
+                                      for promise, (n, points) in counted.items())

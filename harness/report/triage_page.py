@@ -12,7 +12,7 @@ import html
 import re
 
 from killtest.harness.check.distinct import Failure, point_ranges
-from killtest.harness.report.triage import LEGEND, exploration_header, waived_line
+from killtest.harness.report.triage import LEGEND, by_promise_line, exploration_header, waived_line
 from killtest.harness.report.triage_svg import timeline_svg
 
 STYLE = ("body{font-family:sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}"
@@ -92,7 +92,8 @@ def exploration_page(exploration, command: str, failures: list[Failure], replay,
     judged = "every idempotence promise (--strict)" if exploration.strict else "the promises its spec makes"
     counted = exploration_header(exploration.outcomes, failures)
     lines = [f"Command: `{command}`", f"Design **{exploration.design}**, held to {judged}: {counted}.",
-             *([w] if (w := waived_line(exploration.outcomes)) else []), LEGEND + "."]
+             *([w] if (w := waived_line(exploration.outcomes)) else []),
+             *([b] if (b := by_promise_line(failures)) else []), LEGEND + "."]
     kept = [o.point for o in exploration.outcomes if o.valid and o.landed]
     unreached = [o.point for o in exploration.outcomes if not o.landed and o.valid]
     passing = [f"{len(kept)} point{'s' if len(kept) != 1 else ''} kept every promise:"

@@ -32,7 +32,7 @@ from killtest.harness.check.compare import compare_designs, per_run_wins
 from killtest.harness.check.health import health_warning
 from killtest.harness.check.verdict import RunVerdict
 from killtest.harness.design.model import Design
-from killtest.harness.faults.disk_model import DiskModel
+from killtest.harness.faults.disk_model import DiskModel, adopt_orphans
 from killtest.harness.faults.schedule import KillSchedule
 from killtest.harness.history import History
 from killtest.harness.report.campaign import Campaign
@@ -65,6 +65,8 @@ def site_phase(catalog: Catalog, latency_s: float = 0.0, slow_pages: Sequence[tu
 def store_servers_phase(designs: Sequence[Design], disk: DiskModel | None = None) -> Iterator[StoreServers]:
     """Phase 2: the store servers the designs need (none for file stores), stopped when the block ends;
     under the disk model's strace when there is one, so a commit of theirs costs what the model says."""
+    if disk is not None:
+        adopt_orphans()  # a server killed with its strace leaves orphans the harness must reap
     with StoreServers(designs, disk.strace_prefix() if disk is not None else ()) as servers:
         yield servers
 

@@ -32,7 +32,7 @@ from killtest.harness import defaults
 from killtest.harness.design.model import Design, Launch
 from killtest.harness.design.stores import held_leases, kind_of
 from killtest.harness.errors import KilltestError, ScraperStartError
-from killtest.harness.faults.disk_model import DiskModel
+from killtest.harness.faults.disk_model import DiskModel, adopt_orphans
 from killtest.harness.faults.points import Armed, KillPoint, NotArmed, StartOptions
 from killtest.harness.faults.schedule import KillSchedule
 from killtest.harness.history import History
@@ -216,6 +216,7 @@ def under_the_disk_model(options: StartOptions | None, disk: DiskModel | None,
     if options is not None and options.command_prefix:
         raise KilltestError(f"kill point {point.spec if point else ''} runs its start under a program of its own,"
                             f" which the disk model {disk.name} cannot trace too: leave out --disk/--fsync-latency")
+    adopt_orphans()  # a killed strace's children come back to the harness, which reaps them
     return StartOptions(kill_at_line=options.kill_at_line if options is not None else None,
                         command_prefix=disk.strace_prefix())
 

@@ -58,6 +58,8 @@ class StartTarget:
         groups = self.start.pids if worker is None else [self.start.pids[worker - 1]]
         workers = self.start.workers if worker is None else [self.start.workers[worker - 1]]
         boxes = [w.box for w in workers if w.box is not None]
+        if self.run.settings.aim_pauses and worker is not None:
+            self._until_it_is_served_a_page(groups[0])
         stopped = [group for group in groups if _signal_group(group, signal.SIGSTOP)]
         _until_stopped(stopped)  # frozen first, a process would never show the stop: keep SIGSTOP's meaning
         for box in boxes:  # a process that left the group (a detached browser) is paused too
@@ -66,7 +68,7 @@ class StartTarget:
         history.add("paused", paused_at - began, start=self.start.index, worker=worker, pids=stopped,
                     seconds=seconds, point=self.point)
         if self.run.settings.aim_pauses and worker is not None and stopped:
-            self.run.site.set_request_hook(aimed_drift(self.run, stopped[0]))
+            self.run.site.set_request_hook(aimed_drift(self.run, stopped[0], paused_at))
         try:
             time.sleep(max(0.0, min(seconds, self.run.deadline - paused_at)))
         finally:
@@ -80,6 +82,17 @@ class StartTarget:
             history.add("resumed", resumed_at - began, start=self.start.index, worker=worker, pids=stopped,
                         seconds=round(resumed_at - paused_at, 4), point=self.point)
         return resumed_at - paused_at
+
+    def _until_it_is_served_a_page(self, pid: int, patience_s: float = 3.0) -> None:
+        """An aimed pause lands as the site answers the worker a product page, before the worker has read it:
+        stopped then, it holds a fetched page and no lock. Logged answers are credited to their worker
+        (fixture_site/socket_owner.py); without one in `patience_s` the pause lands where it is."""
+        def served() -> int:
+            return sum(1 for r in self.run.site.request_log.snapshot()
+                       if r.worker_pid == pid and r.status == 200 and r.path.startswith("/product/"))
+        before, until = served(), min(time.monotonic() + patience_s, self.run.deadline)
+        while served() == before and time.monotonic() < until:
+            time.sleep(0.002)
 
     def lose_power(self) -> dict[str, Any]:
         """SIGKILL every worker's group, then cut the power: what no fsync made durable is gone.
@@ -111,15 +124,24 @@ class StartTarget:
         return fields
 
 
-def aimed_drift(run: _Run, paused_pid: int):
-    """A request hook for the length of a pause (--aim-pauses): when another worker asks for the product page
-    the paused one fetched last (it holds that page: it fetched it and has not woken to commit it), the site
-    reprices that product first. The taker is served the new price; a zombie commit puts the old one back,
-    a stale value the checker sees in the store whether or not the design reports its claims."""
+def aimed_drift(run: _Run, paused_pid: int, paused_at: float):
+    """A request hook for the length of a pause (--aim-pauses): when another worker asks for a product page
+    the paused one holds, the site reprices that product first. The taker is served the new price; a
+    zombie commit puts the old one back, a stale value the checker sees in the store whether or not the
+    design reports its claims. The page it holds: the product page the site credited to it last (it
+    fetched it and has not woken to commit it); where the site could not credit its requests to a worker
+    (fixture_site/socket_owner.py falls back to timing), any product page served before the pause and
+    asked for again during it, which only a takeover does."""
+    aimed: set[str] = set()
+
     def hook(path: str) -> None:
-        mine = [r.path for r in run.site.request_log.snapshot()
-                if r.worker_pid == paused_pid and r.path.startswith("/product/") and r.status == 200]
-        if mine and path == mine[-1] and run.drift is not None:
+        if not path.startswith("/product/") or path in aimed or run.drift is None:
+            return
+        served = [r for r in run.site.request_log.snapshot() if r.status == 200 and r.path.startswith("/product/")]
+        mine = [r.path for r in served if r.worker_pid == paused_pid]
+        held = path == mine[-1] if mine else any(r.path == path and r.t < paused_at for r in served)
+        if held:
+            aimed.add(path)
             run.drift.reprice({path})
     return hook
 

@@ -4,8 +4,10 @@
 //   node worker.cjs --base URL --redis redis://127.0.0.1:PORT/0 [--store append|upsert]
 //                   [--lock-ms 2000] [--stalled-ms 500] [--max-stalled 1]
 //
-// --store append: each product job appends a new record (an auto-increment id, as an INSERT does):
-// not idempotent per job. --store upsert: the record is written under its SKU: idempotent per job.
+// A product job stores the product's record, then downloads its photo (the page's <img class="photo">)
+// and keeps it beside the record. --store append: the record is appended under a new id (an
+// auto-increment id, as an INSERT does): not idempotent per job. --store upsert: the record is written
+// under its SKU: idempotent per job. The photo is kept under the SKU either way.
 const { Queue, Worker } = require('bullmq');
 const IORedis = require('ioredis');
 
@@ -18,11 +20,12 @@ if (!args.base || !/^redis:\/\//.test(args.redis || '') || !['append', 'upsert']
 const base = args.base.replace(/\/$/, '');
 const QUEUE = 'crawl';
 
-async function page(path) {
+async function get(path) {
     const response = await fetch(base + path);
     if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
-    return response.text();
+    return response;
 }
+const page = async (path) => (await get(path)).text();
 const field = (html, name) => (html.match(new RegExp(`class="${name}">([^<]+)<`)) || [])[1];
 
 async function main() {
@@ -47,6 +50,8 @@ async function main() {
                          path, scraped_at: Date.now() / 1000 };
         const id = args.store === 'upsert' ? record.sku : String(await client.incr('record-ids'));
         await client.hset('records', id, JSON.stringify(record));
+        const photo = (html.match(/class="photo" src="([^"]+)"/) || [])[1];
+        if (photo) await client.hset('photos', record.sku, Buffer.from(await (await get(photo)).arrayBuffer()));
     }, {
         connection, concurrency: 1,
         // BullMQ's documented lock options, short so a run takes seconds (issue 23 point 3): a job

@@ -1,0 +1,101 @@
+"""The source location of a store write in a Python program: file, line and function, found without changing
+the program, while its start is held at that very write.
+
+A `w<n>` point's start runs under the write gate (harness/faults/write_gate.py), whose strace holds the
+writing thread in the system call's entry. With KILLTEST_LOCATE_TO set, the gate runs `py-spy dump
+--nonblocking` on the held process before the kill: py-spy reads the interpreter's frames from the
+process's memory (process_vm_readv) without attaching, which matters because strace already traces it
+and a process has one tracer. The innermost frame outside Python's own library is the program's line
+that made the write (a `f.flush()` or the `with` block's end, where a buffered write really happens).
+
+Why py-spy: it reads any CPython 3.x from outside, with no change to the program and no import in it; a
+Python-level tracer (sys.settrace, the line points' way) would see lines, not system calls. It is the
+optional `locate` extra: without it, one line says so. Node.js commands get no location: V8 keeps no
+stack a reader outside the process can walk without its cooperation (`--perf-basic-prof` maps JIT code
+for perf, but a held process's interpreted frames are not in it), so one line says that too.
+
+Each distinct failure's example point is run once more for this, after the exploration.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import sysconfig
+
+from killtest.fixture_site.catalog import Catalog
+from killtest.harness import lifeline
+from killtest.harness.design.model import Design
+from killtest.harness.faults.points import parse_point
+from killtest.harness.faults.points.store_write import AtStoreWrite, server_store
+from killtest.harness.running.exploration import explore_point
+from killtest.harness.running.orchestrator import stage
+from killtest.harness.running.runner import RunSettings
+
+_FRAME = re.compile(r"^\s+(?P<function>\S+) \((?P<file>[^)]+):(?P<line>\d+)\)$")
+LIBRARY = tuple({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], "/usr/lib/python3"})
+
+
+def py_spy() -> str | None:
+    """py-spy on the PATH or beside this interpreter (a virtual environment's bin/)."""
+    beside = os.path.join(os.path.dirname(sys.executable), "py-spy")
+    return shutil.which("py-spy") or (beside if os.access(beside, os.X_OK) else None)
+
+
+def language(design: Design) -> str:
+    """`python`, `node` or `other`: what a design's starts run."""
+    if design.module is not None:
+        return "python"
+    program = os.path.basename(design.command_template[0]) if design.command_template else ""
+    return "python" if program.startswith("python") else "node" if program in ("node", "nodejs") else "other"
+
+
+def why_not(design: Design) -> str | None:
+    """The one line that says why no location can be had; None when it can."""
+    kind = language(design)
+    if kind == "node":
+        return "no source location: a held Node.js process's stack cannot be read from outside"
+    if kind != "python":
+        return "no source location: not a Python program"
+    if server_store(design):
+        return "no source location: a server's statement is counted by a proxy, not held in the program"
+    if py_spy() is None:
+        return "no source location: py-spy is not installed (pip install 'killtest[locate]')"
+    return None
+
+
+def innermost(dump: str) -> str | None:
+    """`function (file:line)` of the innermost frame outside Python's library in a py-spy dump."""
+    for line in dump.splitlines():
+        found = _FRAME.match(line)
+        if found and not found["file"].startswith(LIBRARY) and "/site-packages/" not in found["file"]:
+            return f"{found['function']} ({found['file']}:{found['line']})"
+    return None
+
+
+def locate_writes(design: Design, catalog: Catalog, settings: RunSettings, points: list[str],
+                  work_dir: str | None = None) -> dict[str, str]:
+    """`in FUNCTION (FILE:LINE)` for each store-write point of `points` (or the one line of `why_not`)."""
+    writes = [p for p in points if isinstance(parse_point(p, design), AtStoreWrite)]
+    if not writes:
+        return {}
+    reason = why_not(design)
+    if reason is not None:
+        return dict.fromkeys(writes, reason)
+    found: dict[str, str] = {}
+    with lifeline.temp_dir(prefix="killtest-locate-") as dumps, stage(catalog, [design], prefork=False) as on:
+        cache: dict = {}
+        for number, spec in enumerate(writes):
+            path = os.path.join(dumps, f"{number}.txt")
+            os.environ.update(KILLTEST_LOCATE_TO=path, KILLTEST_PY_SPY=py_spy() or "py-spy")
+            try:
+                explore_point(design, on, settings, parse_point(spec, design), work_dir, cache)
+            finally:
+                os.environ.pop("KILLTEST_LOCATE_TO", None)
+                os.environ.pop("KILLTEST_PY_SPY", None)
+            dump = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
+            frame = innermost(dump)
+            found[spec] = f"in {frame}" if frame else "no source location: py-spy found no frame of the program"
+    return found
