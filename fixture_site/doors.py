@@ -81,7 +81,7 @@ class Doors:
         URL, port included, into its queue file's name): on another port the recorded files never appear
         and the point's count lands on another write."""
         if self._port:
-            with contextlib.suppress(OSError):  # taken meanwhile: a new port
+            with contextlib.suppress(OSError):  # taken meanwhile: a new port (a write gate off its aim says so)
                 return socket.create_server((self._host, self._port), backlog=128)  # SO_REUSEADDR
         return socket.create_server((self._host, 0), backlog=128)
 
