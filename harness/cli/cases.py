@@ -21,6 +21,8 @@ class CasesCommand(Command):
 
     def run(self, args: argparse.Namespace, progress: Progress) -> int:
         only = [n.strip() for n in (args.only or "").split(",") if n.strip()]
+        if args.only is not None and not only:  # `--only ""` (an unset shell variable) is not "all of them"
+            raise KilltestError("--only names no case: give --only NAME[,NAME], or leave --only out to run them all")
         cases = load_cases(only=only, codes=FINDINGS)
         if args.release is not None and not any(r.version == args.release for c in cases for r in c.releases):
             raise KilltestError(f"--release {args.release}: no selected case has that release")
