@@ -11,7 +11,7 @@ from killtest.harness.cli.shared import command_line
 from killtest.harness.design.case_spec import load_cases
 from killtest.harness.errors import KilltestError
 from killtest.harness.report.case_table import merged, read_results, verdict_text, write_results
-from killtest.harness.running.case_plan import ReleaseOutcome, run_cases
+from killtest.harness.running.case_plan import ReleaseOutcome, check_requirements, run_cases
 from killtest.harness.running.progress import Progress
 
 
@@ -26,6 +26,7 @@ class CasesCommand(Command):
         cases = load_cases(only=only, codes=FINDINGS)
         if args.release is not None and not any(r.version == args.release for c in cases for r in c.releases):
             raise KilltestError(f"--release {args.release}: no selected case has that release")
+        check_requirements(cases, args.release)  # before the results directory: bad input writes nothing
         try:
             os.makedirs(args.out, exist_ok=True)
         except OSError as error:
