@@ -33,6 +33,9 @@ from werkzeug.serving import BaseWSGIServer
 
 from killtest.fixture_site.socket_owner import owner
 
+# The last door's port in this process: `killtest run` records a store-write point's aim on a site of its
+# own, then runs on another site, whose first door asks for the same port.
+_last_port: int | None = None
 DOOR = "killtest.door"  # the WSGI environ key holding the door a request is credited to, or None
 WORKER_PID = "killtest.worker_pid"  # the environ key holding the pid of the worker that made it, or None
 
@@ -65,7 +68,7 @@ class Doors:
         with self._lock:
             self._close_door()
             self._workers = workers
-            listening = socket.create_server((self._host, self._port or 0), backlog=128)  # SO_REUSEADDR
+            listening = self._listen()
             listening.setblocking(False)
             self._port = listening.getsockname()[1]
             door = next(self._ids)
@@ -73,11 +76,27 @@ class Doors:
         os.write(self._wake_w, b"r")
         return door, f"http://{self._host}:{self._port}"
 
+    def _listen(self) -> socket.socket:
+        """A listening socket on the run's port; the next run keeps the last run's port when it is still free.
+
+        Why keep it: a store-write point is aimed by a recording, a run of its own (harness/running/
+        write_plans.py), and a design may name its files after its base URL (Crawlee hashes a request's
+        URL, port included, into its queue file's name): on another port the recorded files never appear
+        and the point's count lands on another write."""
+        global _last_port
+        for port in dict.fromkeys(p for p in (self._port, _last_port) if p):
+            with contextlib.suppress(OSError):  # taken meanwhile: a new port (a write gate off its aim says so)
+                listening = socket.create_server((self._host, port), backlog=128)  # SO_REUSEADDR
+                break
+        else:
+            listening = socket.create_server((self._host, 0), backlog=128)
+        _last_port = listening.getsockname()[1]
+        return listening
+
     def close(self) -> None:
-        """The run is over: take in the last door's connections and close it; the next run gets a new port."""
+        """The run is over: take in the last door's connections and close it; the next run asks for its port again."""
         with self._lock:
             self._close_door()
-            self._port = None
             self._credit = {}
             self._workers = None
         os.write(self._wake_w, b"c")

@@ -102,6 +102,15 @@ def test_the_shipped_cases_load_and_an_unknown_one_is_exit_2_in_one_line():
     assert done.stderr.strip().count("\n") == 0 and "no case named no-such-case" in done.stderr
 
 
+@pytest.mark.parametrize("only", ["", " , "])
+def test_an_only_that_names_no_case_is_exit_2_in_one_line_not_every_case(only, tmp_path):
+    done = subprocess.run([*KILLTEST, "cases", "--only", only, "--out", str(tmp_path)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 2, done.stdout
+    assert done.stderr.strip().count("\n") == 0 and "--only names no case" in done.stderr
+    assert not os.listdir(tmp_path)  # nothing ran
+
+
 def test_the_env_hash_is_of_the_pins_in_any_order_and_of_the_interpreter():
     a = env_hash("python", ["a==1", "b==2"], "python-3.11")
     assert a == env_hash("python", ["b==2", "a==1"], "python-3.11")

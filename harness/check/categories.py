@@ -146,6 +146,8 @@ def sort_kills(history: History) -> list[KillFinding]:
         forced = kill.get("signal") == "SIGTERM" or "server_restart_s" in kill
         if kill["returncode"] != -signal.SIGKILL and not forced:
             status = "missed"  # the process had already exited by itself
+        elif kill.get("aimed_elsewhere"):
+            status = "missed"  # a store-write point's count reached another write (faults/write_gate.py)
         else:
             status = "landed" if did_work(history, kill["start"]) else "before_work"
         held_now = set(kill.get("held_leases", []))

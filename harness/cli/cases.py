@@ -11,7 +11,7 @@ from killtest.harness.cli.shared import command_line
 from killtest.harness.design.case_spec import load_cases
 from killtest.harness.errors import KilltestError
 from killtest.harness.report.case_table import merged, read_results, verdict_text, write_results
-from killtest.harness.running.case_plan import ReleaseOutcome, run_cases
+from killtest.harness.running.case_plan import ReleaseOutcome, check_requirements, run_cases
 from killtest.harness.running.progress import Progress
 
 
@@ -21,9 +21,12 @@ class CasesCommand(Command):
 
     def run(self, args: argparse.Namespace, progress: Progress) -> int:
         only = [n.strip() for n in (args.only or "").split(",") if n.strip()]
+        if args.only is not None and not only:  # `--only ""` (an unset shell variable) is not "all of them"
+            raise KilltestError("--only names no case: give --only NAME[,NAME], or leave --only out to run them all")
         cases = load_cases(only=only, codes=FINDINGS)
         if args.release is not None and not any(r.version == args.release for c in cases for r in c.releases):
             raise KilltestError(f"--release {args.release}: no selected case has that release")
+        check_requirements(cases, args.release)  # before the results directory: bad input writes nothing
         try:
             os.makedirs(args.out, exist_ok=True)
         except OSError as error:

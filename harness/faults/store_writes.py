@@ -73,11 +73,19 @@ class InjectionPlan:
     syscall: str
     when: int
     paths: tuple[str, ...]  # every store path the recording saw, relative to the work dir
+    # The aimed call's own files, and its number among its thread's calls of `syscall` to them: the write
+    # gate checks the kill lands there (a file named otherwise on this start moves strace's count elsewhere).
+    target: tuple[str, ...] = ()
+    on_target: int = 0
 
     def absolute_paths(self, values: Mapping[str, str]) -> list[str]:
         """The `-P` arguments of one start: strace matches them literally, so they must be absolute."""
         work_dir = values["work_dir"]
         return [os.path.join(work_dir, p) if p else work_dir for p in self.paths]
+
+    def absolute_target(self, values: Mapping[str, str]) -> list[str]:
+        work_dir = values["work_dir"]
+        return [os.path.join(work_dir, p) if p else work_dir for p in self.target]
 
 
 @dataclass(frozen=True)
@@ -105,7 +113,9 @@ class Recording:
             raise ValueError(f"store write {n} is {call.syscall} number {call.count} of its thread, but another"
                              f" thread or process reaches its own {call.syscall} number {call.count} first (write"
                              f" {landed}); strace counts per thread")
-        return InjectionPlan(call.syscall, call.count, self.paths)
+        mine = (call.tid, call.syscall, call.paths)
+        on_target = sum(1 for c in self.calls[:n] if (c.tid, c.syscall, c.paths) == mine)
+        return InjectionPlan(call.syscall, call.count, self.paths, call.paths, on_target)
 
     def write_after_request(self, k: int) -> int | None:
         """The 1-based index of the first store write after the k-th request was sent (so after its answer

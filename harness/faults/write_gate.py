@@ -1,6 +1,6 @@
 """Run a start under strace, held at one store write, and SIGKILL the whole start there.
 
-    python -S write_gate.py SYSCALL WHEN PATH... -- COMMAND...
+    python -S write_gate.py SYSCALL WHEN PATH... [--aim N MISSED_FILE TARGET...] -- COMMAND...
 
 strace holds the thread that enters its WHEN-th SYSCALL to one of the PATHs (`-e inject=SYSCALL:
 delay_enter=...:when=WHEN -P PATH...`: counted per thread, see harness/faults/store_writes.py) before
@@ -16,6 +16,11 @@ but they could send a request).
 Why a delay and not strace's own `signal=KILL`: strace 6.1 under `--seccomp-bpf` (which stops the
 tracee at the traced calls only, about three times faster for a Python start) did not deliver the
 injected signal here, while the delay is honoured; and `signal=KILL` kills one process, not the start.
+
+With `--aim`, the gate also checks the WHEN-th entry is the N-th of its thread's to the aimed call's
+files (TARGET: strace prints each call's file, `-y`); when not (this start named a file otherwise than
+the recording that aimed the point did), it writes why to MISSED_FILE before the kill, and the runner
+records the kill as missed, not landed (harness/faults/points/store_write.py, `gate_missed`).
 
 It imports only the standard library and is run by path with `-S`: it costs a start about 20 ms.
 """
@@ -79,6 +84,17 @@ def locate(tid: int) -> None:
         out.write(text)
 
 
+def missed(aim: list[str], syscall: str, entry: str) -> None:
+    """The count landed off the aimed call: say so in the file the runner reads (store_write.gate_missed).
+    The start is killed all the same: the held call cannot be let go (strace's seccomp filter outlives it)."""
+    number, path, *targets = aim
+    what = entry.split("(", 1)[1]
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(f"aimed at {syscall} number {number} of its thread to {' '.join(targets)}, but strace's count"
+                  f" reached {syscall}({what}: this start named its files otherwise than the recording that aimed"
+                  " the point (a port, pid or random name in a file name?)")
+
+
 def _members(group: int) -> list[int]:
     found = []
     for name in os.listdir("/proc"):
@@ -93,18 +109,23 @@ def _members(group: int) -> list[int]:
 
 def main(argv: list[str]) -> None:
     split = argv.index("--")
-    syscall, when_text, *paths = argv[:split]
+    head = argv[:split]
+    aim = head[head.index("--aim") + 1:] if "--aim" in head else []  # --aim N MISSED_FILE TARGET...
+    syscall, when_text, *paths = head[:len(head) - len(aim) - (1 if aim else 0)]
     when = int(when_text)
     ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1)  # what the start leaves behind comes back to the gate
     read_end, write_end = os.pipe()
     strace = ["strace", "-f", "-q", "--seccomp-bpf", "-o", f"/dev/fd/{write_end}", "-e", f"trace={syscall}",
-              "-e", f"inject={syscall}:delay_enter={HOLD_US}:when={when}"]
+              "-e", f"inject={syscall}:delay_enter={HOLD_US}:when={when}"] + (["-y"] if aim else [])
     for path in paths:
         strace += ["-P", path]
     process = subprocess.Popen([*strace, "--", *argv[split + 1:]], pass_fds=(write_end,))
     os.close(write_end)
-    entry = re.compile(rf"^(\d+)\s+{re.escape(syscall)}\(")
+    # Aimed: an entry counts once its file is written out (`-y`: `write(5</path>`, `unlink("/path"`).
+    entry = re.compile(rf"^(\d+)\s+{re.escape(syscall)}\(" + (r'(?:-?\d+<(?:[^<>]|<[^<>]*>)*>|[^"]*"(?:[^"\\]|\\.)*")'
+                                                              if aim else ""))
     counts: dict[str, int] = {}
+    on_target: dict[str, int] = {}  # each thread's entries to the aimed call's files
     pending = ""  # the line being written, whose entry may not be counted yet
     counted = False
     with os.fdopen(read_end, "rb", buffering=0) as log:
@@ -122,7 +143,12 @@ def main(argv: list[str]) -> None:
                     continue
                 tid = found.group(1)
                 counts[tid] = counts.get(tid, 0) + 1
+                targets = aim[2:]
+                if any(f"<{t}>" in found.group(0) or f'"{t}"' in found.group(0) for t in targets):
+                    on_target[tid] = on_target.get(tid, 0) + 1
                 if counts[tid] == when:
+                    if aim and on_target.get(tid, 0) != int(aim[0]):
+                        missed(aim, syscall, found.group(0))
                     locate(int(tid))
                     kill_start(process.pid)
                 counted = line is pending

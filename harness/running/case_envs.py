@@ -25,10 +25,10 @@ from killtest.harness.errors import KilltestError
 
 # The pip and npm flags: quiet, no version check or audit (the registry is reachable, nothing else is).
 _PIP = ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-input"]
-# A browser case drives Debian's Chromium (executablePath): the browser downloads that Puppeteer's and
-# Playwright's install steps make are not reachable here, and would be a second browser to keep alive.
-_NO_BROWSER_DOWNLOADS = {"PUPPETEER_SKIP_DOWNLOAD": "1", "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"}
 _NPM = ["npm", "install", "--no-audit", "--no-fund", "--no-save", "--loglevel=error"]
+# No browser downloads at install: a browser case drives the system's Chromium (executablePath), and a
+# download (puppeteer's postinstall fetches Chrome) fails where only the registries are reachable.
+_NO_BROWSER_DOWNLOAD = {"PUPPETEER_SKIP_DOWNLOAD": "1", "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"}
 
 
 @dataclass(frozen=True)
@@ -120,14 +120,15 @@ def _install(runtime: str, packages: tuple[str, ...], folder: str) -> None:
     else:
         if shutil.which("npm") is None:
             raise KilltestError("a node case needs `npm` on PATH")
-        _step([*_NPM, "--prefix", folder, *packages], "npm install " + " ".join(packages))
+        _step([*_NPM, "--prefix", folder, *packages], "npm install " + " ".join(packages), _NO_BROWSER_DOWNLOAD)
 
 
-def _step(command: list[str], what: str) -> None:
-    """Run one install step; a failure is one line: the step and the tool's last line of complaint."""
+def _step(command: list[str], what: str, env: dict[str, str] | None = None) -> None:
+    """Run one install step (with `env` added to the environment); a failure is one line: the step and
+    the tool's last line of complaint."""
     try:
         done = subprocess.run(command, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
-                              env={**os.environ, **_NO_BROWSER_DOWNLOADS})
+                              env={**os.environ, **(env or {})})
     except OSError as error:
         raise KilltestError(f"{what}: cannot run {command[0]}: {error.strerror}") from None
     if done.returncode != 0:

@@ -23,8 +23,10 @@ from dataclasses import asdict, dataclass, field
 
 from killtest.harness import lifeline
 from killtest.harness.design.case_spec import Case, Release
+from killtest.harness.design.registry import design_named
 from killtest.harness.options import options_of
 from killtest.harness.running.case_envs import CaseEnv, ensure_env
+from killtest.harness.servers.for_stores import StoreServers
 
 EXIT_INTERRUPTED = 130
 
@@ -77,6 +79,7 @@ def run_cases(cases: list[Case], out: str, release: str | None = None, rebuild: 
     """Every release of every case (just `release`, when given), in order; the env of each built first.
     `done` is told each outcome as it comes (the command prints it and keeps it if the rest is interrupted)."""
     outcomes = []
+    check_requirements(cases, release)
     for case in cases:
         for rel in case.releases:
             if release is not None and rel.version != release:
@@ -86,6 +89,13 @@ def run_cases(cases: list[Case], out: str, release: str | None = None, rebuild: 
             if done is not None:
                 done(outcomes[-1])
     return outcomes
+
+
+def check_requirements(cases: list[Case], release: str | None = None) -> None:
+    """What this killtest lacks for a selected design (the redis extra for a BullMQ case): one line before
+    anything runs, not an error per release after the others' envs were built and run."""
+    StoreServers([design_named(rel.design) for case in cases for rel in case.releases
+                  if release is None or rel.version == release])  # checks, starts nothing
 
 
 def run_release(case: Case, rel: Release, env: CaseEnv, out: str, say: Callable[[str], None]) -> ReleaseOutcome:

@@ -34,6 +34,7 @@ from killtest.harness.design.stores import held_leases, kind_of
 from killtest.harness.errors import KilltestError, ScraperStartError
 from killtest.harness.faults.disk_model import DiskModel, adopt_orphans
 from killtest.harness.faults.points import Armed, KillPoint, NotArmed, StartOptions
+from killtest.harness.faults.points.store_write import gate_missed
 from killtest.harness.faults.schedule import KillSchedule
 from killtest.harness.history import History
 from killtest.harness.running.collect import (
@@ -249,7 +250,8 @@ def _wait_then_kill(run: _Run, point: KillPoint | None, armed: Armed, crawl: int
         # An exact point fired: the site's trigger or the tracer inside the scraper sent the signal.
         fired_at = armed.fired_at or time.monotonic()
         run.history.add("kill", fired_at - run.began, start=index, signal="SIGKILL", point=point.spec,
-                        returncode=returncode, held_leases=run.held_leases())
+                        returncode=returncode, held_leases=run.held_leases(),
+                        **gate_missed(run.design.values(run.launch_for(crawl))))  # a write gate's kill off its aim
         point.after_kill(StartTarget(run, crawl, point.spec))  # a power cut drops what was not durable
         run.current = None
         return True

@@ -32,6 +32,7 @@ from killtest.harness.faults.store_writes import InjectionPlan, recording_prefix
 
 GATE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "write_gate.py")
 COMMAND_GATE = os.path.join(os.path.dirname(GATE), "command_gate.py")
+GATE_MISSED = ".killtest-write-gate-missed"  # in the work dir: the gate's note of a kill off its aim
 
 
 def require_strace(spec: str) -> None:
@@ -56,8 +57,23 @@ def gate_options(plan: InjectionPlan | None, values: Mapping[str, str] | None) -
     if plan is None:
         return StartOptions()  # the start makes fewer store writes: it runs to the end
     assert values is not None, "a store-write point needs the start's work dir"
+    aim = ("--aim", str(plan.on_target), os.path.join(values["work_dir"], GATE_MISSED),
+           *plan.absolute_target(values)) if plan.target else ()
     return StartOptions(command_prefix=(sys.executable, "-S", GATE, plan.syscall, str(plan.when),
-                                        *plan.absolute_paths(values), "--"))
+                                        *plan.absolute_paths(values), *aim, "--"))
+
+
+def gate_missed(values: Mapping[str, str]) -> dict[str, str]:
+    """`{"aimed_elsewhere": why}` when the write gate's kill did not land on the write its point names
+    (harness/faults/write_gate.py, `--aim`); the note is removed, so the next start's kill is judged afresh."""
+    path = os.path.join(values["work_dir"], GATE_MISSED)
+    try:
+        with open(path, encoding="utf-8") as note:
+            why = note.read().strip()
+        os.remove(path)
+    except FileNotFoundError:
+        return {}
+    return {"aimed_elsewhere": why}
 
 
 @register
