@@ -27,6 +27,7 @@ It imports only the standard library and is run by path with `-S`: it costs a st
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import re
@@ -37,6 +38,8 @@ import time
 
 HOLD_US = 30_000_000  # long enough for the gate to read the line; the runner's time limit covers a lost one
 PR_SET_CHILD_SUBREAPER = 36
+NODE_STACK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node_stack.py")
+NODE_MAP = "--perf-basic-prof --interpreted-frames-native-stack"  # V8's code map, for node_stack.py
 
 
 def kill_start(tracer: int = 0) -> None:
@@ -67,16 +70,19 @@ def kill_start(tracer: int = 0) -> None:
 def locate(tid: int) -> None:
     """With KILLTEST_LOCATE_TO set (harness/running/locate.py), dump the held process's Python stack there
     before the kill: `py-spy dump --nonblocking` reads its memory without attaching (strace already traces it,
-    and a tracee cannot have two tracers), while the thread waits in strace's delay, at the very write."""
+    and a tracee cannot have two tracers), while the thread waits in strace's delay, at the very write.
+    With KILLTEST_LOCATE_NODE too, node_stack.py reads the JavaScript frames, and deletes the start's maps."""
     target = os.environ.get("KILLTEST_LOCATE_TO")
     if not target:
         return
     try:
         with open(f"/proc/{tid}/status", encoding="ascii") as status:
             pid = next(line.split()[1] for line in status if line.startswith("Tgid:"))
-        dump = subprocess.run([os.environ.get("KILLTEST_PY_SPY", "py-spy"), "dump", "--pid", pid, "--nonblocking",
-                               "--full-filenames"],
-                              capture_output=True, text=True, timeout=10)
+        reader = [os.environ.get("KILLTEST_PY_SPY", "py-spy"), "dump", "--pid", pid, "--nonblocking",
+                  "--full-filenames"]
+        if os.environ.get("KILLTEST_LOCATE_NODE"):  # JavaScript frames from V8's perf map (node_stack.py)
+            reader = [sys.executable, "-S", NODE_STACK, str(tid), *map(str, _members(os.getpgrp()))]
+        dump = subprocess.run(reader, capture_output=True, text=True, timeout=10)
         text = dump.stdout + dump.stderr
     except (OSError, StopIteration, subprocess.SubprocessError) as error:
         text = f"no stack: {error}"
@@ -119,7 +125,9 @@ def main(argv: list[str]) -> None:
               "-e", f"inject={syscall}:delay_enter={HOLD_US}:when={when}"] + (["-y"] if aim else [])
     for path in paths:
         strace += ["-P", path]
-    process = subprocess.Popen([*strace, "--", *argv[split + 1:]], pass_fds=(write_end,))
+    node = bool(os.environ.get("KILLTEST_LOCATE_NODE"))  # this start only: not the next, nor the recording
+    env = {**os.environ, "NODE_OPTIONS": f"{os.environ.get('NODE_OPTIONS', '')} {NODE_MAP}".strip()} if node else None
+    process = subprocess.Popen([*strace, "--", *argv[split + 1:]], pass_fds=(write_end,), env=env)
     os.close(write_end)
     # Aimed: an entry counts once its file is written out (`-y`: `write(5</path>`, `unlink("/path"`).
     entry = re.compile(rf"^(\d+)\s+{re.escape(syscall)}\(" + (r'(?:-?\d+<(?:[^<>]|<[^<>]*>)*>|[^"]*"(?:[^"\\]|\\.)*")'
@@ -138,6 +146,9 @@ def main(argv: list[str]) -> None:
                 if line is not pending and counted:
                     counted = False  # this finished line was counted when it was pending
                     continue
+                if node and " +++ " in line:  # a process that ran to its end leaves its map: delete it
+                    with contextlib.suppress(OSError):
+                        os.remove(f"/tmp/perf-{line.split()[0]}.map")
                 found = entry.match(line)
                 if found is None:
                     continue

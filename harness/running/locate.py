@@ -10,9 +10,15 @@ that made the write (a `f.flush()` or the `with` block's end, where a buffered w
 
 Why py-spy: it reads any CPython 3.x from outside, with no change to the program and no import in it; a
 Python-level tracer (sys.settrace, the line points' way) would see lines, not system calls. It is the
-optional `locate` extra: without it, one line says so. Node.js commands get no location: V8 keeps no
-stack a reader outside the process can walk without its cooperation (`--perf-basic-prof` maps JIT code
-for perf, but a held process's interpreted frames are not in it), so one line says that too.
+optional `locate` extra: without it, one line says so.
+
+A Node.js command's held start runs with `--perf-basic-prof --interpreted-frames-native-stack` in
+NODE_OPTIONS (that start only; the program is unchanged): V8 maps every function's code, interpreted
+ones included, in /tmp/perf-<pid>.map, and faults/node_stack.py matches the held thread's stack words
+against it (the map is deleted before the kill). V8's map names a function by where it starts, so the
+line is the function's first line, not the write's own: `in saveRecord (/app/app.cjs:3, the
+function's first line)`. An asynchronous fs call writes from libuv's worker thread, which holds no
+JavaScript frame: one line says so.
 
 Each distinct failure's example point is run once more for this, after the exploration.
 """
@@ -35,6 +41,11 @@ from killtest.harness.running.orchestrator import stage
 from killtest.harness.running.runner import RunSettings
 
 _FRAME = re.compile(r"^\s+(?P<function>\S+) \((?P<file>[^)]+):(?P<line>\d+)\)$")
+# V8's perf map: `JS:~saveRecord /app/app.cjs:3:20` (`~` interpreted, `^` baseline, `+` maglev, `*` optimized)
+_JS_FRAME = re.compile(r"^(?:JS|Function|LazyCompile):[~^+*]?(?:(?P<function>.*?) )?(?P<file>(?:/|file://)[^ ]+)"
+                       r":(?P<line>\d+):(?P<column>\d+)$")
+NO_JS_FRAME = ("no source location: no JavaScript frame of the program on the writing thread's stack"
+               " (an asynchronous fs call writes from libuv's worker thread)")
 LIBRARY = tuple({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], "/usr/lib/python3"})
 
 
@@ -55,13 +66,11 @@ def language(design: Design) -> str:
 def why_not(design: Design) -> str | None:
     """The one line that says why no location can be had; None when it can."""
     kind = language(design)
-    if kind == "node":
-        return "no source location: a held Node.js process's stack cannot be read from outside"
-    if kind != "python":
-        return "no source location: not a Python program"
+    if kind not in ("python", "node"):
+        return "no source location: not a Python or Node.js program"
     if server_store(design):
         return "no source location: a server's statement is counted by a proxy, not held in the program"
-    if py_spy() is None:
+    if kind == "python" and py_spy() is None:
         return "no source location: py-spy is not installed (pip install 'killtest[locate]')"
     return None
 
@@ -72,6 +81,19 @@ def innermost(dump: str) -> str | None:
         found = _FRAME.match(line)
         if found and not found["file"].startswith(LIBRARY) and "/site-packages/" not in found["file"]:
             return f"{found['function']} ({found['file']}:{found['line']})"
+    return None
+
+
+def innermost_js(frames: str) -> str | None:
+    """`function (file:line, the function's first line)` of the innermost frame in the program's own files
+    among node_stack.py's lines (not Node's `node:` modules, not node_modules)."""
+    for line in frames.splitlines():
+        found = _JS_FRAME.match(line)
+        if found and "/node_modules/" not in found["file"]:
+            where = found["file"].removeprefix("file://")
+            name = found["function"] or ("(top level)" if (found["line"], found["column"]) == ("1", "1")
+                                         else "(anonymous)")
+            return f"{name} ({where}:{found['line']}, the function's first line)"
     return None
 
 
@@ -89,13 +111,16 @@ def locate_writes(design: Design, catalog: Catalog, settings: RunSettings, point
         cache: dict = {}
         for number, spec in enumerate(writes):
             path = os.path.join(dumps, f"{number}.txt")
-            os.environ.update(KILLTEST_LOCATE_TO=path, KILLTEST_PY_SPY=py_spy() or "py-spy")
+            node = language(design) == "node"
+            os.environ.update(KILLTEST_LOCATE_TO=path, KILLTEST_PY_SPY=py_spy() or "py-spy",
+                              KILLTEST_LOCATE_NODE="1" if node else "")
             try:
                 explore_point(design, on, settings, parse_point(spec, design), work_dir, cache)
             finally:
-                os.environ.pop("KILLTEST_LOCATE_TO", None)
-                os.environ.pop("KILLTEST_PY_SPY", None)
+                for name in ("KILLTEST_LOCATE_TO", "KILLTEST_PY_SPY", "KILLTEST_LOCATE_NODE"):
+                    os.environ.pop(name, None)
             dump = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
-            frame = innermost(dump)
-            found[spec] = f"in {frame}" if frame else "no source location: py-spy found no frame of the program"
+            frame = innermost_js(dump) if node else innermost(dump)
+            found[spec] = f"in {frame}" if frame else (NO_JS_FRAME if node else
+                                                       "no source location: py-spy found no frame of the program")
     return found
