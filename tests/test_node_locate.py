@@ -32,7 +32,7 @@ def test_the_programs_own_javascript_frame_is_the_first_outside_node_and_its_pac
               "JS:^saveRecord /app/app.cjs:3:20\n"
               "JS:~ /app/app.cjs:1:1\n")
     assert innermost_js(frames) == "saveRecord (/app/app.cjs:3, the function's first line)"
-    assert innermost_js("JS:~ file:///app/app.mjs:1:1\n") == "(top level) (/app/app.mjs:1, the function's first line)"
+    assert innermost_js("Script:~ file:///app/app.mjs:1:1\n") == "the module's top level (/app/app.mjs)"
     assert innermost_js("JS:~ /app/app.cjs:9:14\n") == "(anonymous) (/app/app.cjs:9, the function's first line)"
     assert innermost_js("JS:~writeSync node:fs:898:19\nBytecodeHandler:Star0\n") is None
 

@@ -17,8 +17,8 @@ NODE_OPTIONS (that start only; the program is unchanged): V8 maps every function
 ones included, in /tmp/perf-<pid>.map, and faults/node_stack.py matches the held thread's stack words
 against it (the map is deleted before the kill). V8's map names a function by where it starts, so the
 line is the function's first line, not the write's own: `in saveRecord (/app/app.cjs:3, the
-function's first line)`. An asynchronous fs call writes from libuv's worker thread, which holds no
-JavaScript frame: one line says so.
+function's first line)`, or `in the module's top level (/app/app.mjs)`. An asynchronous fs call writes from
+libuv's worker thread, which holds no JavaScript frame: one line says so.
 
 Each distinct failure's example point is run once more for this, after the exploration.
 """
@@ -42,10 +42,10 @@ from killtest.harness.running.runner import RunSettings
 
 _FRAME = re.compile(r"^\s+(?P<function>\S+) \((?P<file>[^)]+):(?P<line>\d+)\)$")
 # V8's perf map: `JS:~saveRecord /app/app.cjs:3:20` (`~` interpreted, `^` baseline, `+` maglev, `*` optimized)
-_JS_FRAME = re.compile(r"^(?:JS|Function|LazyCompile):[~^+*]?(?:(?P<function>.*?) )?(?P<file>(?:/|file://)[^ ]+)"
-                       r":(?P<line>\d+):(?P<column>\d+)$")
+_JS_FRAME = re.compile(r"^(?:JS|Script|Eval|Function|LazyCompile):[~^+*]?(?:(?P<function>.*?) )?"
+                       r"(?P<file>(?:/|file://)[^ ]+):(?P<line>\d+):(?P<column>\d+)$")
 NO_JS_FRAME = ("no source location: no JavaScript frame of the program on the writing thread's stack"
-               " (an asynchronous fs call writes from libuv's worker thread)")
+               " (as when an asynchronous fs call writes from libuv's worker thread)")
 LIBRARY = tuple({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], "/usr/lib/python3"})
 
 
@@ -91,9 +91,9 @@ def innermost_js(frames: str) -> str | None:
         found = _JS_FRAME.match(line)
         if found and "/node_modules/" not in found["file"]:
             where = found["file"].removeprefix("file://")
-            name = found["function"] or ("(top level)" if (found["line"], found["column"]) == ("1", "1")
-                                         else "(anonymous)")
-            return f"{name} ({where}:{found['line']}, the function's first line)"
+            if not found["function"] and (found["line"], found["column"]) == ("1", "1"):
+                return f"the module's top level ({where})"  # a CommonJS wrapper or an ES module's body
+            return f"{found['function'] or '(anonymous)'} ({where}:{found['line']}, the function's first line)"
     return None
 
 
