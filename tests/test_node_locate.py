@@ -50,6 +50,7 @@ def _explore(tmp_path, *extra: str) -> str:
                           capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
     assert done.returncode == 1, done.stderr  # w1 kills after the 1st record: the next start stores it twice
     assert set(glob.glob("/tmp/perf-*.map")) <= maps  # the located start's map is deleted, the next one made none
+    assert not list(tmp_path.glob("isolate-*.log"))  # nor V8's code log in the start's directory (the spec's)
     found = json.loads((out / "explore-node-writer.json").read_text())
     assert [f["example"] for f in found["failures"]] == ["w1"]
     where = next(o["where"] for o in found["outcomes"] if o["point"] == "w1")

@@ -39,7 +39,9 @@ import time
 HOLD_US = 30_000_000  # long enough for the gate to read the line; the runner's time limit covers a lost one
 PR_SET_CHILD_SUBREAPER = 36
 NODE_STACK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node_stack.py")
-NODE_MAP = "--perf-basic-prof --interpreted-frames-native-stack"  # V8's code map, for node_stack.py
+# V8's code map for node_stack.py; on node's command line, not in NODE_OPTIONS, which refuses --logfile: the
+# code log the map implies would otherwise be left in the start's directory (`+`: an unnamed temporary file)
+NODE_MAP = ("--perf-basic-prof", "--interpreted-frames-native-stack", "--logfile=+", "--no-logfile-per-isolate")
 
 
 def kill_start(tracer: int = 0) -> None:
@@ -125,9 +127,11 @@ def main(argv: list[str]) -> None:
               "-e", f"inject={syscall}:delay_enter={HOLD_US}:when={when}"] + (["-y"] if aim else [])
     for path in paths:
         strace += ["-P", path]
+    command = argv[split + 1:]
     node = bool(os.environ.get("KILLTEST_LOCATE_NODE"))  # this start only: not the next, nor the recording
-    env = {**os.environ, "NODE_OPTIONS": f"{os.environ.get('NODE_OPTIONS', '')} {NODE_MAP}".strip()} if node else None
-    process = subprocess.Popen([*strace, "--", *argv[split + 1:]], pass_fds=(write_end,), env=env)
+    if node and os.path.basename(command[0]) in ("node", "nodejs"):
+        command[1:1] = NODE_MAP
+    process = subprocess.Popen([*strace, "--", *command], pass_fds=(write_end,))
     os.close(write_end)
     # Aimed: an entry counts once its file is written out (`-y`: `write(5</path>`, `unlink("/path"`).
     entry = re.compile(rf"^(\d+)\s+{re.escape(syscall)}\(" + (r'(?:-?\d+<(?:[^<>]|<[^<>]*>)*>|[^"]*"(?:[^"\\]|\\.)*")'

@@ -12,8 +12,8 @@ Why py-spy: it reads any CPython 3.x from outside, with no change to the program
 Python-level tracer (sys.settrace, the line points' way) would see lines, not system calls. It is the
 optional `locate` extra: without it, one line says so.
 
-A Node.js command's held start runs with `--perf-basic-prof --interpreted-frames-native-stack` in
-NODE_OPTIONS (that start only; the program is unchanged): V8 maps every function's code, interpreted
+A Node.js command's held start runs as `node --perf-basic-prof --interpreted-frames-native-stack ...`
+(that start only; the program is unchanged; faults/write_gate.py adds the flags): V8 maps every function's code, interpreted
 ones included, in /tmp/perf-<pid>.map, and faults/node_stack.py matches the held thread's stack words
 against it (the map is deleted before the kill). V8's map names a function by where it starts, so the
 line is the function's first line, not the write's own: `in saveRecord (/app/app.cjs:3, the
