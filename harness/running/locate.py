@@ -13,12 +13,13 @@ Python-level tracer (sys.settrace, the line points' way) would see lines, not sy
 optional `locate` extra: without it, one line says so.
 
 A Node.js command's held start runs as `node --perf-basic-prof --interpreted-frames-native-stack ...`
-(that start only; the program is unchanged; faults/write_gate.py adds the flags): V8 maps every function's code, interpreted
-ones included, in /tmp/perf-<pid>.map, and faults/node_stack.py matches the held thread's stack words
-against it (the map is deleted before the kill). V8's map names a function by where it starts, so the
-line is the function's first line, not the write's own: `in saveRecord (/app/app.cjs:3, the
-function's first line)`, or `in the module's top level (/app/app.mjs)`. An asynchronous fs call writes from
-libuv's worker thread, which holds no JavaScript frame: one line says so.
+(that start only; the program is unchanged; faults/write_gate.py adds the flags): V8 maps every
+function's code, interpreted ones included, in /tmp/perf-<pid>.map, and faults/node_stack.py matches
+the held thread's stack words against it (the map is deleted before the kill). V8's map names a
+function by where it starts, so the line is the function's first line, not the write's own: `in
+saveRecord (/app/app.cjs:3, the function's first line)`, or `in the module's top level
+(/app/app.mjs)`. An asynchronous fs call writes from libuv's worker thread, which holds no
+JavaScript frame: one line says so.
 
 Each distinct failure's example point is run once more for this, after the exploration.
 """
