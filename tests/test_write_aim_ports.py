@@ -57,8 +57,12 @@ def w1_run(tmp_path, take_the_port=False):
     with SiteServer(build_catalog(listing_pages=1, products_per_page=2)) as site, \
             StoreServers([design]) as servers, socket.socket() as blocker:
         schedule = resolve_schedule(parse_schedule("w1", design), design, Stage(site, servers, {}), SETTINGS)
-        if take_the_port:  # bound without SO_REUSEADDR: the site's next door cannot share it
+        if take_the_port:
+            # Listening, the port is the blocker's alone, whatever SO_REUSEADDR the site's next door sets;
+            # SO_REUSEADDR here only lets it bind past the recording's connections still in TIME_WAIT.
+            blocker.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             blocker.bind(("127.0.0.1", int(schedule.points[0].plan.target[0][len("queue-"):-len(".json")])))
+            blocker.listen()
         with tempfile.TemporaryDirectory(prefix="killtest-test-") as work_dir:
             history = run_kill_test(design, schedule, site, work_dir, SETTINGS)
             queues = {name: os.path.getsize(os.path.join(work_dir, name))
