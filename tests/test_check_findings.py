@@ -39,3 +39,13 @@ def test_the_findings_table_is_derived_from_the_enum():
 
 def test_every_promise_has_a_finding():
     assert {finding.promise for finding in Finding} == set(Promise)
+
+
+def test_a_crashed_node_start_is_named_by_its_error_not_by_nodes_closing_version_line():
+    from killtest.harness.check.named_checks import _complaint
+
+    node = ["/tmp/s.js:4", "SyntaxError: Unterminated string in JSON at position 36", "    at JSON.parse (<anonymous>)",
+            "", "Node.js v20.20.2"]
+    assert _complaint(node) == "SyntaxError: Unterminated string in JSON at position 36"
+    assert _complaint(["Traceback (most recent call last):", "ValueError: no"]) == "ValueError: no"
+    assert _complaint(["Node.js v20.20.2"]) == "Node.js v20.20.2"  # nothing else to name

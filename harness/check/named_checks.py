@@ -11,6 +11,7 @@ Adding a promise is one function here, one Finding in findings.py, and one test.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -69,10 +70,19 @@ def crash(e: Evidence) -> CheckResult:
     if e.verdict.outcome != "crashed":
         return judged([])
     crashed = required_event(e.history, "crash")
-    last_line = (crashed["stderr_tail"] or ["(no output)"])[-1]
+    last_line = _complaint(crashed["stderr_tail"] or ["(no output)"])
     return judged([(Finding.CRASHED, f"start {crashed['start'] + 1} exited by itself with status"
                                      f" {crashed['returncode']}: {last_line}")],
                   {"returncode": crashed["returncode"]})
+
+
+def _complaint(tail: list[str]) -> str:
+    """The line of a crashed start's stderr that says why: its last, unless that is Node.js' closing
+    `Node.js v20.1.0` after a stack, where the error is the line before the stack (`SyntaxError: ...`)."""
+    if len(tail) > 1 and re.fullmatch(r"Node\.js v[\d.]+", tail[-1].strip()):
+        errors = [line for line in tail[:-1] if re.match(r"\s*\w*(Error|Exception)\b", line)]
+        return errors[-1].strip() if errors else tail[-2]
+    return tail[-1]
 
 
 def kills_landed(e: Evidence) -> CheckResult:
