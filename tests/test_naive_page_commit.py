@@ -8,6 +8,8 @@ import requests
 from killtest.harness.check.checker import check_run
 from killtest.harness.design.registry import built_in_designs, design_named
 from killtest.harness.faults.schedule import parse_schedule
+from killtest.harness.report.campaign import Campaign, summarise
+from killtest.harness.report.sections import report_sections
 from killtest.harness.running.runner import RunSettings, run_kill_test
 from killtest.scrapers import naive, naive_page_commit
 
@@ -46,3 +48,8 @@ def test_a_kill_mid_page_loses_that_page_and_the_restart_duplicates_the_pages_be
     assert verdict.rows == 40 + 10  # the restart stores all 40 again; only page 1 survived the kill
     assert verdict.duplicated_records == 10
     assert verdict.valid and "control_without_duplicates" not in verdict.findings
+    # The report puts the article's naive figures beside it, as beside naive.
+    campaign = Campaign(command="killtest run", settings={"health_threshold": 1.3}, verdicts=[verdict], controls=[design.name])
+    rows = [section.rows for section in report_sections(campaign) if section.title.startswith("Run by run")][0]
+    assert rows[0][2:4] == ["50 (2,165)", f"{verdict.requests} (2,283)"]
+    assert summarise(campaign)[design.name]["published_wall_s"] == [9.2, 10.8]
