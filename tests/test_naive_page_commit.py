@@ -49,7 +49,8 @@ def test_a_kill_mid_page_loses_that_page_and_the_restart_duplicates_the_pages_be
     assert verdict.duplicated_records == 10
     assert verdict.valid and "control_without_duplicates" not in verdict.findings
     # The report puts the article's naive figures beside it, as beside naive.
-    campaign = Campaign(command="killtest run", settings={"health_threshold": 1.3}, verdicts=[verdict], controls=[design.name])
+    campaign = Campaign(command="killtest run", settings={"health_threshold": 1.3}, verdicts=[verdict],
+                        controls=[design.name])
     rows = [section.rows for section in report_sections(campaign) if section.title.startswith("Run by run")][0]
     assert rows[0][2:4] == ["50 (2,165)", f"{verdict.requests} (2,283)"]
     assert summarise(campaign)[design.name]["published_wall_s"] == [9.2, 10.8]
