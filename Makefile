@@ -10,7 +10,10 @@ STAMP := $(VENV)/.installed
 # empty is the pace-only run; the closest disk model found is ARTICLE_MODEL (make killtest MODEL="$(ARTICLE_MODEL)").
 ARTICLE_MODEL := --pace 140 --disk consumer-ssd
 MODEL ?=
-EXPERIMENT := run --design naive --design idempotent --runs 5 --kills 10 --seed 1 --lease 3 --check-faster $(MODEL)
+# The naive control: naive (a commit per product) or naive-page-commit (a commit per listing page, the other
+# reading of the article's "commits as it goes": docs/explanation/article-reproduction.md).
+CONTROL ?= naive
+EXPERIMENT := run --design $(CONTROL) --design idempotent --runs 5 --kills 10 --seed 1 --lease 3 --check-faster $(MODEL)
 
 # The article's experiment: five runs per design, ten SIGKILLs each, 3 s lease, same schedules;
 # it also fails when a design regresses against the saved results/baseline.json.
