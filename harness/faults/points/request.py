@@ -62,6 +62,9 @@ class AtRequest(PointKind):
         return RequestTrigger(self, site)
 
 
+WATCH_WAIT_S = 10.0  # how long a due request waits for the start it must kill to be known
+
+
 class RequestTrigger:
     """Called by the site's threads: SIGKILLs the start's group at its `index`-th request, before or after
     the answer."""
@@ -74,6 +77,9 @@ class RequestTrigger:
         self._seen = 0
         self._fired = False
         self._lock = threading.Lock()
+        # The trigger is armed before the start is spawned and watches it once it is: a pre-forked start
+        # can ask for its first page in between, so a due request waits (briefly) for the start to kill.
+        self._watched = threading.Event()
         if point.after_response:
             site.set_request_hook(self.count, after_sent=self.kill_if_due)
         else:
@@ -81,6 +87,7 @@ class RequestTrigger:
 
     def watch(self, start: Any) -> None:
         self.start = start
+        self._watched.set()
 
     def disarm(self) -> None:
         self.site.set_request_hook(None)
@@ -95,8 +102,11 @@ class RequestTrigger:
 
     def kill_if_due(self, path: str) -> None:
         with self._lock:
-            if self._fired or self._seen != self.index or self.start is None:
+            if self._fired or self._seen != self.index:
                 return
             self._fired = True
-            self.fired_at = time.monotonic()
+        # The site's thread holds this request's answer until the start is known, so the kill stays exact.
+        if not self._watched.wait(WATCH_WAIT_S) or self.start is None:
+            return  # never watched (the start failed to spawn): the point did not fire, and says so
+        self.fired_at = time.monotonic()
         self.start.kill_now()
