@@ -22,6 +22,9 @@ def test_the_overhead_run_is_the_command_make_killtest_runs():
     # $(MODEL) is empty unless a disk model is asked for (make killtest MODEL=...): the default run has none.
     assert re.search(r"^MODEL \?=\s*$", makefile, re.M)
     experiment = [word for word in experiment if word != "$(MODEL)"]
+    # $(CONTROL) is the naive control unless asked otherwise (make killtest CONTROL=naive-page-commit).
+    control = re.search(r"^CONTROL \?= *(\S+)\s*$", makefile, re.M).group(1)
+    experiment = [control if word == "$(CONTROL)" else word for word in experiment]
     target = re.search(r"^killtest: .*\n\t\$\(BIN\)/killtest \$\(EXPERIMENT\) (.*)$", makefile, re.M).group(1)
     extra = [a for a in shlex.split(target) if a not in ("--out", "results")]
     assert MAKE_KILLTEST_ARGS == experiment + extra
