@@ -13,6 +13,7 @@ import requests
 
 from killtest.scrapers.common import FIRST_PAGE, LISTING_LINK, PRODUCT_LINK, emit, fetch, parse_args, parse_product
 
+INSERT = "INSERT INTO products (url, sku, price, name, scraped_at) VALUES (?, ?, ?, ?, ?)"
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS products (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -33,14 +34,14 @@ def crawl(db: sqlite3.Connection, base: str, session: requests.Session) -> None:
         for path in PRODUCT_LINK.findall(listing):
             product = parse_product(fetch(session, base + path))
             with db:  # commit as it goes, one row per product fetched
-                db.execute("INSERT INTO products (url, sku, price, name, scraped_at) VALUES (?, ?, ?, ?, ?)",
-                           (path, product["sku"], product["price"], product["name"], time.time()))
+                db.execute(INSERT, (path, product["sku"], product["price"], product["name"], time.time()))
         next_pages = LISTING_LINK.findall(listing)
         page = next_pages[0] if next_pages else None
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = parse_args("naive", argv)
+def main(argv: list[str] | None = None, name: str = "naive", crawl=crawl) -> None:
+    """Run `crawl` (this design's, or a variant's: naive_page_commit) on a fresh or resumed store."""
+    args = parse_args(name, argv)
     db = sqlite3.connect(args.db)
     db.executescript(SCHEMA)
     emit("ready")

@@ -15,8 +15,9 @@ import time
 
 import requests
 
-from killtest.scrapers.common import FIRST_PAGE, LISTING_LINK, PRODUCT_LINK, emit, fetch, parse_args, parse_product
-from killtest.scrapers.naive import SCHEMA
+from killtest.scrapers import naive
+from killtest.scrapers.common import FIRST_PAGE, LISTING_LINK, PRODUCT_LINK, fetch, parse_product
+from killtest.scrapers.naive import INSERT
 
 
 def crawl(db: sqlite3.Connection, base: str, session: requests.Session) -> None:
@@ -27,19 +28,13 @@ def crawl(db: sqlite3.Connection, base: str, session: requests.Session) -> None:
         with db:  # commit as it goes, once per listing page: one row per product fetched on it
             for path in PRODUCT_LINK.findall(listing):
                 product = parse_product(fetch(session, base + path))
-                db.execute("INSERT INTO products (url, sku, price, name, scraped_at) VALUES (?, ?, ?, ?, ?)",
-                           (path, product["sku"], product["price"], product["name"], time.time()))
+                db.execute(INSERT, (path, product["sku"], product["price"], product["name"], time.time()))
         next_pages = LISTING_LINK.findall(listing)
         page = next_pages[0] if next_pages else None
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parse_args("naive-page-commit", argv)
-    db = sqlite3.connect(args.db)
-    db.executescript(SCHEMA)
-    emit("ready")
-    crawl(db, args.base, requests.Session())
-    emit("finished")
+    naive.main(argv, "naive-page-commit", crawl)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import psutil
+
 from killtest.harness.errors import KilltestError
 
 # The pip and npm flags: quiet, no version check or audit (the registry is reachable, nothing else is).
@@ -151,16 +153,7 @@ def _remove_abandoned(root: str, digest: str) -> None:
                 pid = int(src.read().strip() or 0)
         except (OSError, ValueError):
             pid = 0
-        if pid and pid != os.getpid() and _alive(pid):
+        if pid and pid != os.getpid() and psutil.pid_exists(pid):
             continue  # another killtest is building it right now
         shutil.rmtree(path, ignore_errors=True)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
