@@ -49,3 +49,18 @@ def test_a_crashed_node_start_is_named_by_its_error_not_by_nodes_closing_version
     assert _complaint(node) == "SyntaxError: Unterminated string in JSON at position 36"
     assert _complaint(["Traceback (most recent call last):", "ValueError: no"]) == "ValueError: no"
     assert _complaint(["Node.js v20.20.2"]) == "Node.js v20.20.2"  # nothing else to name
+
+
+def test_a_stderr_tail_keeps_the_error_line_a_node_stack_pushed_above_it(tmp_path):
+    from killtest.harness.check.named_checks import _complaint
+    from killtest.harness.running.collect import stderr_tail
+
+    stderr = tmp_path / "err"
+    stderr.write_text("/x.js:4\nSyntaxError: Unterminated string in JSON at position 36\n"
+                      + "".join(f"    at frame{n} (node:internal/x:{n}:1)\n" for n in range(12))
+                      + "\nNode.js v20.20.2\n")
+    tail = stderr_tail(str(stderr))
+    assert tail[0] == "SyntaxError: Unterminated string in JSON at position 36"
+    assert _complaint(tail) == "SyntaxError: Unterminated string in JSON at position 36"
+    assert _complaint(["    at node:internal/main/run_main_module:28:49", "", "Node.js v20.20.2"]) == \
+        "at node:internal/main/run_main_module:28:49"

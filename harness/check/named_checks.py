@@ -76,12 +76,17 @@ def crash(e: Evidence) -> CheckResult:
                   {"returncode": crashed["returncode"]})
 
 
+# A line that names an error: Python's `ValueError: ...`, Node.js' `SyntaxError: ...`, Java's `...Exception`.
+ERROR_LINE = re.compile(r"\s*[\w.]*(Error|Exception)\b")
+
+
 def _complaint(tail: list[str]) -> str:
     """The line of a crashed start's stderr that says why: its last, unless that is Node.js' closing
     `Node.js v20.1.0` after a stack, where the error is the line before the stack (`SyntaxError: ...`)."""
     if len(tail) > 1 and re.fullmatch(r"Node\.js v[\d.]+", tail[-1].strip()):
-        errors = [line for line in tail[:-1] if re.match(r"\s*\w*(Error|Exception)\b", line)]
-        return errors[-1].strip() if errors else tail[-2]
+        errors = [line for line in tail[:-1] if ERROR_LINE.match(line)]
+        said = [line.strip() for line in tail[:-1] if line.strip()]
+        return errors[-1].strip() if errors else (said or tail)[-1]
     return tail[-1]
 
 

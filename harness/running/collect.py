@@ -12,6 +12,7 @@ import json
 import os
 
 from killtest.fixture_site.server import SiteServer
+from killtest.harness.check.named_checks import ERROR_LINE
 from killtest.harness.design.model import Design, Launch
 from killtest.harness.design.stores import kind_of, stored_counter, stored_files, stored_records
 from killtest.harness.errors import KilltestError
@@ -117,5 +118,12 @@ def refuse_a_store_never_created(design: Design, location: str, history: History
 
 
 def stderr_tail(path: str) -> list[str]:
+    """The last lines a start wrote to stderr, led by the last line naming an error when that one stands
+    above them (a Node.js stack pushes its `SyntaxError: ...` out of the last few lines)."""
     with open(path, encoding="utf-8", errors="replace") as src:
-        return [line.rstrip() for line in src.readlines()[-STDERR_TAIL_LINES:]]
+        lines = [line.rstrip() for line in src.readlines()]
+    tail = lines[-STDERR_TAIL_LINES:]
+    if any(ERROR_LINE.match(line) for line in tail):
+        return tail
+    above = [line for line in lines[:-STDERR_TAIL_LINES] if ERROR_LINE.match(line)]
+    return above[-1:] + tail
