@@ -96,7 +96,7 @@ def test_without_fuse_a_power_cut_point_is_refused_in_one_line_naming_why(monkey
 
 
 def cut(design, schedule_text, site, recordings=None):
-    """One run of an aimed power-cut schedule: its kills, its power cuts, its records, its verdict.
+    """One run of an aimed power-cut schedule: its kills, its power cuts, its records, its verdict, its history.
     `recordings` keeps the first start's strace recording from one point to the next."""
     with StoreServers([design]) as servers:
         schedule = resolve_schedule(parse_schedule(schedule_text, design), design, Stage(site, servers, {}),
@@ -109,7 +109,15 @@ def cut(design, schedule_text, site, recordings=None):
             assert os.listdir(parent) == ["work"]  # and its backing directory is gone
     records = sorted((r["key"], sorted(r["fields"].items())) for r in history.of_type("store_record"))
     kills = [k["returncode"] for k in history.of_type("kill")]
-    return kills, history.of_type("power_lost"), records, check_run(design, 1, history, site.catalog)
+    return kills, history.of_type("power_lost"), records, check_run(design, 1, history, site.catalog), history
+
+
+def story(history) -> list[str]:
+    """A run, as much of it as explains a verdict: starts, kills, power cuts, every request,
+    every record's stamp (a failure in CI says what happened, not only that it did)."""
+    kinds = ("process_started", "kill", "power_lost", "request", "store_record", "process_exited")
+    return [f"{e['type']} t={e['t']:.4f} start={e.get('start')} {e.get('path') or e.get('key') or e.get('point') or ''}"
+            for e in history.events if e["type"] in kinds]
 
 
 def write_points(design, site, recordings):
@@ -130,14 +138,14 @@ def test_a_power_cut_at_a_store_write_loses_the_records_synchronous_off_never_ma
         outcomes = {point: cut(design, point, site, recordings) for point in late}
         lost = {point: o for point, o in outcomes.items() if o[3].missing_records}
         assert list(lost) == late, {point: o[3].problems for point, o in outcomes.items()}
-        for point, (kills, cuts, _, verdict) in lost.items():
+        for point, (kills, cuts, _, verdict, _) in lost.items():
             assert kills == [-9] and len(cuts) == 1 and cuts[0]["point"] == point
             assert "records.sqlite" in cuts[0]["bytes_reverted"] + cuts[0]["names_lost"]
             assert cuts[0]["bytes"] > 0 and verdict.validity == "invalid"
             assert any("lost" in problem for problem in verdict.problems), verdict.problems
         # A SIGKILL at the same write loses nothing: only the power cut shows the missing fsync.
         point = late[-1]
-        kills, cuts, _, verdict = cut(design, point[1:], site, recordings)
+        kills, cuts, _, verdict, _ = cut(design, point[1:], site, recordings)
         assert kills == [-9] and cuts == [] and verdict.validity == "valid", verdict.problems
         # The same point twice: the same kill, the same files lost, the same records.
         again = cut(design, point, site, recordings)
@@ -153,10 +161,11 @@ def test_the_idempotent_design_keeps_every_record_through_power_cuts_at_its_stor
         points = write_points(design, site, recordings)
         for point in (points[len(points) // 3], points[len(points) // 2], points[-2]):
             outcomes = [cut(design, point, site, recordings) for _ in range(2)]
-            kills, cuts, records, verdict = outcomes[0]
+            kills, cuts, records, verdict, history = outcomes[0]
             assert kills == [-9] and len(cuts) == 1, point
-            assert verdict.validity == "valid" and verdict.missing_records == 0, (point, verdict.problems)
-            assert outcomes[1][2] == records and outcomes[1][3].validity == "valid", point
+            assert verdict.validity == "valid" and verdict.missing_records == 0, \
+                (point, verdict.problems, story(history))
+            assert outcomes[1][2] == records and outcomes[1][3].validity == "valid", (point, story(outcomes[1][4]))
 
 
 def killtest(*args: str) -> subprocess.CompletedProcess:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from killtest.fixture_site.catalog import Catalog
 from killtest.fixture_site.recorded_site import RecordedSite
-from killtest.harness.check.categories import EXAMPLES, RecordSets, required_event
+from killtest.harness.check.categories import EXAMPLES, RecordSets, fetched_again_after_commit, required_event
 from killtest.harness.check.findings import Finding
 from killtest.harness.check.holes import holes
 from killtest.harness.check.side_effects import check_side_effects, side_effect_findings
@@ -179,10 +179,14 @@ def requests(e: Evidence) -> CheckResult:
         pauses = f" + {paused} paused workers" if paused else ""
         found.append((Finding.EXCESS_REQUESTS, f"{v.requests} requests, more than {v.minimum_requests} + {per_kill}"
                                                f"{pauses}{faults}"))
-    refetched = v.refetched_after_commit - (len(refetches_by_woken_workers(e.history, e.catalog.paths_by_sku()))
-                                            if paused else 0)
+    woken = refetches_by_woken_workers(e.history, e.catalog.paths_by_sku()) if paused else set()
+    refetched = v.refetched_after_commit - len(woken)
     if refetched:
-        found.append((Finding.REFETCHED_AFTER_COMMIT, f"{refetched} pages fetched again after their"
+        # Which pages, so a user can find them in the history (products of the final catalog; drift may hide some).
+        paths = [p for p in fetched_again_after_commit(e.history, e.catalog.paths_by_sku()) if p not in woken]
+        named = f" ({', '.join(paths[:EXAMPLES])}{' ...' if len(paths) > EXAMPLES else ''})" if paths else ""
+        pages, their = ("page", "its") if refetched == 1 else ("pages", "their")
+        found.append((Finding.REFETCHED_AFTER_COMMIT, f"{refetched} {pages}{named} fetched again after {their}"
                                                       " record was stored: progress is not committed with the result"))
     # A page fetched again while its holder was paused is the pause's cost, as a kill's is (check/zombies.py).
     twice = len(fetched_twice_not_by_a_pause(e.history)) if paused else v.fetched_twice_by_one_start
