@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from killtest.harness.check.baseline import diff_table
-from killtest.harness.published import KILLS_PER_RUN, PRODUCTS, PUBLISHED_RUNS, published_run
+from killtest.harness.published import (
+    FULL_CRAWL_REQUESTS,
+    KILLS_PER_RUN,
+    PRODUCTS,
+    PUBLISHED_RUNS,
+    PUBLISHED_WALL_S,
+    published_run,
+)
 from killtest.harness.report.campaign import PUBLISHED_COLUMNS, Campaign, summarise
 from killtest.harness.report.triage import run_failure_bullets, run_failures
 
@@ -24,7 +31,8 @@ def report_sections(campaign: Campaign) -> list[Section]:
         return []
     return [s for s in (_distinct_failures(campaign), _side_by_side(campaign), _per_design(campaign),
                         _categories(campaign),
-                        _health(campaign), _naive_band(campaign), _against_baseline(campaign), _checks(campaign))
+                        _health(campaign), _naive_band(campaign), _every_column(campaign),
+                        _against_baseline(campaign), _checks(campaign))
             if s is not None]
 
 
@@ -155,6 +163,75 @@ def _naive_band(campaign: Campaign) -> Section | None:
             + (f", and every flush costs what the disk model {campaign.settings['disk']} says"
                " (docs/explanation/disk-model.md)." if campaign.settings.get("disk") else "."))
     return section
+
+
+def _every_column(campaign: Campaign) -> Section | None:
+    """The article's six columns at once: ours beside each published band, with the runs that landed in it,
+    and the machine model the campaign ran on. When a timed campaign's schedules make one column
+    unreachable whatever the model, the reason, from those schedules."""
+    summary = summarise(campaign)
+    control = next((name for name in campaign.controls if name in summary and name in PUBLISHED_COLUMNS), None)
+    if control is None or "idempotent" not in summary or campaign.settings.get("products") != PRODUCTS:
+        return None
+    ours, theirs = campaign.of_design(control), campaign.of_design("idempotent")
+    rows, requests = ([getattr(r, c) for r in PUBLISHED_RUNS] for c in PUBLISHED_COLUMNS["naive"])
+    naive_wall, idempotent_wall = PUBLISHED_WALL_S["naive"], PUBLISHED_WALL_S["idempotent"]
+    columns = [  # (design, column, published, its runs' figures, whether a run is in the band)
+        (control, "rows", f"{min(rows):,}–{max(rows):,}", [v.rows for v in ours],
+         lambda v: min(rows) <= v.rows <= max(rows)),
+        (control, "requests", f"{min(requests):,}–{max(requests):,}", [v.requests for v in ours],
+         lambda v: min(requests) <= v.requests <= max(requests)),
+        (control, "wall s", f"{naive_wall[0]}–{naive_wall[1]}", [v.wall_s for v in ours],
+         lambda v: naive_wall[0] <= v.wall_s <= naive_wall[1]),
+        ("idempotent", "rows", f"{PRODUCTS}, every one correct", [v.rows for v in theirs],
+         lambda v: v.rows == v.correct_records == PRODUCTS),
+        ("idempotent", "requests", f"525–528 (at most {FULL_CRAWL_REQUESTS} + kills)", [v.requests for v in theirs],
+         lambda v: v.requests <= v.minimum_requests + v.kills),
+        ("idempotent", "wall s", f"{idempotent_wall[0]}–{idempotent_wall[1]}", [v.wall_s for v in theirs],
+         lambda v: idempotent_wall[0] <= v.wall_s <= idempotent_wall[1]),
+    ]
+    section = Section("Every published column at once", [_machine_model(campaign, control)],
+                      header=["Design", "column", "published", "ours", "runs in the band"])
+    landed = 0
+    for design, column, published, figures, inside in columns:
+        runs = ours if design == control else theirs
+        hits = sum(1 for v in runs if inside(v))
+        landed += hits == len(runs)
+        low, high = number(min(figures)), number(max(figures))
+        section.rows.append([design, column, published, low if low == high else f"{low}–{high}",
+                             f"{hits} of {len(runs)}"])
+    section.paragraphs.append(f"{landed} of {len(columns)} columns have every run in the published band.")
+    spread = _kill_delay_sums(campaign, ours)
+    if spread is not None and spread[1] - spread[0] > naive_wall[1] - naive_wall[0]:
+        section.paragraphs.append(
+            f"Why not every naive wall: a killed start is restarted at once, so a naive run lasts about the sum of its"
+            f" ten kill delays, plus its start-ups, plus a whole crawl at its rate. This campaign's schedules sum to"
+            f" {spread[0]:.2f}–{spread[1]:.2f} s, a spread of {spread[1] - spread[0]:.2f} s, wider than the published"
+            f" band's {naive_wall[1] - naive_wall[0]:.1f} s: no one crawl rate, so no disk or pace, puts all of them in"
+            f" {naive_wall[0]}–{naive_wall[1]} s. The closest models measured, and why none is the default:"
+            " docs/explanation/article-reproduction.md.")
+    return section
+
+
+def _machine_model(campaign: Campaign, control: str) -> str:
+    """The machine the campaign pretended to run on, in one sentence."""
+    settings = campaign.settings
+    disk = settings.get("disk")
+    return (f"The machine model: the site {_pace(settings.get('pace_rps'))}, "
+            + (f"the disk model {disk} (docs/explanation/disk-model.md)" if disk else "this machine's own disk")
+            + f"; the control is {control}.")
+
+
+def _kill_delay_sums(campaign: Campaign, runs: list) -> tuple[float, float] | None:
+    """The lowest and highest sum of a run's kill delays, for a campaign of seeded timed schedules."""
+    from killtest.harness.faults.schedule import timed_schedule
+
+    settings = campaign.settings
+    delays, kills = settings.get("kill_delay_s"), settings.get("kills")
+    if settings.get("seed") is None or not delays or not kills or not runs:
+        return None
+    sums = [sum(p.delay_s for p in timed_schedule(v.seed, kills, delays[0], delays[1]).points) for v in runs]
+    return min(sums), max(sums)
 
 
 def _against_baseline(campaign: Campaign) -> Section | None:
