@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 
+from killtest.fixture_site.catalog import build_catalog
 from killtest.harness.check.verdict import RunVerdict
-from killtest.harness.faults.schedule import timed_schedule
+from killtest.harness.faults.schedule import parse_schedule, timed_schedule
 from killtest.harness.report.campaign import Campaign
 from killtest.harness.report.sections import report_sections
+from killtest.harness.running.campaign_plan import CampaignPlan
+from killtest.harness.running.runner import RunSettings
+
+CATALOG = build_catalog(listing_pages=1, products_per_page=2)
 
 ZERO = {f.name: 0 for f in dataclasses.fields(RunVerdict)
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
@@ -22,8 +27,10 @@ def verdict(design: str, run: int, rows: int, requests: int, wall_s: float, kill
     return RunVerdict(**figures)
 
 
+# What `killtest run --seed 1 --runs 5 --kills 10` writes in its settings: each run's kill delays, summed.
+SUMS = [round(sum(p.delay_s for p in timed_schedule(seed).points), 4) for seed in range(1, 6)]
 SETTINGS = {"products": 500, "seed": 1, "kills": 10, "kill_delay_s": [0.2, 1.0], "pace_rps": 140.0,
-            "health_threshold": 1.25, "disk": "consumer-ssd"}
+            "health_threshold": 1.25, "disk": "consumer-ssd", "kill_delay_sums_s": SUMS}
 
 
 def section(settings: dict, naive: list[tuple], idempotent: list[tuple], control: str = "naive"):
@@ -53,12 +60,11 @@ def test_each_column_counts_the_runs_inside_its_published_band():
 def test_the_reason_comes_from_the_campaigns_own_schedules():
     five = [(1500, 1600, 10.0)] * 5
     found = section(SETTINGS, naive=five, idempotent=[(500, 526, 7.5)] * 5)
-    sums = [sum(p.delay_s for p in timed_schedule(seed).points) for seed in range(1, 6)]
-    assert max(sums) - min(sums) > 1.6  # the article's five seeds: wider than the published naive walls
+    assert max(SUMS) - min(SUMS) > 1.6  # the article's five seeds: wider than the published naive walls
     why = next(p for p in found.paragraphs if p.startswith("Why not every naive wall"))
-    assert f"sum to {min(sums):.2f}–{max(sums):.2f} s" in why
+    assert f"sum to {min(SUMS):.2f}–{max(SUMS):.2f} s" in why
     # A fixed schedule (no seed) says nothing of kill delays: no reason is made up.
-    fixed = section(SETTINGS | {"seed": None, "kill_delay_s": None}, naive=five, idempotent=[(500, 526, 7.5)] * 5)
+    fixed = section(SETTINGS | {"kill_delay_sums_s": None}, naive=five, idempotent=[(500, 526, 7.5)] * 5)
     assert not any(p.startswith("Why not") for p in fixed.paragraphs)
     # One run alone spreads nothing.
     one = section(SETTINGS, naive=five[:1], idempotent=[(500, 526, 7.5)])
@@ -72,3 +78,14 @@ def test_only_the_articles_experiment_gets_the_section():
                     control="naive-page-commit")
     assert pages is not None and pages.rows[0][0] == "naive-page-commit"
     assert "this machine's own disk; the control is naive-page-commit." in pages.paragraphs[0]
+
+
+def test_a_seeded_timed_campaign_records_each_runs_kill_delay_sum_and_an_exact_one_none():
+
+    def settings(schedules, seed):
+        plan = CampaignPlan(command="killtest run", designs=(), schedules=tuple(schedules), catalog=CATALOG,
+                            settings=RunSettings(), out_dir="results", name="killtest", seed=seed)
+        return plan.describe()["kill_delay_sums_s"]
+
+    assert settings([timed_schedule(s) for s in range(1, 6)], seed=1) == SUMS
+    assert settings([parse_schedule("r5,t0.4")], seed=None) is None

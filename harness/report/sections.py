@@ -224,14 +224,11 @@ def _machine_model(campaign: Campaign, control: str) -> str:
 
 def _kill_delay_sums(campaign: Campaign, runs: list) -> tuple[float, float] | None:
     """The lowest and highest sum of a run's kill delays, for a campaign of seeded timed schedules."""
-    from killtest.harness.faults.schedule import timed_schedule
-
-    settings = campaign.settings
-    delays, kills = settings.get("kill_delay_s"), settings.get("kills")
-    if settings.get("seed") is None or not delays or not kills or not runs:
+    sums = campaign.settings.get("kill_delay_sums_s")
+    if not sums or not runs:
         return None
-    sums = [sum(p.delay_s for p in timed_schedule(v.seed, kills, delays[0], delays[1]).points) for v in runs]
-    return min(sums), max(sums)
+    mine = [sums[v.run - 1] for v in runs if 0 < v.run <= len(sums)]
+    return (min(mine), max(mine)) if mine else None
 
 
 def _against_baseline(campaign: Campaign) -> Section | None:

@@ -48,11 +48,22 @@ class CampaignPlan:
     # design name -> the `killtest replay` line of each run, in run order, when the command can print one
     replays: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
+    def _kill_delay_sums(self) -> list[float] | None:
+        if self.seed is None or not self.schedules:
+            return None
+        delays = [[getattr(p, "delay_s", None) for p in schedule.points] for schedule in self.schedules]
+        if any(d is None for run in delays for d in run):
+            return None  # not every point is a delay after the start
+        return [round(sum(run), 4) for run in delays]
+
     def describe(self) -> dict:
         return {"designs": [d.name for d in self.designs], "runs": len(self.schedules),
                 "kills": self.schedules[0].kills if self.schedules else 0,
                 "schedule": None if self.seed is not None else (self.schedules[0].spec if self.schedules else ""),
                 "seed": self.seed, "kill_delay_s": list(self.kill_delay_s) if self.kill_delay_s else None,
+                # Run r's kill delays summed (schedules[r - 1]), for a campaign of timed schedules: the report
+                # reads the naive walls' floor from them (harness/report/sections.py, every published column).
+                "kill_delay_sums_s": self._kill_delay_sums(),
                 "lease_s": self.settings.lease_s, "latency_s": self.latency_s, "pace_rps": self.pace_rps,
                 "drift": self.settings.drift.spec if self.settings.drift else None,
                 "drift_during_s": self.settings.drift_during_s,
