@@ -52,9 +52,12 @@ bench-workers: $(STAMP)
 # The suite in two steps: the tests that are isolated on four xdist workers (more than the cores: most
 # of a test's time is waiting on subprocesses, servers and sleeps), then the `serial` ones, which need the
 # machine to themselves. The `hosts` test (ssh test hosts, minutes) is a step of its own in .ci/run.
+# Bytecode is cached even where the environment says not to (this kind of machine sets
+# PYTHONDONTWRITEBYTECODE=1): the suite starts thousands of interpreters that import killtest, and
+# compiling it afresh in each cost 8% of the suite's CPU (measured: 349 s -> 326 s on two cores).
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 4 --dist worksteal -m "not serial and not hosts"
-	$(BIN)/python -m pytest -m "serial and not hosts"
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 4 --dist worksteal -m "not serial and not hosts"
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -m "serial and not hosts"
 
 # Ruff and mypy, configured in pyproject.toml; CI runs it before the tests.
 lint: $(STAMP)

@@ -54,21 +54,21 @@ def test_each_column_counts_the_runs_inside_its_published_band():
     ]
     assert found.paragraphs[0] == ("The machine model: the site at most 140 requests/s, the disk model consumer-ssd"
                                    " (docs/explanation/disk-model.md); the control is naive.")
-    assert "2 of 6 columns have every run in the published band." in found.paragraphs
+    assert "2 of 6 columns have every run in the published band." in found.bullets
 
 
 def test_the_reason_comes_from_the_campaigns_own_schedules():
     five = [(1500, 1600, 10.0)] * 5
     found = section(SETTINGS, naive=five, idempotent=[(500, 526, 7.5)] * 5)
     assert max(SUMS) - min(SUMS) > 1.6  # the article's five seeds: wider than the published naive walls
-    why = next(p for p in found.paragraphs if p.startswith("Why not every naive wall"))
+    why = next(p for p in found.bullets if p.startswith("Why not every naive wall"))
     assert f"sum to {min(SUMS):.2f}–{max(SUMS):.2f} s" in why
     # A fixed schedule (no seed) says nothing of kill delays: no reason is made up.
     fixed = section(SETTINGS | {"kill_delay_sums_s": None}, naive=five, idempotent=[(500, 526, 7.5)] * 5)
-    assert not any(p.startswith("Why not") for p in fixed.paragraphs)
+    assert not any(p.startswith("Why not") for p in fixed.bullets)
     # One run alone spreads nothing.
     one = section(SETTINGS, naive=five[:1], idempotent=[(500, 526, 7.5)])
-    assert not any(p.startswith("Why not") for p in one.paragraphs)
+    assert not any(p.startswith("Why not") for p in one.bullets)
 
 
 def test_only_the_articles_experiment_gets_the_section():

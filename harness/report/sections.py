@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from killtest.harness.check.baseline import diff_table
 from killtest.harness.published import (
@@ -176,7 +178,8 @@ def _every_column(campaign: Campaign) -> Section | None:
     ours, theirs = campaign.of_design(control), campaign.of_design("idempotent")
     rows, requests = ([getattr(r, c) for r in PUBLISHED_RUNS] for c in PUBLISHED_COLUMNS["naive"])
     naive_wall, idempotent_wall = PUBLISHED_WALL_S["naive"], PUBLISHED_WALL_S["idempotent"]
-    columns = [  # (design, column, published, its runs' figures, whether a run is in the band)
+    # (design, column, published, its runs' figures, whether a run is in the band)
+    columns: list[tuple[str, str, str, list[float], Callable[[Any], bool]]] = [
         (control, "rows", f"{min(rows):,}–{max(rows):,}", [v.rows for v in ours],
          lambda v: min(rows) <= v.rows <= max(rows)),
         (control, "requests", f"{min(requests):,}–{max(requests):,}", [v.requests for v in ours],
@@ -200,10 +203,10 @@ def _every_column(campaign: Campaign) -> Section | None:
         low, high = number(min(figures)), number(max(figures))
         section.rows.append([design, column, published, low if low == high else f"{low}–{high}",
                              f"{hits} of {len(runs)}"])
-    section.paragraphs.append(f"{landed} of {len(columns)} columns have every run in the published band.")
+    section.bullets.append(f"{landed} of {len(columns)} columns have every run in the published band.")
     spread = _kill_delay_sums(campaign, ours)
     if spread is not None and spread[1] - spread[0] > naive_wall[1] - naive_wall[0]:
-        section.paragraphs.append(
+        section.bullets.append(
             f"Why not every naive wall: a killed start is restarted at once, so a naive run lasts about the sum of its"
             f" ten kill delays, plus its start-ups, plus a whole crawl at its rate. This campaign's schedules sum to"
             f" {spread[0]:.2f}–{spread[1]:.2f} s, a spread of {spread[1] - spread[0]:.2f} s, wider than the published"

@@ -51,10 +51,16 @@ class CampaignPlan:
     def _kill_delay_sums(self) -> list[float] | None:
         if self.seed is None or not self.schedules:
             return None
-        delays = [[getattr(p, "delay_s", None) for p in schedule.points] for schedule in self.schedules]
-        if any(d is None for run in delays for d in run):
-            return None  # not every point is a delay after the start
-        return [round(sum(run), 4) for run in delays]
+        sums = []
+        for schedule in self.schedules:
+            total = 0.0
+            for point in schedule.points:
+                delay = getattr(point, "delay_s", None)
+                if not isinstance(delay, float):
+                    return None  # not every point is a delay after the start
+                total += delay
+            sums.append(round(total, 4))
+        return sums
 
     def describe(self) -> dict:
         return {"designs": [d.name for d in self.designs], "runs": len(self.schedules),
