@@ -23,5 +23,5 @@ def test_killtest_flags_the_mistake_and_passes_the_correct_design_on_the_same_sc
     [outcome] = run_zoo([entry], work_dir=str(tmp_path))
     assert outcome.flagged, f"{entry.design.name}: expected {entry.expect}, found {outcome.findings}: {outcome.replay}"
     assert outcome.control_clean, \
-        f"the correct design failed {entry.design.name}'s scenario: {outcome.control_findings}"
+        f"the correct design failed {entry.design.name}'s scenario: {outcome.control_problems}"
     assert list(tmp_path.iterdir()) == []

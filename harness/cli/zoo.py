@@ -34,6 +34,8 @@ class ZooCommand(Command):
             control = "clean" if o.control_clean else ", ".join(o.control_findings)
             progress.done(f"{o.design}: expected {o.expect}, found {found}; control {control}:"
                           f" {'right' if o.as_expected else 'WRONG'}")
+            for problem in o.control_problems:  # what broke in the correct design, in its own words
+                progress.done(f"  control: {problem}")
         wrong = [o for o in outcomes if not o.as_expected]
         progress.done(f"zoo: {len(outcomes) - len(wrong)} of {len(outcomes)} verdicts right;"
                       f" {os.path.join(args.out, 'zoo')}.{{json,md}}")

@@ -29,6 +29,7 @@ class ZooOutcome:
     control_findings: list[str] = field(default_factory=list)  # what it reported on the correct design
     replay: str = ""
     reference: str = ""  # the correct design it ran beside, when not the idempotent one (a fixed twin)
+    control_problems: list[str] = field(default_factory=list)  # the correct design's findings, one line each
 
     @property
     def flagged(self) -> bool:
@@ -70,5 +71,6 @@ def run_zoo(entries: list[ZooEntry], work_dir: str | None = None,
         outcomes.append(ZooOutcome(entry.design.name, entry.mistake, entry.expect, scenario.describe(),
                                    found.findings, found.problems, verdicts[control.name].findings,
                                    scenario.replay_command(entry.design.name),
-                                   "" if entry.reference == ZOO_REFERENCE_DESIGN else entry.reference))
+                                   "" if entry.reference == ZOO_REFERENCE_DESIGN else entry.reference,
+                                   verdicts[control.name].problems))
     return outcomes
