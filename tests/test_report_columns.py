@@ -89,3 +89,11 @@ def test_a_seeded_timed_campaign_records_each_runs_kill_delay_sum_and_an_exact_o
 
     assert settings([timed_schedule(s) for s in range(1, 6)], seed=1) == SUMS
     assert settings([parse_schedule("r5,t0.4")], seed=None) is None
+
+
+def test_the_closest_model_is_named_only_while_a_column_is_missed():
+    missed = section(SETTINGS, naive=[(1000, 1100, 10.0)], idempotent=[(500, 526, 7.5)])
+    assert any('CONTROL=naive-page-commit MODEL="--pace 300 --disk consumer-ssd"' in b for b in missed.bullets)
+    every = section(SETTINGS, naive=[(1500, 1600, 10.0)], idempotent=[(500, 526, 7.5)])
+    assert "6 of 6 columns have every run in the published band." in every.bullets
+    assert not any("closest model" in b for b in every.bullets)
