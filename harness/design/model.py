@@ -65,6 +65,8 @@ class Launch:
     # credits a request to the start that sent it (killtest.fixture_site.doors); None: every start uses base_url.
     # It is given how to list the start's worker pids (None for one worker), to credit each request to its worker.
     open_door: Callable[[Callable[[], list[int]] | None], tuple[int, str]] | None = field(default=None, compare=False)
+    # The run's own temporary directory, the starts' TMPDIR (removed with the run); empty: the machine's.
+    temp_dir: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)

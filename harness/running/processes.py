@@ -207,6 +207,9 @@ def _spawn_one(design: Design, launch: Launch, stdout_path: str, stderr_path: st
     # Files, not pipes: a killed scraper can never block on a full pipe, and nothing needs a reader thread.
     with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
         extra_env = box.environment()
+        if launch.temp_dir and "TMPDIR" not in dict(design.env):  # a spec's own TMPDIR wins
+            # Python's tempfile, Node's os.tmpdir(), Chromium and Puppeteer all read it.
+            extra_env["TMPDIR"] = launch.temp_dir
         if kill_at_line is not None:
             where, line, hit = kill_at_line
             extra_env[ENVIRONMENT_VARIABLE] = f"{where}:{line}:{hit}"

@@ -28,7 +28,7 @@ from typing import Any
 
 from killtest.fixture_site.catalog import Drift
 from killtest.fixture_site.server import SiteServer
-from killtest.harness import defaults
+from killtest.harness import defaults, lifeline
 from killtest.harness.design.model import Design, Launch
 from killtest.harness.design.stores import held_leases, kind_of
 from killtest.harness.errors import KilltestError, ScraperStartError
@@ -121,7 +121,10 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
     """
     run = _prepare(design, schedule, site, work_dir, settings, on_progress, launcher, dsn, restart_store)
     planned = _planned_starts(schedule, settings)
-    with power_loss_mount(run, work_dir):  # only for a power-cut point; left before the store is read
+    # The starts' TMPDIR, removed with the run: what a killed start leaves in its temp dir (a browser's
+    # profile, Puppeteer's and Chromium's own) goes with it, not into the machine's /tmp.
+    with lifeline.temp_dir(prefix="killtest-tmp-") as scratch, power_loss_mount(run, work_dir):
+        run.launch = replace(run.launch, temp_dir=scratch)  # the power-loss mount covers work_dir only
         try:
             for number, (point, crawl) in enumerate(planned, start=1):
                 if crawl <= run.crawl_done:
