@@ -121,8 +121,7 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
     """
     run = _prepare(design, schedule, site, work_dir, settings, on_progress, launcher, dsn, restart_store)
     planned = _planned_starts(schedule, settings)
-    # The starts' TMPDIR, removed with the run: what a killed start leaves in its temp dir (a browser's
-    # profile, Puppeteer's and Chromium's own) goes with it, not into the machine's /tmp.
+    # The starts' TMPDIR, removed with the run: what a killed start left there (a browser's profile) goes too.
     with lifeline.temp_dir(prefix="killtest-tmp-") as scratch, power_loss_mount(run, work_dir):
         run.launch = replace(run.launch, temp_dir=scratch)  # the power-loss mount covers work_dir only
         try:
