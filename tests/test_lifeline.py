@@ -65,6 +65,14 @@ def _alive(process: psutil.Process) -> bool:
         return False
 
 
+def _a_scraper(process: psutil.Process) -> bool:
+    """Alive and running a scraper; an explore start may end between the two questions (then: not one)."""
+    try:
+        return _alive(process) and "scrapers." in " ".join(process.cmdline())
+    except psutil.NoSuchProcess:
+        return False
+
+
 def _describe(processes) -> list[str]:
     described = []
     for p in processes:
@@ -100,7 +108,7 @@ def test_sigkill_of_killtest_mid_run_leaves_no_process_and_no_temp_dir(design, s
         wanted = 2
         while True:  # mid-run: both workers of a start are crawling (explore: a start and the zygote)
             tree = psutil.Process(harness.pid).children(recursive=True)
-            scrapers = [p for p in tree if _alive(p) and "scrapers." in " ".join(p.cmdline())]
+            scrapers = [p for p in tree if _a_scraper(p)]
             if len(scrapers) >= wanted:
                 break
             assert harness.poll() is None and time.monotonic() < deadline, "no scraper started in time"
