@@ -9,8 +9,10 @@ then the header, the URL or the body):
 - a long random-looking string in a request header or in a URL (a path segment or a parameter);
 - an e-mail address in a request body.
 A suspect is shown by its first characters and its length, never in full: the scan's output goes to
-CI logs. Names the recording kept on purpose (its spec's `unredacted`, written into the WARC's
-warcinfo record by the recorder) are not suspects by their name, only by what their value looks like.
+CI logs. So is the URL a line names: each suspect's value in it, and the value of every parameter
+whose name looks like a credential, is replaced by its hint (`?api_key=<live... 8 chars>&page=2`).
+Names the recording kept on purpose (its spec's `unredacted`, written into the WARC's warcinfo record
+by the recorder) are not suspects by their name, only by what their value looks like.
 
 Random-looking: a run of 20 or more letters and digits, both present, whose characters carry at
 least 3.5 bits of entropy each (hex of 32 or more digits counts too); slugs, words and UUIDs do not.
@@ -22,7 +24,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
 
 from killtest.fixture_site.redaction import FORM, PLACEHOLDER, REQUEST_HEADERS, looks_like_credential
 
@@ -50,6 +52,25 @@ class Suspect:
 
 def hint(value: str) -> str:
     return f"{value[:4]}... {len(value)} chars"
+
+
+def shown_url(url: str, values: list[str]) -> str:
+    """The URL as a line shows it: every suspect's value (`values`) and the value of every credential-named
+    query parameter replaced by its hint, in whatever encoding the URL holds it; the rest as it is."""
+    def hide(text: str) -> str:
+        for value in sorted(set(values), key=len, reverse=True):
+            for form in {value, quote(value, safe=""), quote_plus(value)}:
+                text = text.replace(form, f"<{hint(value)}>")
+        return text
+
+    parts = urlsplit(url)
+    pairs = []
+    for pair in parts.query.split("&") if parts.query else []:
+        name, eq, raw = pair.partition("=")
+        value = unquote_plus(raw)
+        masked = eq and value and value != PLACEHOLDER and looks_like_credential(unquote_plus(name))
+        pairs.append(f"{name}=<{hint(value)}>" if masked else hide(pair))
+    return urlunsplit((parts.scheme, hide(parts.netloc), hide(parts.path), "&".join(pairs), hide(parts.fragment)))
 
 
 def entropy(text: str) -> float:
@@ -145,7 +166,8 @@ def scan_recording(path: str) -> list[Suspect]:
                     found += [(f"Location {w}", what, v) for w, what, v in scan_url(location, kept)]
                 else:
                     continue
-                suspects += [Suspect(number, url, where, what, hint(value)) for where, what, value in found]
+                shown = shown_url(url, [value for _, _, value in found])
+                suspects += [Suspect(number, shown, where, what, hint(value)) for where, what, value in found]
     except OSError as error:
         raise ValueError(f"cannot read the recording {path}: {error.strerror}") from None
     except Exception as error:  # warcio's ArchiveLoadFailed and the like: not a WARC file
