@@ -94,6 +94,11 @@ def _clean(value: str) -> bool:
     return PLACEHOLDER in value and not random_strings(value.replace(PLACEHOLDER, ""))
 
 
+def _kept(name: str, kept: set[str]) -> str:
+    """What a suspect by value adds when its name is kept on purpose: the user's choice, not the masking's miss."""
+    return ", in a name kept by [site] unredacted" if name in kept else ""
+
+
 def scan_headers(side: str, headers: list[tuple[str, str]], kept: set[str]) -> list[tuple[str, str, str]]:
     found = []
     for name, value in headers:
@@ -103,9 +108,9 @@ def scan_headers(side: str, headers: list[tuple[str, str]], kept: set[str]) -> l
             found.append((where, "a credential header, not masked", value))
         elif (bearer := BEARER.search(value)) and bearer.group(1) != PLACEHOLDER:
             found.append((where, "a bearer token", bearer.group(1)))
-        elif side == "request" and lower not in RANDOM_BY_DESIGN and lower not in kept and (
+        elif side == "request" and lower not in RANDOM_BY_DESIGN and (
                 randoms := random_strings(value.replace(PLACEHOLDER, ""))):
-            found.append((where, "a long random string", randoms[0]))
+            found.append((where, "a long random string" + _kept(lower, kept), randoms[0]))
     return found
 
 
@@ -116,8 +121,8 @@ def scan_url(url: str, kept: set[str]) -> list[tuple[str, str, str]]:
     for name, value in pairs:
         if looks_like_credential(name) and name.lower() not in kept and value and value != PLACEHOLDER:
             found.append((f"URL parameter {name}", "a credential parameter, not masked", value))
-        elif name.lower() not in kept and (randoms := random_strings(value)):
-            found.append((f"URL parameter {name}", "a long random string", randoms[0]))
+        elif randoms := random_strings(value):
+            found.append((f"URL parameter {name}", "a long random string" + _kept(name.lower(), kept), randoms[0]))
     for randoms in [random_strings(unquote(parts.path))]:
         if randoms:
             found.append(("URL path", "a long random string", randoms[0]))

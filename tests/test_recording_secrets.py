@@ -237,6 +237,25 @@ def test_the_scan_finds_a_planted_secret_of_every_kind(tmp_path):
         shown.stdout + shown.stderr)
 
 
+def test_a_name_kept_unredacted_is_still_scanned_by_what_its_value_looks_like(tmp_path):
+    """`unredacted` spares a name from being a suspect by its name, not its value from the scan."""
+    path = str(tmp_path / "kept.warc.gz")
+    with open(path, "wb") as out:
+        writer = WARCWriter(out, gzip=True)
+        writer.write_record(writer.create_warcinfo_record("kept.warc.gz", {
+            "killtest-unredacted": "Cookie, session, sort_key, X-Trace"}))
+        write_exchange(writer, "http://x.test/p?sort_key=price&session=Q7f3KpX9wM2zR8vT4nB6yJ1cD5hL0gAx", "GET",
+                       [("Cookie", "theme=dark"), ("X-Trace", "Zq8Lw3Rt6Yx9Vb2Kc5Mf8Pd1Sg4Hj7Nm")], b"", 200, "OK",
+                       [], b"p")
+        write_exchange(writer, "http://x.test/q", "GET", [("Cookie", "session=Mn3Bv8Cx1Za6Sd4Fg9Hj2Kl7Qw5Er0Ty")],
+                       b"", 200, "OK", [], b"q")
+    found = {(s.record, s.where, s.what) for s in scan_recording(path)}
+    kept = ", in a name kept by [site] unredacted"
+    assert found == {(2, "URL parameter session", "a long random string" + kept),
+                     (2, "request header X-Trace", "a long random string" + kept),
+                     (4, "request header Cookie", "a long random string" + kept)}  # sort_key=price, theme=dark: no
+
+
 def test_a_clean_recording_passes_and_a_bad_file_is_one_line(recorded, tmp_path):
     spec, made = recorded
     clean = subprocess.run([sys.executable, "-m", "killtest", "check-recording", made.recording],

@@ -25,7 +25,8 @@ def report_suspects(path: str, progress: Progress) -> int:
         progress.done(suspect.line(path))
     if suspects:
         progress.done(f"{path}: {len(suspects)} likely secret(s): mask them ([site] redact_params / redact_headers)"
-                      " and record again, or keep a name on purpose with [site] unredacted")
+                      " and record again; [site] unredacted keeps a name on purpose, but a value that looks like a"
+                      " token is reported whatever its name")
         return EXIT_CHECK_FAILED
     progress.done(f"{path}: no likely secret found")
     return EXIT_PASSED
