@@ -2,6 +2,8 @@
 
 By default (issue 27; VCR.py's `filter_headers` / `filter_query_parameters` do the same for cassettes):
 - request headers Authorization, Proxy-Authorization and Cookie, and the response's Set-Cookie;
+- request headers whose name looks like a credential (X-Api-Key, X-Auth-Token, X-Session-Id), as
+  parameters' names are read below;
 - query parameters whose name looks like a credential: one of its words (`api_key` is api + key,
   `X-Amz-Signature` is x + amz + signature, `accessToken` is access + token) is in CREDENTIAL_WORDS;
 - the same parameters in a form-encoded request body (`password=...` in a login POST).
@@ -58,6 +60,8 @@ class Redaction:
         lower = name.lower()
         if lower in self._kept:
             return False
+        if not response and looks_like_credential(name):  # X-Api-Key, X-Auth-Token: what the scan calls credentials
+            return True  # (safe for the replay: a request is matched by its method and URL, never its headers)
         defaults = RESPONSE_HEADERS if response else REQUEST_HEADERS
         return lower in defaults or lower in {h.lower() for h in self.headers}
 

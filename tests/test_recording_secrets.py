@@ -38,6 +38,8 @@ TOKEN = "sk-live-Q7f3KpX9wM2zR8vT4nB6yJ1cD5hL0gA"
 SESSION = "sess-8Hq2Lz5Wn0Rt3Yx6Vb9Kc4Mf7Pd1Sg"
 API_KEY = "ak-4Tz9Qw2Er7Ty1Ui6Op3As8Df5Gh0Jk"
 SET_SESSION = "srv-9Zx8Cv7Bn6Mm5Ll4Kk3Jj2Hh1Gg0Ff"
+KEY_HEADER = "xk-2Vb8Nm4Qw7Er1Ty5Ui9Op3As6Df0Gh"  # sent as X-Api-Key, a header no default list names
+AUTH_HEADER = "xa-6Hj1Kl9Zx3Cv7Bn2Mq5Wr8Et4Yu0Io"  # sent as X-Auth-Token
 # 20 KB the same on every page (a logo, fetched under another URL each time); random, so gzip cannot shrink it
 ASSET = random.Random(27).randbytes(20_000)
 
@@ -45,7 +47,8 @@ SCRAPER = f'''
 import json, sys, urllib.request
 base, store = sys.argv[1].rstrip("/"), sys.argv[2]
 opener = urllib.request.build_opener()  # ProxyHandler reads HTTP_PROXY from the environment
-headers = {{"Authorization": "Bearer {TOKEN}", "Cookie": "session={SESSION}"}}
+headers = {{"Authorization": "Bearer {TOKEN}", "Cookie": "session={SESSION}", "X-Api-Key": "{KEY_HEADER}",
+           "X-Auth-Token": "{AUTH_HEADER}"}}
 page, pages = 0, int(open(sys.argv[3]).read()) if len(sys.argv) > 3 else None
 while page is not None:
     ask = urllib.request.Request(f"{{base}}/items?page={{page}}&api_key={API_KEY}", headers=headers)
@@ -151,13 +154,14 @@ def recorded(tmp_path_factory):
 def test_no_credential_reaches_the_warc_or_the_reference(recorded):
     spec, made = recorded
     warc, reference = _every_byte(made.recording), open(made.reference, "rb").read()
-    for secret in (TOKEN, SESSION, API_KEY, SET_SESSION):
+    for secret in (TOKEN, SESSION, API_KEY, SET_SESSION, KEY_HEADER, AUTH_HEADER):
         assert secret.encode() not in warc and secret.encode() not in reference, secret
     # Their places are masked, their shape kept, and the exchanges are all there.
     assert f"Authorization: Bearer {PLACEHOLDER}".encode() in warc
     assert f"Cookie: session={PLACEHOLDER}".encode() in warc
     assert f"session={PLACEHOLDER}; Path=/; HttpOnly".encode() in warc
     assert f"api_key={PLACEHOLDER}".encode() in warc
+    assert f"X-Api-Key: {PLACEHOLDER}".encode() in warc and f"X-Auth-Token: {PLACEHOLDER}".encode() in warc
     assert made.records == 9 and made.exchanges == 6
     assert scan_recording(made.recording) == []
 
@@ -173,7 +177,7 @@ def test_the_replay_answers_the_scraper_that_sends_its_real_credentials(recorded
     assert verdict["kills"] == 1 and verdict["correct_records"] == 9
     written = _every_file(out)  # the history (its request log), the reports
     assert f"api_key={PLACEHOLDER}".encode() in written  # the requests are logged, their credentials masked
-    for secret in (TOKEN, SESSION, API_KEY):
+    for secret in (TOKEN, SESSION, API_KEY, KEY_HEADER, AUTH_HEADER):
         assert secret.encode() not in written
 
 
