@@ -341,6 +341,54 @@ def test_a_replay_asking_for_urls_the_recording_lacks_says_it_may_be_stale(recor
     assert "the recording may be stale: re-record" in message and "creds.test/items?page=3" in message
 
 
+RESUMING = f'''
+import json, os, sys, urllib.error, urllib.request
+base, store, extra = sys.argv[1].rstrip("/"), sys.argv[2], sys.argv[3:]
+opener = urllib.request.build_opener()
+headers = {{"Authorization": "Bearer {TOKEN}", "Cookie": "session={SESSION}"}}
+page = sum(1 for line in open(store) if line.strip()) // 3 if os.path.exists(store) else 0  # resumes by page
+while page is not None:
+    answer = json.load(opener.open(urllib.request.Request(f"{{base}}/items?page={{page}}&api_key={API_KEY}",
+                                                          headers=headers), timeout=20))
+    opener.open(urllib.request.Request(f"{{base}}/static/logo.png?v={{page}}", headers=headers), timeout=20).read()
+    with open(store, "a") as out:
+        out.write("".join(json.dumps(item) + "\\n" for item in answer["items"]))
+    page = answer["next"]
+for path in extra:  # what the live site grew since it was recorded: the replay answers 404
+    try:
+        opener.open(urllib.request.Request(base + path, headers=headers), timeout=20).read()
+    except urllib.error.HTTPError:
+        pass
+'''
+
+
+def test_urls_a_stale_recording_lacks_make_the_run_unknown_not_over_its_request_bound(recorded, tmp_path):
+    """Five requests the replay answered 404 are the recording's staleness, not the design's excess requests."""
+    spec, made = recorded
+    (tmp_path / "resuming.py").write_text(RESUMING)
+    extra = ["/items?page=3&api_key=" + API_KEY, "/items?page=0&sort=price&api_key=" + API_KEY, "/new-arrivals",
+             "/items/sku-0-0/reviews", "/search?q=lamp"]
+    for name, paths in (("fresh", []), ("stale", extra)):
+        (tmp_path / f"{name}.toml").write_text(SPEC.replace('"creds"', f'"{name}"').replace(
+            '"{spec_dir}/scraper.py", "{base_url}", "{store}"',
+            ", ".join(json.dumps(w) for w in ["{spec_dir}/resuming.py", "{base_url}", "{store}", *paths])).replace(
+            '"creds.warc.gz"', json.dumps(made.recording)))
+    out = str(tmp_path / "results")
+    ran = subprocess.run([sys.executable, "-m", "killtest", "run", "--design", str(tmp_path / "fresh.toml"),
+                          "--design", str(tmp_path / "stale.toml"), "--schedule", "r3", "--runs", "1", "--out", out,
+                          "--no-plot"], capture_output=True, text=True, timeout=180)
+    with open(os.path.join(out, "killtest.json")) as src:
+        verdicts = {run["design"]: run for run in json.load(src)["runs"]}
+    fresh, stale = verdicts["fresh"], verdicts["stale"]
+    # The same scraper without the extra URLs is within its bound: 6 requests uninterrupted + 1 for the kill.
+    assert (fresh["validity"], fresh["findings"], fresh["requests"]) == ("valid", [], 7), ran.stdout + ran.stderr
+    assert (stale["validity"], stale["findings"], stale["requests"]) == ("unknown", ["unrecorded_request"], 12)
+    said = " ".join(stale["problems"])
+    assert "5 URLs are not in the recording" in said and "the recording may be stale: re-record" in said
+    assert "http://creds.test/new-arrivals" in said and API_KEY not in said
+    assert stale["correct_records"] == 9
+
+
 def test_two_real_urls_one_masked_url_with_different_answers_are_warned_of(tmp_path):
     spec = _design_folder(tmp_path)
     with open(tmp_path / "scraper.py") as src:  # first a wrong key (a 404, ignored), then the right one
