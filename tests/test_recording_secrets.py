@@ -283,6 +283,15 @@ def test_masking_keeps_shape_and_is_idempotent():
         ("X-Api-Key", PLACEHOLDER), ("Cookie", f"a={PLACEHOLDER}; b={PLACEHOLDER}"), ("Accept", "*/*")]
     assert mask.body([("Content-Type", "application/x-www-form-urlencoded")], b"user=jane&password=hunter2") == (
         f"user=jane&password={PLACEHOLDER}".encode())
+    said = {"HTTPError: 404 (http://a.test/p?page=2&token=t1).":
+            f"HTTPError: 404 (http://a.test/p?page=2&token={PLACEHOLDER}).",
+            "{'X-Auth-Token': 'xa-1', 'Accept': '*/*'}": f"{{'X-Auth-Token': '{PLACEHOLDER}', 'Accept': '*/*'}}",
+            "Authorization: Basic dXNlcjpw": f"Authorization: Basic {PLACEHOLDER}",
+            "Set-Cookie: sid=9; Path=/": f"Set-Cookie: sid={PLACEHOLDER}; Path=/",
+            "posted password=hunter2&session=keep": f"posted password={PLACEHOLDER}&session=keep",
+            "KeyError: 'sku'": "KeyError: 'sku'", "ValueError: bad price 12.50": "ValueError: bad price 12.50"}
+    assert {line: mask.text(line) for line in said} == said
+    assert all(mask.text(masked) == masked for masked in said.values())
 
 
 def test_a_wildcard_opt_out_is_refused_in_one_line(tmp_path):
@@ -387,6 +396,48 @@ def test_urls_a_stale_recording_lacks_make_the_run_unknown_not_over_its_request_
     assert "5 URLs are not in the recording" in said and "the recording may be stale: re-record" in said
     assert "http://creds.test/new-arrivals" in said and API_KEY not in said
     assert stale["correct_records"] == 9
+
+
+GIVES_UP = f'''
+print("headers were {{'X-Api-Key': '{KEY_HEADER}', 'Accept': '*/*'}}", file=sys.stderr)
+print("Authorization: Bearer {TOKEN}", file=sys.stderr)
+print("Cookie: session={SESSION}", file=sys.stderr)
+sys.exit(f"giving up on {{base}}/items?page=9&api_key={API_KEY}: HTTP Error 404")
+'''
+
+
+def test_a_scrapers_stderr_is_masked_wherever_a_recorded_sites_run_quotes_it(recorded, tmp_path):
+    """A scraper that quotes its credentials on stderr as it dies: neither the record's error nor the
+    run's output, history and reports hold them (the site's redaction masks the quoted lines)."""
+    spec, made = recorded
+    secrets = (TOKEN, SESSION, API_KEY, KEY_HEADER)
+    (tmp_path / "scraper.py").write_text(SCRAPER + GIVES_UP)
+    (tmp_path / "design.toml").write_text(SPEC.replace('"creds.warc.gz"', json.dumps(made.recording)))
+    out = str(tmp_path / "results")
+    ran = subprocess.run([sys.executable, "-m", "killtest", "run", "--design", str(tmp_path / "design.toml"),
+                          "--schedule", "r3", "--runs", "1", "--out", out], capture_output=True, text=True, timeout=180)
+    with open(os.path.join(out, "killtest.json")) as src:
+        verdict = json.load(src)["runs"][0]
+    assert "crashed" in verdict["findings"], ran.stdout + ran.stderr
+    assert f"giving up on http://creds.test/items?page=9&api_key={PLACEHOLDER}: HTTP Error 404" in (
+        " ".join(verdict["problems"]))
+    written = _every_file(out) + (ran.stdout + ran.stderr).encode()  # the history, killtest.json/md/html, output
+    assert f"Authorization: Bearer {PLACEHOLDER}".encode() in written
+    for secret in secrets:
+        assert secret.encode() not in written, secret
+    # Recording with it fails on its exit status, quoting its last line: masked too.
+    folder = tmp_path / "record"
+    folder.mkdir()
+    (folder / "scraper.py").write_text(SCRAPER + GIVES_UP)
+    (folder / "design.toml").write_text(SPEC)
+    site = CredentialSite()
+    try:
+        with pytest.raises(KilltestError) as failed:
+            _record(str(folder / "design.toml"), site)
+    finally:
+        site.stop()
+    assert f"api_key={PLACEHOLDER}: HTTP Error 404" in str(failed.value)
+    assert not [secret for secret in secrets if secret in str(failed.value)]
 
 
 def test_two_real_urls_one_masked_url_with_different_answers_are_warned_of(tmp_path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 
+from killtest.fixture_site.recorded_site import RecordedSite
 from killtest.fixture_site.server import SiteServer
 from killtest.harness.check.named_checks import ERROR_LINE
 from killtest.harness.design.model import Design, Launch
@@ -117,13 +118,15 @@ def refuse_a_store_never_created(design: Design, location: str, history: History
                         f" {design.name!r} made {requests} requests and finished: check store.path")
 
 
-def stderr_tail(path: str) -> list[str]:
+def stderr_tail(path: str, site: SiteServer | None = None) -> list[str]:
     """The last lines a start wrote to stderr, led by the last line naming an error when that one stands
-    above them (a Node.js stack pushes its `SyntaxError: ...` out of the last few lines)."""
+    above them (a Node.js stack pushes its `SyntaxError: ...` out of the last few lines). On a recorded
+    site they are masked with its redaction: they go into the history and the reports, and a scraper's
+    error may quote the URL it gave up on, api_key and all."""
     with open(path, encoding="utf-8", errors="replace") as src:
         lines = [line.rstrip() for line in src.readlines()]
     tail = lines[-STDERR_TAIL_LINES:]
-    if any(ERROR_LINE.match(line) for line in tail):
-        return tail
-    above = [line for line in lines[:-STDERR_TAIL_LINES] if ERROR_LINE.match(line)]
-    return above[-1:] + tail
+    if not any(ERROR_LINE.match(line) for line in tail):
+        tail = [line for line in lines[:-STDERR_TAIL_LINES] if ERROR_LINE.match(line)][-1:] + tail
+    catalog = site.catalog if site is not None else None
+    return [catalog.redaction.text(line) for line in tail] if isinstance(catalog, RecordedSite) else tail

@@ -168,7 +168,7 @@ def _record_once(design: Design, site: SiteSpec, resolve: list[str], insecure_up
                                     " (--time-limit)") from None
             start.reap()
             if returncode != 0:
-                tail = (stderr_tail(start.workers[0].stderr_path) or ["(no output)"])[-1]
+                tail = redaction_of(site).text((stderr_tail(start.workers[0].stderr_path) or ["(no output)"])[-1])
                 raise KilltestError(f"design {design.name!r} exited with status {returncode} while recording: {tail}")
             if not stored_records(design, design.store_location(launch)):
                 raise KilltestError(f"design {design.name!r} stored no record while recording {site.start_url}")
