@@ -20,14 +20,16 @@ least 3.5 bits of entropy each (hex of 32 or more digits counts too); slugs, wor
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import Counter
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
 
-from killtest.fixture_site.redaction import FORM, PLACEHOLDER, REQUEST_HEADERS, looks_like_credential
+from killtest.fixture_site.redaction import ENDS, FORM, PLACEHOLDER, REQUEST_HEADERS, URL_IN_TEXT, looks_like_credential
 
+CREDENTIAL_PARAMETER = "a credential parameter, not masked"
 INFO_UNREDACTED = "killtest-unredacted"  # the warcinfo field naming the names kept verbatim
 BEARER = re.compile(r"\bBearer\s+([A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE)
 EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
@@ -120,7 +122,7 @@ def scan_url(url: str, kept: set[str]) -> list[tuple[str, str, str]]:
     pairs = parse_qsl(parts.query, keep_blank_values=True)
     for name, value in pairs:
         if looks_like_credential(name) and name.lower() not in kept and value and value != PLACEHOLDER:
-            found.append((f"URL parameter {name}", "a credential parameter, not masked", value))
+            found.append((f"URL parameter {name}", CREDENTIAL_PARAMETER, value))
         elif randoms := random_strings(value):
             found.append((f"URL parameter {name}", "a long random string" + _kept(name.lower(), kept), randoms[0]))
     for randoms in [random_strings(unquote(parts.path))]:
@@ -142,6 +144,54 @@ def scan_body(headers: list[tuple[str, str]], body: bytes, kept: set[str]) -> li
     return found
 
 
+def scan_reference(path: str, kept: set[str]) -> list[Suspect]:
+    """The reference records beside a WARC (`x.reference.json`, what a design stored): a credential parameter
+    not masked in a URL-shaped key or field value, and a bearer token. Only those: a record's own IDs and
+    hashes are the site's data, not secrets. Numbers are the reference's records, 1-based; the key is
+    shown as a URL is. A damaged file raises ValueError (one line)."""
+    try:
+        with open(path, encoding="utf-8") as src:
+            records = [(str(r["key"]), {str(k): str(v) for k, v in r["fields"].items()})
+                       for r in json.load(src)["records"]]
+    except OSError as error:
+        raise ValueError(f"cannot read the reference records {path}: {error.strerror}") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"the reference records {path} are damaged ({type(error).__name__})") from None
+    suspects = []
+    for number, (key, fields) in enumerate(records, start=1):
+        found = []
+        for where, text in [("key", key), *((f"field {name}", value) for name, value in fields.items())]:
+            for url in URL_IN_TEXT.findall(text):
+                found += [(f"{where}, {place}", what, value) for place, what, value in scan_url(url.rstrip(ENDS), kept)
+                          if what == CREDENTIAL_PARAMETER]
+            found += [(where, "a bearer token", m.group(1)) for m in BEARER.finditer(text) if m.group(1) != PLACEHOLDER]
+        shown = shown_url(key, [value for _, _, value in found])
+        suspects += [Suspect(number, shown, where, what, hint(value)) for where, what, value in found]
+    return suspects
+
+
+def unredacted_names(path: str) -> set[str]:
+    """The names a recording kept on purpose, as its warcinfo record says; none when it has no such record."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    try:
+        with open(path, "rb") as stream:
+            first = next(iter(ArchiveIterator(stream)), None)
+            return _kept_in(first) if first is not None and first.rec_type == "warcinfo" else set()
+    except Exception:  # unreadable: scan_recording has said so
+        return set()
+
+
+def _kept_in(warcinfo) -> set[str]:
+    info = warcinfo.content_stream().read().decode("utf-8", errors="replace")
+    kept: set[str] = set()
+    for line in info.splitlines():
+        field, _, value = line.partition(":")
+        if field.strip() == INFO_UNREDACTED:
+            kept |= {n.strip().lower() for n in value.split(",") if n.strip()}
+    return kept
+
+
 def scan_recording(path: str) -> list[Suspect]:
     """Every suspect in the WARC at `path`, in file order. An unreadable file raises ValueError (one line)."""
     try:
@@ -154,11 +204,7 @@ def scan_recording(path: str) -> list[Suspect]:
         with open(path, "rb") as stream:
             for number, record in enumerate(ArchiveIterator(stream), start=1):
                 if record.rec_type == "warcinfo":
-                    info = record.content_stream().read().decode("utf-8", errors="replace")
-                    for line in info.splitlines():
-                        field, _, value = line.partition(":")
-                        if field.strip() == INFO_UNREDACTED:
-                            kept |= {n.strip().lower() for n in value.split(",") if n.strip()}
+                    kept |= _kept_in(record)
                     continue
                 url = record.rec_headers.get_header("WARC-Target-URI") or ""
                 headers = list(record.http_headers.headers) if record.http_headers else []

@@ -27,7 +27,7 @@ pytest.importorskip("warcio", reason="pip install -e '.[record]'")
 from warcio.archiveiterator import ArchiveIterator  # noqa: E402
 from warcio.warcwriter import WARCWriter  # noqa: E402
 
-from killtest.fixture_site.recorded_site import write_exchange  # noqa: E402
+from killtest.fixture_site.recorded_site import write_exchange, write_reference  # noqa: E402
 from killtest.fixture_site.redaction import PLACEHOLDER, Redaction  # noqa: E402
 from killtest.fixture_site.secret_scan import scan_recording  # noqa: E402
 from killtest.harness.design.specfile import load_spec  # noqa: E402
@@ -258,6 +258,26 @@ def test_a_name_kept_unredacted_is_still_scanned_by_what_its_value_looks_like(tm
     assert found == {(2, "URL parameter session", "a long random string" + kept),
                      (2, "request header X-Trace", "a long random string" + kept),
                      (4, "request header Cookie", "a long random string" + kept)}  # sort_key=price, theme=dark: no
+
+
+def test_the_scan_reads_the_reference_beside_the_recording_too(recorded, tmp_path):
+    """A design that stores URLs puts whatever they carry into the reference: check-recording scans it."""
+    spec, made = recorded
+    warc = tmp_path / "copy.warc.gz"
+    warc.write_bytes(open(made.recording, "rb").read())
+    write_reference(str(warc), "http://creds.test/", 6, {
+        f"http://creds.test/item/1?api_key={API_KEY}": {"price": "1.00", "auth": f"Bearer {TOKEN}"},
+        "sku-0-1": {"price": "0.10", "image": "http://creds.test/img/5d41402abc4b2a76b9719d911017c592.png"}})
+    shown = subprocess.run([sys.executable, "-m", "killtest", "check-recording", str(warc), "--out",
+                            str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
+    said = shown.stdout + shown.stderr
+    assert shown.returncode == 1, said
+    lines = [line for line in said.splitlines() if "copy.reference.json: record" in line]
+    assert [line.split(": ", 2)[2] for line in lines] == [
+        f"key, URL parameter api_key: a credential parameter, not masked (ak-4... {len(API_KEY)} chars)",
+        f"field auth: a bearer token (sk-l... {len(TOKEN)} chars)"]  # a record's image hash is the site's data
+    assert f"http://creds.test/item/1?api_key=<ak-4... {len(API_KEY)} chars>" in lines[0]
+    assert API_KEY not in said and TOKEN not in said
 
 
 def test_a_clean_recording_passes_and_a_bad_file_is_one_line(recorded, tmp_path):

@@ -1,28 +1,36 @@
 """`killtest check-recording FILE`: scan a recording for likely secrets before it is committed (issue 27).
 
-One line per suspect, saying where it is (killtest.fixture_site.secret_scan); exit 1 when there is
-any, so CI can run it on the recordings a repository holds. `killtest record` runs the same scan on
+One line per suspect, saying where it is (killtest.fixture_site.secret_scan), in the WARC and in the
+reference records beside it (`x.reference.json`); exit 1 when there is any, so CI can run it on the
+recordings a repository holds. `killtest record` runs the same scan on
 the WARC it has just written.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 
-from killtest.fixture_site.secret_scan import scan_recording
+from killtest.fixture_site.recorded_site import reference_path
+from killtest.fixture_site.secret_scan import scan_recording, scan_reference, unredacted_names
 from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
 from killtest.harness.errors import KilltestError
 from killtest.harness.running.progress import Progress
 
 
 def report_suspects(path: str, progress: Progress) -> int:
-    """Print the scan of one WARC; the exit status it earns."""
+    """Print the scan of one WARC and of the reference records beside it, if any; the exit status it earns."""
+    reference = reference_path(path)
     try:
-        suspects = scan_recording(path)
+        scanned = {path: scan_recording(path)}
+        if os.path.exists(reference):  # what the design stored: a URL it keeps may carry a credential
+            scanned[reference] = scan_reference(reference, unredacted_names(path))
     except ValueError as error:
         raise KilltestError(str(error)) from None
-    for suspect in suspects:
-        progress.done(suspect.line(path))
+    for where, found in scanned.items():
+        for suspect in found:
+            progress.done(suspect.line(where))
+    suspects = [suspect for found in scanned.values() for suspect in found]
     if suspects:
         progress.done(f"{path}: {len(suspects)} likely secret(s): mask them ([site] redact_params / redact_headers)"
                       " and record again; [site] unredacted keeps a name on purpose, but a value that looks like a"
