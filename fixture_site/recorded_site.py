@@ -215,7 +215,7 @@ def load_recorded_site(recording: str, start_url: str, ignore_params: tuple[str,
     exchanges = read_exchanges(recording, tuple(ignore_params), redaction)
     try:
         pages = pages_of(exchanges, {str(r["key"]): {k: str(v) for k, v in r["fields"].items()}
-                                     for r in reference["records"]})
+                                     for r in reference["records"]}, redaction)
         int(reference["requests"])
     except (KeyError, TypeError, AttributeError, ValueError) as error:
         raise ValueError(f"the reference records {reference_path(recording)} are damaged ({type(error).__name__}:"
@@ -230,13 +230,16 @@ def load_recorded_site(recording: str, start_url: str, ignore_params: tuple[str,
                         exchanges=exchanges)
 
 
-def pages_of(exchanges: dict[str, Exchange], records: dict[str, dict[str, str]]) -> dict[str, str]:
-    """For each record, the URL of the one successful page whose text shows its key and every value.
+def pages_of(exchanges: dict[str, Exchange], records: dict[str, dict[str, str]],
+             redaction: Redaction = DEFAULT_REDACTION) -> dict[str, str]:
+    """For each record, the URL of the one successful page whose text shows its key and every value
+    (the text's URLs masked, as a stored record's are on a recorded site).
 
     Found by content, not by timing, so a concurrent scraper is attributed as well as a sequential
     one; a record no page (or more than one page) shows keeps no page, and the checks that need one
     (a page fetched again after its record was stored) do not judge it."""
-    texts = [(exchange.url, exchange.text()) for exchange in exchanges.values() if exchange.status == 200]
+    texts = [(exchange.url, redaction.urls(exchange.text())) for exchange in exchanges.values()
+             if exchange.status == 200]
     found = {}
     for key, fields in records.items():
         showing = [url for url, text in texts if key in text and all(v in text for v in fields.values())]

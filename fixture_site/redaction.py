@@ -88,16 +88,21 @@ class Redaction:
         masked = urlencode([(k, PLACEHOLDER if self.param(k) else v) for k, v in pairs])
         return urlunsplit((parts.scheme, parts.netloc, parts.path, masked, parts.fragment))
 
-    def text(self, text: str) -> str:
-        """Free text (a scraper's stderr, quoted into the history and reports) with its credentials masked: each
-        URL's through url(), the values of the headers masked by name (`Cookie: a=<p>`; a name that only looks
-        like a credential must hold a dash, so `KeyError: 'sku'` stays), `Bearer <p>`, `Basic <p>`, and
-        `name=<p>` for each parameter masked by name. Idempotent, as the rest."""
+    def urls(self, text: str) -> str:
+        """Text with every http(s) URL in it through url() (the punctuation that ends a sentence kept out):
+        what a stored record's keys and values get on a recorded site, so its reference holds no credential."""
         def url(match: re.Match) -> str:
             whole = match.group(0)
             core = whole.rstrip(ENDS)
             return self.url(core) + whole[len(core):]
 
+        return URL_IN_TEXT.sub(url, text) if "://" in text else text
+
+    def text(self, text: str) -> str:
+        """Free text (a scraper's stderr, quoted into the history and reports) with its credentials masked: each
+        URL's through url(), the values of the headers masked by name (`Cookie: a=<p>`; a name that only looks
+        like a credential must hold a dash, so `KeyError: 'sku'` stays), `Bearer <p>`, `Basic <p>`, and
+        `name=<p>` for each parameter masked by name. Idempotent, as the rest."""
         def param(match: re.Match) -> str:
             value = match.group(2)
             ends = value[len(value.rstrip(ENDS)):]
@@ -110,7 +115,7 @@ class Redaction:
                 return match.group(0)
             return name + match.group(2) + masked_value(name, match.group(3))
 
-        text = HEADER_IN_TEXT.sub(header, URL_IN_TEXT.sub(url, text))
+        text = HEADER_IN_TEXT.sub(header, self.urls(text))
         text = SCHEME_IN_TEXT.sub(lambda m: f"{m.group(1)}{m.group(2)}{PLACEHOLDER}", text)
         return PARAM_IN_TEXT.sub(param, text)
 

@@ -29,7 +29,7 @@ from warcio.warcwriter import WARCWriter  # noqa: E402
 
 from killtest.fixture_site.recorded_site import write_exchange, write_reference  # noqa: E402
 from killtest.fixture_site.redaction import PLACEHOLDER, Redaction  # noqa: E402
-from killtest.fixture_site.secret_scan import scan_recording  # noqa: E402
+from killtest.fixture_site.secret_scan import scan_recording, scan_reference  # noqa: E402
 from killtest.harness.design.specfile import load_spec  # noqa: E402
 from killtest.harness.errors import KilltestError  # noqa: E402
 from killtest.harness.running.record_site import record_design  # noqa: E402
@@ -416,6 +416,51 @@ def test_urls_a_stale_recording_lacks_make_the_run_unknown_not_over_its_request_
     assert "5 URLs are not in the recording" in said and "the recording may be stale: re-record" in said
     assert "http://creds.test/new-arrivals" in said and API_KEY not in said
     assert stale["correct_records"] == 9
+
+
+LINKED = f'''
+import json, os, sys, urllib.request
+base, store = sys.argv[1].rstrip("/"), sys.argv[2]
+key = os.environ.get("CREDS_API_KEY", "{API_KEY}")  # CI may hold other credentials than the recording's
+opener = urllib.request.build_opener()
+headers = {{"Authorization": "Bearer {TOKEN}", "Cookie": "session={SESSION}"}}
+page = sum(1 for line in open(store) if line.strip()) // 3 if os.path.exists(store) else 0
+while page is not None:
+    url = f"{{base}}/items?page={{page}}&api_key={{key}}"
+    answer = json.load(opener.open(urllib.request.Request(url, headers=headers), timeout=20))
+    with open(store, "a") as out:  # each record keyed by a link that carries the api_key, and its page's URL
+        out.write("".join(json.dumps(dict(item, link=f"{{base}}/item/{{item['sku']}}?api_key={{key}}", source=url))
+                          + "\\n" for item in answer["items"]))
+    page = answer["next"]
+'''
+
+
+def test_a_design_keyed_by_urls_with_credentials_has_a_masked_reference_and_is_judged_masked(tmp_path):
+    """The reference made from such a design holds no credential, and a run that used other credentials
+    than the recording's is judged correct: its records are masked as the reference's were."""
+    (tmp_path / "scraper.py").write_text(LINKED)
+    (tmp_path / "design.toml").write_text(SPEC.replace('key = "sku"', 'key = "link"').replace(
+        'fields = { price = "price" }', 'fields = { price = "price", name = "source" }'))
+    site = CredentialSite()
+    try:
+        made = _record(str(tmp_path / "design.toml"), site)
+    finally:
+        site.stop()
+    reference = open(made.reference).read()
+    assert API_KEY not in reference and f"/item/sku-0-0?api_key={PLACEHOLDER}" in reference
+    assert f"/items?page=2&api_key={PLACEHOLDER}" in reference and made.records == 9
+    assert scan_reference(made.reference, set()) == [] and scan_recording(made.recording) == []
+    rotated = "ak-ROTATED-9Xc2Vb7Nm4Qw1Er8Ty5Ui"
+    out = str(tmp_path / "results")
+    ran = subprocess.run([sys.executable, "-m", "killtest", "run", "--design", str(tmp_path / "design.toml"),
+                          "--schedule", "r2", "--runs", "1", "--out", out, "--no-plot"], capture_output=True,
+                         text=True, timeout=180, env={**os.environ, "CREDS_API_KEY": rotated})
+    with open(os.path.join(out, "killtest.json")) as src:
+        verdict = json.load(src)["runs"][0]
+    assert (verdict["validity"], verdict["findings"]) == ("valid", []), ran.stdout + ran.stderr
+    assert verdict["correct_records"] == 9 and verdict["kills"] == 1
+    written = _every_file(out) + (ran.stdout + ran.stderr).encode()
+    assert API_KEY.encode() not in written and rotated.encode() not in written
 
 
 GIVES_UP = f'''

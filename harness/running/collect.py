@@ -89,14 +89,22 @@ def add_scraper_events(history: History, starts: list[Start], began: float) -> N
 
 
 def add_store_records(history: History, design: Design, location: str, wall_clock_at_start: float,
-                       read_at: float) -> None:
-    """Every record as the store holds it after the last start, timed by the design's own stamps if it has them."""
+                      read_at: float, site: SiteServer | None = None) -> None:
+    """Every record as the store holds it after the last start, timed by the design's own stamps if it has them.
+    On a recorded site the URLs in its key and values are masked as the recording's are (a design keyed by
+    its page URL stores the api_key), so neither the history nor the reference made from it holds them,
+    and a record is compared masked with the masked reference, whatever credentials the run used."""
     def history_time(stamp: float | None) -> float | None:
         return None if stamp is None else round(min(read_at, stamp - wall_clock_at_start), 6)
 
+    urls = site.catalog.redaction.urls if site is not None and isinstance(site.catalog, RecordedSite) else None
     for record in stored_records(design, location):
         written = history_time(record.written_at)
-        history.add("store_record", read_at if written is None else written, key=record.key, fields=record.fields,
+        key, fields = record.key, record.fields
+        if urls is not None:
+            key = urls(key) if isinstance(key, str) else key
+            fields = {name: urls(value) if isinstance(value, str) else value for name, value in fields.items()}
+        history.add("store_record", read_at if written is None else written, key=key, fields=fields,
                     stamped=written is not None, changed_t=history_time(record.changed_at),
                     **({"unreadable": record.unreadable} if record.key is None else {}))
 
