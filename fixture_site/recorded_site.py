@@ -24,6 +24,7 @@ import gzip
 import json
 import os
 import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -182,6 +183,14 @@ class RecordedSite(Catalog):
         """Whether a path of the request log (`/` + the URL the scraper asked for) is in the recording."""
         url = logged_path[1:] if logged_path.startswith("/") else logged_path
         return any(self.answer(method, url) is not None for method in ("GET", "HEAD", "POST"))
+
+
+def record_counts(path: str) -> Counter[str]:
+    """How many records of each WARC type the file holds: a request per exchange, its response or revisit, warcinfo."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    with open(path, "rb") as stream:
+        return Counter(record.rec_type for record in ArchiveIterator(stream))
 
 
 def reference_path(recording: str) -> str:

@@ -216,6 +216,22 @@ def _planted(path: str) -> None:
                        [("ETag", '"5d41402abc4b2a76b9719d911017c592aa"')], b"clean")
 
 
+def test_record_with_out_writes_its_report_and_counts_exchanges_not_urls(tmp_path):
+    spec = _design_folder(tmp_path)
+    site, out = CredentialSite(), tmp_path / "out"
+    try:
+        done = subprocess.run([sys.executable, "-m", "killtest", "record", "--design", spec, "--resolve",
+                               *site.resolve(), "--out", str(out)], capture_output=True, text=True, timeout=180)
+    finally:
+        site.stop()
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((out / "record.json").read_text())
+    assert report["warc_bytes"] == os.path.getsize(tmp_path / "creds.warc.gz") and report["suspects"] == []
+    assert (report["exchanges"], report["pages"], report["revisits"], report["records"]) == (6, 6, 2, 9)
+    assert "| revisit records | 2 " in (out / "record.md").read_text()
+    assert "recorded 6 exchanges (6 distinct requests; 2 answers kept as revisit records" in done.stderr
+
+
 def test_the_scan_finds_a_planted_secret_of_every_kind(tmp_path):
     path = str(tmp_path / "planted.warc.gz")
     _planted(path)
@@ -228,13 +244,16 @@ def test_the_scan_finds_a_planted_secret_of_every_kind(tmp_path):
         (5, "URL path", "a long random string"),
         (5, "request header X-Client", "a long random string"),
         (7, "request body", "an e-mail address")}  # record 9 (a slug, a browser's name, an ETag) is clean
-    shown = subprocess.run([sys.executable, "-m", "killtest", "check-recording", path], capture_output=True, text=True,
-                           timeout=60)
-    assert shown.returncode == 1 and len(shown.stdout.strip().splitlines() + shown.stderr.strip().splitlines()) == 8
+    out = tmp_path / "out"
+    shown = subprocess.run([sys.executable, "-m", "killtest", "check-recording", path, "--out", str(out)],
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 1 and len(shown.stdout.strip().splitlines() + shown.stderr.strip().splitlines()) == 9
+    report = json.loads((out / "check-recording.json").read_text())  # the suspects as CI keeps them: hinted too
+    assert {(s["file"], s["record"], s["where"]) for s in report["suspects"]} == {(path, r, w) for r, w, _ in found}
     # A suspect is hinted at, never printed whole: neither on its own nor in the URL a line names (CI logs keep it).
     for secret in ("dXNlcjpodW50ZXIy", "abc123", "live-key", "eyJhbGciOiJIUzI1NiJ9.e30.sig",
                    "9fK2mQ7xW4zR8vT1nB6yJ3cD5hL0gA2e", "Zq8Lw3Rt6Yx9Vb2Kc5Mf8Pd1Sg4Hj7Nm", "jane.doe@example.com"):
-        assert secret not in shown.stdout + shown.stderr, secret
+        assert secret not in shown.stdout + shown.stderr + json.dumps(report), secret
     assert "record 3 (http://x.test/b?api_key=<live... 8 chars>&page=2): URL parameter api_key" in (
         shown.stdout + shown.stderr)
     assert "record 7 (http://x.test/login): request body: an e-mail address (jane... 20 chars)" in (
@@ -277,7 +296,9 @@ def test_the_scan_reads_the_reference_beside_the_recording_too(recorded, tmp_pat
         f"key, URL parameter api_key: a credential parameter, not masked (ak-4... {len(API_KEY)} chars)",
         f"field auth: a bearer token (sk-l... {len(TOKEN)} chars)"]  # a record's image hash is the site's data
     assert f"http://creds.test/item/1?api_key=<ak-4... {len(API_KEY)} chars>" in lines[0]
-    assert API_KEY not in said and TOKEN not in said
+    report = (tmp_path / "out" / "check-recording.json").read_text()
+    assert json.loads(report)["scanned"] == [str(warc), str(tmp_path / "copy.reference.json")]
+    assert API_KEY not in said + report and TOKEN not in said + report
 
 
 def test_a_clean_recording_passes_and_a_bad_file_is_one_line(recorded, tmp_path):
@@ -516,9 +537,10 @@ while page is not None:''')
     (tmp_path / "scraper.py").write_text(probing)
     site, messages = CredentialSite(pages=1), []
     try:
-        _record(spec, site, messages)
+        made = _record(spec, site, messages)
     finally:
         site.stop()
+    assert (made.exchanges, made.pages) == (3, 2)  # the two probes are one masked request to the replay
     warned = [m for m in messages if m.startswith("warning: 1 masked URL(s)")]
     assert warned and f"http://creds.test/items?page=0&api_key={PLACEHOLDER}" in warned[0], messages
     assert not [name for name in os.listdir(tmp_path) if "collisions" in name or "partial" in name]
