@@ -24,6 +24,7 @@ import gzip
 import json
 import os
 import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -184,6 +185,14 @@ class RecordedSite(Catalog):
         return any(self.answer(method, url) is not None for method in ("GET", "HEAD", "POST"))
 
 
+def record_counts(path: str) -> Counter[str]:
+    """How many records of each WARC type the file holds: a request per exchange, its response or revisit, warcinfo."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    with open(path, "rb") as stream:
+        return Counter(record.rec_type for record in ArchiveIterator(stream))
+
+
 def reference_path(recording: str) -> str:
     """Where the reference records of a recording live: beside it, `x.warc.gz` -> `x.reference.json`."""
     base = recording[:-len(".warc.gz")] if recording.endswith(".warc.gz") else os.path.splitext(recording)[0]
@@ -215,7 +224,7 @@ def load_recorded_site(recording: str, start_url: str, ignore_params: tuple[str,
     exchanges = read_exchanges(recording, tuple(ignore_params), redaction)
     try:
         pages = pages_of(exchanges, {str(r["key"]): {k: str(v) for k, v in r["fields"].items()}
-                                     for r in reference["records"]})
+                                     for r in reference["records"]}, redaction)
         int(reference["requests"])
     except (KeyError, TypeError, AttributeError, ValueError) as error:
         raise ValueError(f"the reference records {reference_path(recording)} are damaged ({type(error).__name__}:"
@@ -230,13 +239,16 @@ def load_recorded_site(recording: str, start_url: str, ignore_params: tuple[str,
                         exchanges=exchanges)
 
 
-def pages_of(exchanges: dict[str, Exchange], records: dict[str, dict[str, str]]) -> dict[str, str]:
-    """For each record, the URL of the one successful page whose text shows its key and every value.
+def pages_of(exchanges: dict[str, Exchange], records: dict[str, dict[str, str]],
+             redaction: Redaction = DEFAULT_REDACTION) -> dict[str, str]:
+    """For each record, the URL of the one successful page whose text shows its key and every value
+    (the text's URLs masked, as a stored record's are on a recorded site).
 
     Found by content, not by timing, so a concurrent scraper is attributed as well as a sequential
     one; a record no page (or more than one page) shows keeps no page, and the checks that need one
     (a page fetched again after its record was stored) do not judge it."""
-    texts = [(exchange.url, exchange.text()) for exchange in exchanges.values() if exchange.status == 200]
+    texts = [(exchange.url, redaction.urls(exchange.text())) for exchange in exchanges.values()
+             if exchange.status == 200]
     found = {}
     for key, fields in records.items():
         showing = [url for url, text in texts if key in text and all(v in text for v in fields.values())]

@@ -2,6 +2,8 @@
 
 By default (issue 27; VCR.py's `filter_headers` / `filter_query_parameters` do the same for cassettes):
 - request headers Authorization, Proxy-Authorization and Cookie, and the response's Set-Cookie;
+- request headers whose name looks like a credential (X-Api-Key, X-Auth-Token, X-Session-Id), as
+  parameters' names are read below;
 - query parameters whose name looks like a credential: one of its words (`api_key` is api + key,
   `X-Amz-Signature` is x + amz + signature, `accessToken` is access + token) is in CREDENTIAL_WORDS;
 - the same parameters in a form-encoded request body (`password=...` in a login POST).
@@ -28,6 +30,14 @@ CREDENTIAL_WORDS = frozenset({
     "token", "key", "apikey", "password", "passwd", "pwd", "pass", "secret", "session", "sessionid", "sid", "sig",
     "signature", "auth", "credential", "credentials", "jwt", "otp"})
 FORM = "application/x-www-form-urlencoded"
+# What Redaction.text looks for in free text (a scraper's stderr): a URL (less the punctuation that ends a
+# sentence), `Name: value` or `'Name': 'value'` to the end of the line or quote, an Authorization scheme's
+# credentials, and `name=value`.
+URL_IN_TEXT = re.compile(r"https?://[^\s'\"<>]+")
+HEADER_IN_TEXT = re.compile(r"\b([A-Za-z][A-Za-z0-9-]*)(['\"]?\s*:\s*['\"]?)([^'\"\r\n]+)")
+SCHEME_IN_TEXT = re.compile(r"\b(Bearer|Basic)(\s+)([A-Za-z0-9._~+/=-]+)", re.IGNORECASE)
+ENDS = ".,;:!?)]}"  # what may close a sentence or a bracket after a URL or a value
+PARAM_IN_TEXT = re.compile(r"(?<![\w.-])([A-Za-z_][A-Za-z0-9_.-]*)=([^\s&'\";,=(]+)")
 
 
 def words_of(name: str) -> list[str]:
@@ -58,6 +68,8 @@ class Redaction:
         lower = name.lower()
         if lower in self._kept:
             return False
+        if not response and looks_like_credential(name):  # X-Api-Key, X-Auth-Token: what the scan calls credentials
+            return True  # (safe for the replay: a request is matched by its method and URL, never its headers)
         defaults = RESPONSE_HEADERS if response else REQUEST_HEADERS
         return lower in defaults or lower in {h.lower() for h in self.headers}
 
@@ -75,6 +87,37 @@ class Redaction:
             return url  # untouched, byte for byte: no re-encoding of a query that holds nothing to mask
         masked = urlencode([(k, PLACEHOLDER if self.param(k) else v) for k, v in pairs])
         return urlunsplit((parts.scheme, parts.netloc, parts.path, masked, parts.fragment))
+
+    def urls(self, text: str) -> str:
+        """Text with every http(s) URL in it through url() (the punctuation that ends a sentence kept out):
+        what a stored record's keys and values get on a recorded site, so its reference holds no credential."""
+        def url(match: re.Match) -> str:
+            whole = match.group(0)
+            core = whole.rstrip(ENDS)
+            return self.url(core) + whole[len(core):]
+
+        return URL_IN_TEXT.sub(url, text) if "://" in text else text
+
+    def text(self, text: str) -> str:
+        """Free text (a scraper's stderr, quoted into the history and reports) with its credentials masked: each
+        URL's through url(), the values of the headers masked by name (`Cookie: a=<p>`; a name that only looks
+        like a credential must hold a dash, so `KeyError: 'sku'` stays), `Bearer <p>`, `Basic <p>`, and
+        `name=<p>` for each parameter masked by name. Idempotent, as the rest."""
+        def param(match: re.Match) -> str:
+            value = match.group(2)
+            ends = value[len(value.rstrip(ENDS)):]
+            return f"{match.group(1)}={PLACEHOLDER}{ends}" if self.param(match.group(1)) else match.group(0)
+
+        def header(match: re.Match) -> str:
+            name, lower = match.group(1), match.group(1).lower()
+            named = lower in REQUEST_HEADERS + RESPONSE_HEADERS or lower in {h.lower() for h in self.headers}
+            if lower in self._kept or not (named or ("-" in name and looks_like_credential(name))):
+                return match.group(0)
+            return name + match.group(2) + masked_value(name, match.group(3))
+
+        text = HEADER_IN_TEXT.sub(header, self.urls(text))
+        text = SCHEME_IN_TEXT.sub(lambda m: f"{m.group(1)}{m.group(2)}{PLACEHOLDER}", text)
+        return PARAM_IN_TEXT.sub(param, text)
 
     def request_headers(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
         return [(k, masked_value(k, v) if self.header(k) else v) for k, v in headers]

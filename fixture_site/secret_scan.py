@@ -9,8 +9,10 @@ then the header, the URL or the body):
 - a long random-looking string in a request header or in a URL (a path segment or a parameter);
 - an e-mail address in a request body.
 A suspect is shown by its first characters and its length, never in full: the scan's output goes to
-CI logs. Names the recording kept on purpose (its spec's `unredacted`, written into the WARC's
-warcinfo record by the recorder) are not suspects by their name, only by what their value looks like.
+CI logs. So is the URL a line names: each suspect's value in it, and the value of every parameter
+whose name looks like a credential, is replaced by its hint (`?api_key=<live... 8 chars>&page=2`).
+Names the recording kept on purpose (its spec's `unredacted`, written into the WARC's warcinfo record
+by the recorder) are not suspects by their name, only by what their value looks like.
 
 Random-looking: a run of 20 or more letters and digits, both present, whose characters carry at
 least 3.5 bits of entropy each (hex of 32 or more digits counts too); slugs, words and UUIDs do not.
@@ -18,14 +20,16 @@ least 3.5 bits of entropy each (hex of 32 or more digits counts too); slugs, wor
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import Counter
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
 
-from killtest.fixture_site.redaction import FORM, PLACEHOLDER, REQUEST_HEADERS, looks_like_credential
+from killtest.fixture_site.redaction import ENDS, FORM, PLACEHOLDER, REQUEST_HEADERS, URL_IN_TEXT, looks_like_credential
 
+CREDENTIAL_PARAMETER = "a credential parameter, not masked"
 INFO_UNREDACTED = "killtest-unredacted"  # the warcinfo field naming the names kept verbatim
 BEARER = re.compile(r"\bBearer\s+([A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE)
 EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
@@ -52,6 +56,25 @@ def hint(value: str) -> str:
     return f"{value[:4]}... {len(value)} chars"
 
 
+def shown_url(url: str, values: list[str]) -> str:
+    """The URL as a line shows it: every suspect's value (`values`) and the value of every credential-named
+    query parameter replaced by its hint, in whatever encoding the URL holds it; the rest as it is."""
+    def hide(text: str) -> str:
+        for value in sorted(set(values), key=len, reverse=True):
+            for form in {value, quote(value, safe=""), quote_plus(value)}:
+                text = text.replace(form, f"<{hint(value)}>")
+        return text
+
+    parts = urlsplit(url)
+    pairs = []
+    for pair in parts.query.split("&") if parts.query else []:
+        name, eq, raw = pair.partition("=")
+        value = unquote_plus(raw)
+        masked = eq and value and value != PLACEHOLDER and looks_like_credential(unquote_plus(name))
+        pairs.append(f"{name}=<{hint(value)}>" if masked else hide(pair))
+    return urlunsplit((parts.scheme, hide(parts.netloc), hide(parts.path), "&".join(pairs), hide(parts.fragment)))
+
+
 def entropy(text: str) -> float:
     counts = Counter(text)
     return -sum(n / len(text) * math.log2(n / len(text)) for n in counts.values())
@@ -73,6 +96,11 @@ def _clean(value: str) -> bool:
     return PLACEHOLDER in value and not random_strings(value.replace(PLACEHOLDER, ""))
 
 
+def _kept(name: str, kept: set[str]) -> str:
+    """What a suspect by value adds when its name is kept on purpose: the user's choice, not the masking's miss."""
+    return ", in a name kept by [site] unredacted" if name in kept else ""
+
+
 def scan_headers(side: str, headers: list[tuple[str, str]], kept: set[str]) -> list[tuple[str, str, str]]:
     found = []
     for name, value in headers:
@@ -82,9 +110,9 @@ def scan_headers(side: str, headers: list[tuple[str, str]], kept: set[str]) -> l
             found.append((where, "a credential header, not masked", value))
         elif (bearer := BEARER.search(value)) and bearer.group(1) != PLACEHOLDER:
             found.append((where, "a bearer token", bearer.group(1)))
-        elif side == "request" and lower not in RANDOM_BY_DESIGN and lower not in kept and (
+        elif side == "request" and lower not in RANDOM_BY_DESIGN and (
                 randoms := random_strings(value.replace(PLACEHOLDER, ""))):
-            found.append((where, "a long random string", randoms[0]))
+            found.append((where, "a long random string" + _kept(lower, kept), randoms[0]))
     return found
 
 
@@ -94,9 +122,9 @@ def scan_url(url: str, kept: set[str]) -> list[tuple[str, str, str]]:
     pairs = parse_qsl(parts.query, keep_blank_values=True)
     for name, value in pairs:
         if looks_like_credential(name) and name.lower() not in kept and value and value != PLACEHOLDER:
-            found.append((f"URL parameter {name}", "a credential parameter, not masked", value))
-        elif name.lower() not in kept and (randoms := random_strings(value)):
-            found.append((f"URL parameter {name}", "a long random string", randoms[0]))
+            found.append((f"URL parameter {name}", CREDENTIAL_PARAMETER, value))
+        elif randoms := random_strings(value):
+            found.append((f"URL parameter {name}", "a long random string" + _kept(name.lower(), kept), randoms[0]))
     for randoms in [random_strings(unquote(parts.path))]:
         if randoms:
             found.append(("URL path", "a long random string", randoms[0]))
@@ -116,6 +144,54 @@ def scan_body(headers: list[tuple[str, str]], body: bytes, kept: set[str]) -> li
     return found
 
 
+def scan_reference(path: str, kept: set[str]) -> list[Suspect]:
+    """The reference records beside a WARC (`x.reference.json`, what a design stored): a credential parameter
+    not masked in a URL-shaped key or field value, and a bearer token. Only those: a record's own IDs and
+    hashes are the site's data, not secrets. Numbers are the reference's records, 1-based; the key is
+    shown as a URL is. A damaged file raises ValueError (one line)."""
+    try:
+        with open(path, encoding="utf-8") as src:
+            records = [(str(r["key"]), {str(k): str(v) for k, v in r["fields"].items()})
+                       for r in json.load(src)["records"]]
+    except OSError as error:
+        raise ValueError(f"cannot read the reference records {path}: {error.strerror}") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"the reference records {path} are damaged ({type(error).__name__})") from None
+    suspects = []
+    for number, (key, fields) in enumerate(records, start=1):
+        found = []
+        for where, text in [("key", key), *((f"field {name}", value) for name, value in fields.items())]:
+            for url in URL_IN_TEXT.findall(text):
+                found += [(f"{where}, {place}", what, value) for place, what, value in scan_url(url.rstrip(ENDS), kept)
+                          if what == CREDENTIAL_PARAMETER]
+            found += [(where, "a bearer token", m.group(1)) for m in BEARER.finditer(text) if m.group(1) != PLACEHOLDER]
+        shown = shown_url(key, [value for _, _, value in found])
+        suspects += [Suspect(number, shown, where, what, hint(value)) for where, what, value in found]
+    return suspects
+
+
+def unredacted_names(path: str) -> set[str]:
+    """The names a recording kept on purpose, as its warcinfo record says; none when it has no such record."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    try:
+        with open(path, "rb") as stream:
+            first = next(iter(ArchiveIterator(stream)), None)
+            return _kept_in(first) if first is not None and first.rec_type == "warcinfo" else set()
+    except Exception:  # unreadable: scan_recording has said so
+        return set()
+
+
+def _kept_in(warcinfo) -> set[str]:
+    info = warcinfo.content_stream().read().decode("utf-8", errors="replace")
+    kept: set[str] = set()
+    for line in info.splitlines():
+        field, _, value = line.partition(":")
+        if field.strip() == INFO_UNREDACTED:
+            kept |= {n.strip().lower() for n in value.split(",") if n.strip()}
+    return kept
+
+
 def scan_recording(path: str) -> list[Suspect]:
     """Every suspect in the WARC at `path`, in file order. An unreadable file raises ValueError (one line)."""
     try:
@@ -128,11 +204,7 @@ def scan_recording(path: str) -> list[Suspect]:
         with open(path, "rb") as stream:
             for number, record in enumerate(ArchiveIterator(stream), start=1):
                 if record.rec_type == "warcinfo":
-                    info = record.content_stream().read().decode("utf-8", errors="replace")
-                    for line in info.splitlines():
-                        field, _, value = line.partition(":")
-                        if field.strip() == INFO_UNREDACTED:
-                            kept |= {n.strip().lower() for n in value.split(",") if n.strip()}
+                    kept |= _kept_in(record)
                     continue
                 url = record.rec_headers.get_header("WARC-Target-URI") or ""
                 headers = list(record.http_headers.headers) if record.http_headers else []
@@ -145,7 +217,8 @@ def scan_recording(path: str) -> list[Suspect]:
                     found += [(f"Location {w}", what, v) for w, what, v in scan_url(location, kept)]
                 else:
                     continue
-                suspects += [Suspect(number, url, where, what, hint(value)) for where, what, value in found]
+                shown = shown_url(url, [value for _, _, value in found])
+                suspects += [Suspect(number, shown, where, what, hint(value)) for where, what, value in found]
     except OSError as error:
         raise ValueError(f"cannot read the recording {path}: {error.strerror}") from None
     except Exception as error:  # warcio's ArchiveLoadFailed and the like: not a WARC file

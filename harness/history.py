@@ -32,7 +32,8 @@ EVENTS: dict[str, str] = {
                   " the start and dropped what no fsync had made durable",
     "process_exited": "start, returncode, held_leases (the claims the store still held when the start ended"
                       " by itself)",
-    "crash": "start, returncode, stderr_tail (the last lines the start wrote to stderr): it exited with an error",
+    "crash": "start, returncode, stderr_tail (the last lines the start wrote to stderr; on a recorded site,"
+             " credentials masked): it exited with an error",
     "time_limit": "start, returncode, held_leases, no_progress_s (when it was stopped for making no progress"
                   " that long, not by the time limit): the start was stopped",
     "catalog_changed": "version, changed, removed, added (SKUs), products, full_crawl_requests: the site drifted",
@@ -50,7 +51,8 @@ EVENTS: dict[str, str] = {
                      " printed about itself; a design that reports its leases prints claimed (path, lease_s, pid)"
                      " and committed (path, pid), which the zombie-writer check reads",
     "store_record": "key, fields, stamped (whether t is the design's own write time), changed_t (its last"
-                    " change), unreadable (a row that could not be read): every record the store held at the end",
+                    " change), unreadable (a row that could not be read): every record the store held at the end;"
+                    " on a recorded site the URLs in key and fields have their credentials masked",
     "run_finished": "outcome (completed, timed_out, crashed), wall_s, scraper_s (the time the scrapers ran),"
                     " store_found (whether the store's file or folder existed at the end; none for a server's)",
 }

@@ -172,7 +172,15 @@ OPTIONS: tuple[Option, ...] = (
     # Where the results go.
     Option("--name", f"base name of the result files (default {d.RESULT_NAME})", ("run",), "results",
            default=d.RESULT_NAME),
-    Option("--out", f"directory for results (default {d.OUT_DIR}/)", COMMAND_NAMES, "results", default=d.OUT_DIR),
+    Option("--out", f"directory for results (default {d.OUT_DIR}/)", tuple(c for c in COMMAND_NAMES if c not in
+                                                                         ("record", "check-recording")),
+           "results", default=d.OUT_DIR),
+    # issue 27: the recording itself lands beside the spec; a report of it only where asked.
+    Option("--out", "also write record.json and record.md to this directory: the WARC's size, exchanges, distinct"
+           " requests and revisit records, the reference, what changed, the scan's suspects (default: none)",
+           ("record",), "results", metavar="DIR"),
+    Option("--out", "also write check-recording.json to this directory: every suspect of every file scanned"
+           " (default: none)", ("check-recording",), "results", metavar="DIR"),
     Option("--work-dir", "existing directory for the scrapers' stores while they run (default: system temp)", RUNS,
            "results"),
     Option("--work-dir", "existing directory for the scrapers' stores", ("replay", "explore", "fuzz", "zoo", "bench"),

@@ -27,9 +27,9 @@ pytest.importorskip("warcio", reason="pip install -e '.[record]'")
 from warcio.archiveiterator import ArchiveIterator  # noqa: E402
 from warcio.warcwriter import WARCWriter  # noqa: E402
 
-from killtest.fixture_site.recorded_site import write_exchange  # noqa: E402
+from killtest.fixture_site.recorded_site import write_exchange, write_reference  # noqa: E402
 from killtest.fixture_site.redaction import PLACEHOLDER, Redaction  # noqa: E402
-from killtest.fixture_site.secret_scan import scan_recording  # noqa: E402
+from killtest.fixture_site.secret_scan import scan_recording, scan_reference  # noqa: E402
 from killtest.harness.design.specfile import load_spec  # noqa: E402
 from killtest.harness.errors import KilltestError  # noqa: E402
 from killtest.harness.running.record_site import record_design  # noqa: E402
@@ -38,6 +38,8 @@ TOKEN = "sk-live-Q7f3KpX9wM2zR8vT4nB6yJ1cD5hL0gA"
 SESSION = "sess-8Hq2Lz5Wn0Rt3Yx6Vb9Kc4Mf7Pd1Sg"
 API_KEY = "ak-4Tz9Qw2Er7Ty1Ui6Op3As8Df5Gh0Jk"
 SET_SESSION = "srv-9Zx8Cv7Bn6Mm5Ll4Kk3Jj2Hh1Gg0Ff"
+KEY_HEADER = "xk-2Vb8Nm4Qw7Er1Ty5Ui9Op3As6Df0Gh"  # sent as X-Api-Key, a header no default list names
+AUTH_HEADER = "xa-6Hj1Kl9Zx3Cv7Bn2Mq5Wr8Et4Yu0Io"  # sent as X-Auth-Token
 # 20 KB the same on every page (a logo, fetched under another URL each time); random, so gzip cannot shrink it
 ASSET = random.Random(27).randbytes(20_000)
 
@@ -45,7 +47,8 @@ SCRAPER = f'''
 import json, sys, urllib.request
 base, store = sys.argv[1].rstrip("/"), sys.argv[2]
 opener = urllib.request.build_opener()  # ProxyHandler reads HTTP_PROXY from the environment
-headers = {{"Authorization": "Bearer {TOKEN}", "Cookie": "session={SESSION}"}}
+headers = {{"Authorization": "Bearer {TOKEN}", "Cookie": "session={SESSION}", "X-Api-Key": "{KEY_HEADER}",
+           "X-Auth-Token": "{AUTH_HEADER}"}}
 page, pages = 0, int(open(sys.argv[3]).read()) if len(sys.argv) > 3 else None
 while page is not None:
     ask = urllib.request.Request(f"{{base}}/items?page={{page}}&api_key={API_KEY}", headers=headers)
@@ -151,13 +154,14 @@ def recorded(tmp_path_factory):
 def test_no_credential_reaches_the_warc_or_the_reference(recorded):
     spec, made = recorded
     warc, reference = _every_byte(made.recording), open(made.reference, "rb").read()
-    for secret in (TOKEN, SESSION, API_KEY, SET_SESSION):
+    for secret in (TOKEN, SESSION, API_KEY, SET_SESSION, KEY_HEADER, AUTH_HEADER):
         assert secret.encode() not in warc and secret.encode() not in reference, secret
     # Their places are masked, their shape kept, and the exchanges are all there.
     assert f"Authorization: Bearer {PLACEHOLDER}".encode() in warc
     assert f"Cookie: session={PLACEHOLDER}".encode() in warc
     assert f"session={PLACEHOLDER}; Path=/; HttpOnly".encode() in warc
     assert f"api_key={PLACEHOLDER}".encode() in warc
+    assert f"X-Api-Key: {PLACEHOLDER}".encode() in warc and f"X-Auth-Token: {PLACEHOLDER}".encode() in warc
     assert made.records == 9 and made.exchanges == 6
     assert scan_recording(made.recording) == []
 
@@ -173,7 +177,7 @@ def test_the_replay_answers_the_scraper_that_sends_its_real_credentials(recorded
     assert verdict["kills"] == 1 and verdict["correct_records"] == 9
     written = _every_file(out)  # the history (its request log), the reports
     assert f"api_key={PLACEHOLDER}".encode() in written  # the requests are logged, their credentials masked
-    for secret in (TOKEN, SESSION, API_KEY):
+    for secret in (TOKEN, SESSION, API_KEY, KEY_HEADER, AUTH_HEADER):
         assert secret.encode() not in written
 
 
@@ -212,6 +216,22 @@ def _planted(path: str) -> None:
                        [("ETag", '"5d41402abc4b2a76b9719d911017c592aa"')], b"clean")
 
 
+def test_record_with_out_writes_its_report_and_counts_exchanges_not_urls(tmp_path):
+    spec = _design_folder(tmp_path)
+    site, out = CredentialSite(), tmp_path / "out"
+    try:
+        done = subprocess.run([sys.executable, "-m", "killtest", "record", "--design", spec, "--resolve",
+                               *site.resolve(), "--out", str(out)], capture_output=True, text=True, timeout=180)
+    finally:
+        site.stop()
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((out / "record.json").read_text())
+    assert report["warc_bytes"] == os.path.getsize(tmp_path / "creds.warc.gz") and report["suspects"] == []
+    assert (report["exchanges"], report["pages"], report["revisits"], report["records"]) == (6, 6, 2, 9)
+    assert "| revisit records | 2 " in (out / "record.md").read_text()
+    assert "recorded 6 exchanges (6 distinct requests; 2 answers kept as revisit records" in done.stderr
+
+
 def test_the_scan_finds_a_planted_secret_of_every_kind(tmp_path):
     path = str(tmp_path / "planted.warc.gz")
     _planted(path)
@@ -224,12 +244,61 @@ def test_the_scan_finds_a_planted_secret_of_every_kind(tmp_path):
         (5, "URL path", "a long random string"),
         (5, "request header X-Client", "a long random string"),
         (7, "request body", "an e-mail address")}  # record 9 (a slug, a browser's name, an ETag) is clean
-    shown = subprocess.run([sys.executable, "-m", "killtest", "check-recording", path], capture_output=True, text=True,
-                           timeout=60)
-    assert shown.returncode == 1 and len(shown.stdout.strip().splitlines() + shown.stderr.strip().splitlines()) == 8
-    assert "dXNlcjpodW50ZXIy" not in shown.stdout + shown.stderr  # a suspect is hinted at, never printed whole
+    out = tmp_path / "out"
+    shown = subprocess.run([sys.executable, "-m", "killtest", "check-recording", path, "--out", str(out)],
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 1 and len(shown.stdout.strip().splitlines() + shown.stderr.strip().splitlines()) == 9
+    report = json.loads((out / "check-recording.json").read_text())  # the suspects as CI keeps them: hinted too
+    assert {(s["file"], s["record"], s["where"]) for s in report["suspects"]} == {(path, r, w) for r, w, _ in found}
+    # A suspect is hinted at, never printed whole: neither on its own nor in the URL a line names (CI logs keep it).
+    for secret in ("dXNlcjpodW50ZXIy", "abc123", "live-key", "eyJhbGciOiJIUzI1NiJ9.e30.sig",
+                   "9fK2mQ7xW4zR8vT1nB6yJ3cD5hL0gA2e", "Zq8Lw3Rt6Yx9Vb2Kc5Mf8Pd1Sg4Hj7Nm", "jane.doe@example.com"):
+        assert secret not in shown.stdout + shown.stderr + json.dumps(report), secret
+    assert "record 3 (http://x.test/b?api_key=<live... 8 chars>&page=2): URL parameter api_key" in (
+        shown.stdout + shown.stderr)
     assert "record 7 (http://x.test/login): request body: an e-mail address (jane... 20 chars)" in (
         shown.stdout + shown.stderr)
+
+
+def test_a_name_kept_unredacted_is_still_scanned_by_what_its_value_looks_like(tmp_path):
+    """`unredacted` spares a name from being a suspect by its name, not its value from the scan."""
+    path = str(tmp_path / "kept.warc.gz")
+    with open(path, "wb") as out:
+        writer = WARCWriter(out, gzip=True)
+        writer.write_record(writer.create_warcinfo_record("kept.warc.gz", {
+            "killtest-unredacted": "Cookie, session, sort_key, X-Trace"}))
+        write_exchange(writer, "http://x.test/p?sort_key=price&session=Q7f3KpX9wM2zR8vT4nB6yJ1cD5hL0gAx", "GET",
+                       [("Cookie", "theme=dark"), ("X-Trace", "Zq8Lw3Rt6Yx9Vb2Kc5Mf8Pd1Sg4Hj7Nm")], b"", 200, "OK",
+                       [], b"p")
+        write_exchange(writer, "http://x.test/q", "GET", [("Cookie", "session=Mn3Bv8Cx1Za6Sd4Fg9Hj2Kl7Qw5Er0Ty")],
+                       b"", 200, "OK", [], b"q")
+    found = {(s.record, s.where, s.what) for s in scan_recording(path)}
+    kept = ", in a name kept by [site] unredacted"
+    assert found == {(2, "URL parameter session", "a long random string" + kept),
+                     (2, "request header X-Trace", "a long random string" + kept),
+                     (4, "request header Cookie", "a long random string" + kept)}  # sort_key=price, theme=dark: no
+
+
+def test_the_scan_reads_the_reference_beside_the_recording_too(recorded, tmp_path):
+    """A design that stores URLs puts whatever they carry into the reference: check-recording scans it."""
+    spec, made = recorded
+    warc = tmp_path / "copy.warc.gz"
+    warc.write_bytes(open(made.recording, "rb").read())
+    write_reference(str(warc), "http://creds.test/", 6, {
+        f"http://creds.test/item/1?api_key={API_KEY}": {"price": "1.00", "auth": f"Bearer {TOKEN}"},
+        "sku-0-1": {"price": "0.10", "image": "http://creds.test/img/5d41402abc4b2a76b9719d911017c592.png"}})
+    shown = subprocess.run([sys.executable, "-m", "killtest", "check-recording", str(warc), "--out",
+                            str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
+    said = shown.stdout + shown.stderr
+    assert shown.returncode == 1, said
+    lines = [line for line in said.splitlines() if "copy.reference.json: record" in line]
+    assert [line.split(": ", 2)[2] for line in lines] == [
+        f"key, URL parameter api_key: a credential parameter, not masked (ak-4... {len(API_KEY)} chars)",
+        f"field auth: a bearer token (sk-l... {len(TOKEN)} chars)"]  # a record's image hash is the site's data
+    assert f"http://creds.test/item/1?api_key=<ak-4... {len(API_KEY)} chars>" in lines[0]
+    report = (tmp_path / "out" / "check-recording.json").read_text()
+    assert json.loads(report)["scanned"] == [str(warc), str(tmp_path / "copy.reference.json")]
+    assert API_KEY not in said + report and TOKEN not in said + report
 
 
 def test_a_clean_recording_passes_and_a_bad_file_is_one_line(recorded, tmp_path):
@@ -255,6 +324,15 @@ def test_masking_keeps_shape_and_is_idempotent():
         ("X-Api-Key", PLACEHOLDER), ("Cookie", f"a={PLACEHOLDER}; b={PLACEHOLDER}"), ("Accept", "*/*")]
     assert mask.body([("Content-Type", "application/x-www-form-urlencoded")], b"user=jane&password=hunter2") == (
         f"user=jane&password={PLACEHOLDER}".encode())
+    said = {"HTTPError: 404 (http://a.test/p?page=2&token=t1).":
+            f"HTTPError: 404 (http://a.test/p?page=2&token={PLACEHOLDER}).",
+            "{'X-Auth-Token': 'xa-1', 'Accept': '*/*'}": f"{{'X-Auth-Token': '{PLACEHOLDER}', 'Accept': '*/*'}}",
+            "Authorization: Basic dXNlcjpw": f"Authorization: Basic {PLACEHOLDER}",
+            "Set-Cookie: sid=9; Path=/": f"Set-Cookie: sid={PLACEHOLDER}; Path=/",
+            "posted password=hunter2&session=keep": f"posted password={PLACEHOLDER}&session=keep",
+            "KeyError: 'sku'": "KeyError: 'sku'", "ValueError: bad price 12.50": "ValueError: bad price 12.50"}
+    assert {line: mask.text(line) for line in said} == said
+    assert all(mask.text(masked) == masked for masked in said.values())
 
 
 def test_a_wildcard_opt_out_is_refused_in_one_line(tmp_path):
@@ -313,6 +391,141 @@ def test_a_replay_asking_for_urls_the_recording_lacks_says_it_may_be_stale(recor
     assert "the recording may be stale: re-record" in message and "creds.test/items?page=3" in message
 
 
+RESUMING = f'''
+import json, os, sys, urllib.error, urllib.request
+base, store, extra = sys.argv[1].rstrip("/"), sys.argv[2], sys.argv[3:]
+opener = urllib.request.build_opener()
+headers = {{"Authorization": "Bearer {TOKEN}", "Cookie": "session={SESSION}"}}
+page = sum(1 for line in open(store) if line.strip()) // 3 if os.path.exists(store) else 0  # resumes by page
+while page is not None:
+    answer = json.load(opener.open(urllib.request.Request(f"{{base}}/items?page={{page}}&api_key={API_KEY}",
+                                                          headers=headers), timeout=20))
+    opener.open(urllib.request.Request(f"{{base}}/static/logo.png?v={{page}}", headers=headers), timeout=20).read()
+    with open(store, "a") as out:
+        out.write("".join(json.dumps(item) + "\\n" for item in answer["items"]))
+    page = answer["next"]
+for path in extra:  # what the live site grew since it was recorded: the replay answers 404
+    try:
+        opener.open(urllib.request.Request(base + path, headers=headers), timeout=20).read()
+    except urllib.error.HTTPError:
+        pass
+'''
+
+
+def test_urls_a_stale_recording_lacks_make_the_run_unknown_not_over_its_request_bound(recorded, tmp_path):
+    """Five requests the replay answered 404 are the recording's staleness, not the design's excess requests."""
+    spec, made = recorded
+    (tmp_path / "resuming.py").write_text(RESUMING)
+    extra = ["/items?page=3&api_key=" + API_KEY, "/items?page=0&sort=price&api_key=" + API_KEY, "/new-arrivals",
+             "/items/sku-0-0/reviews", "/search?q=lamp"]
+    for name, paths in (("fresh", []), ("stale", extra)):
+        (tmp_path / f"{name}.toml").write_text(SPEC.replace('"creds"', f'"{name}"').replace(
+            '"{spec_dir}/scraper.py", "{base_url}", "{store}"',
+            ", ".join(json.dumps(w) for w in ["{spec_dir}/resuming.py", "{base_url}", "{store}", *paths])).replace(
+            '"creds.warc.gz"', json.dumps(made.recording)))
+    out = str(tmp_path / "results")
+    ran = subprocess.run([sys.executable, "-m", "killtest", "run", "--design", str(tmp_path / "fresh.toml"),
+                          "--design", str(tmp_path / "stale.toml"), "--schedule", "r3", "--runs", "1", "--out", out,
+                          "--no-plot"], capture_output=True, text=True, timeout=180)
+    with open(os.path.join(out, "killtest.json")) as src:
+        verdicts = {run["design"]: run for run in json.load(src)["runs"]}
+    fresh, stale = verdicts["fresh"], verdicts["stale"]
+    # The same scraper without the extra URLs is within its bound: 6 requests uninterrupted + 1 for the kill.
+    assert (fresh["validity"], fresh["findings"], fresh["requests"]) == ("valid", [], 7), ran.stdout + ran.stderr
+    assert (stale["validity"], stale["findings"], stale["requests"]) == ("unknown", ["unrecorded_request"], 12)
+    said = " ".join(stale["problems"])
+    assert "5 URLs are not in the recording" in said and "the recording may be stale: re-record" in said
+    assert "http://creds.test/new-arrivals" in said and API_KEY not in said
+    assert stale["correct_records"] == 9
+
+
+LINKED = f'''
+import json, os, sys, urllib.request
+base, store = sys.argv[1].rstrip("/"), sys.argv[2]
+key = os.environ.get("CREDS_API_KEY", "{API_KEY}")  # CI may hold other credentials than the recording's
+opener = urllib.request.build_opener()
+headers = {{"Authorization": "Bearer {TOKEN}", "Cookie": "session={SESSION}"}}
+page = sum(1 for line in open(store) if line.strip()) // 3 if os.path.exists(store) else 0
+while page is not None:
+    url = f"{{base}}/items?page={{page}}&api_key={{key}}"
+    answer = json.load(opener.open(urllib.request.Request(url, headers=headers), timeout=20))
+    with open(store, "a") as out:  # each record keyed by a link that carries the api_key, and its page's URL
+        out.write("".join(json.dumps(dict(item, link=f"{{base}}/item/{{item['sku']}}?api_key={{key}}", source=url))
+                          + "\\n" for item in answer["items"]))
+    page = answer["next"]
+'''
+
+
+def test_a_design_keyed_by_urls_with_credentials_has_a_masked_reference_and_is_judged_masked(tmp_path):
+    """The reference made from such a design holds no credential, and a run that used other credentials
+    than the recording's is judged correct: its records are masked as the reference's were."""
+    (tmp_path / "scraper.py").write_text(LINKED)
+    (tmp_path / "design.toml").write_text(SPEC.replace('key = "sku"', 'key = "link"').replace(
+        'fields = { price = "price" }', 'fields = { price = "price", name = "source" }'))
+    site = CredentialSite()
+    try:
+        made = _record(str(tmp_path / "design.toml"), site)
+    finally:
+        site.stop()
+    reference = open(made.reference).read()
+    assert API_KEY not in reference and f"/item/sku-0-0?api_key={PLACEHOLDER}" in reference
+    assert f"/items?page=2&api_key={PLACEHOLDER}" in reference and made.records == 9
+    assert scan_reference(made.reference, set()) == [] and scan_recording(made.recording) == []
+    rotated = "ak-ROTATED-9Xc2Vb7Nm4Qw1Er8Ty5Ui"
+    out = str(tmp_path / "results")
+    ran = subprocess.run([sys.executable, "-m", "killtest", "run", "--design", str(tmp_path / "design.toml"),
+                          "--schedule", "r2", "--runs", "1", "--out", out, "--no-plot"], capture_output=True,
+                         text=True, timeout=180, env={**os.environ, "CREDS_API_KEY": rotated})
+    with open(os.path.join(out, "killtest.json")) as src:
+        verdict = json.load(src)["runs"][0]
+    assert (verdict["validity"], verdict["findings"]) == ("valid", []), ran.stdout + ran.stderr
+    assert verdict["correct_records"] == 9 and verdict["kills"] == 1
+    written = _every_file(out) + (ran.stdout + ran.stderr).encode()
+    assert API_KEY.encode() not in written and rotated.encode() not in written
+
+
+GIVES_UP = f'''
+print("headers were {{'X-Api-Key': '{KEY_HEADER}', 'Accept': '*/*'}}", file=sys.stderr)
+print("Authorization: Bearer {TOKEN}", file=sys.stderr)
+print("Cookie: session={SESSION}", file=sys.stderr)
+sys.exit(f"giving up on {{base}}/items?page=9&api_key={API_KEY}: HTTP Error 404")
+'''
+
+
+def test_a_scrapers_stderr_is_masked_wherever_a_recorded_sites_run_quotes_it(recorded, tmp_path):
+    """A scraper that quotes its credentials on stderr as it dies: neither the record's error nor the
+    run's output, history and reports hold them (the site's redaction masks the quoted lines)."""
+    spec, made = recorded
+    secrets = (TOKEN, SESSION, API_KEY, KEY_HEADER)
+    (tmp_path / "scraper.py").write_text(SCRAPER + GIVES_UP)
+    (tmp_path / "design.toml").write_text(SPEC.replace('"creds.warc.gz"', json.dumps(made.recording)))
+    out = str(tmp_path / "results")
+    ran = subprocess.run([sys.executable, "-m", "killtest", "run", "--design", str(tmp_path / "design.toml"),
+                          "--schedule", "r3", "--runs", "1", "--out", out], capture_output=True, text=True, timeout=180)
+    with open(os.path.join(out, "killtest.json")) as src:
+        verdict = json.load(src)["runs"][0]
+    assert "crashed" in verdict["findings"], ran.stdout + ran.stderr
+    assert f"giving up on http://creds.test/items?page=9&api_key={PLACEHOLDER}: HTTP Error 404" in (
+        " ".join(verdict["problems"]))
+    written = _every_file(out) + (ran.stdout + ran.stderr).encode()  # the history, killtest.json/md/html, output
+    assert f"Authorization: Bearer {PLACEHOLDER}".encode() in written
+    for secret in secrets:
+        assert secret.encode() not in written, secret
+    # Recording with it fails on its exit status, quoting its last line: masked too.
+    folder = tmp_path / "record"
+    folder.mkdir()
+    (folder / "scraper.py").write_text(SCRAPER + GIVES_UP)
+    (folder / "design.toml").write_text(SPEC)
+    site = CredentialSite()
+    try:
+        with pytest.raises(KilltestError) as failed:
+            _record(str(folder / "design.toml"), site)
+    finally:
+        site.stop()
+    assert f"api_key={PLACEHOLDER}: HTTP Error 404" in str(failed.value)
+    assert not [secret for secret in secrets if secret in str(failed.value)]
+
+
 def test_two_real_urls_one_masked_url_with_different_answers_are_warned_of(tmp_path):
     spec = _design_folder(tmp_path)
     with open(tmp_path / "scraper.py") as src:  # first a wrong key (a 404, ignored), then the right one
@@ -324,9 +537,10 @@ while page is not None:''')
     (tmp_path / "scraper.py").write_text(probing)
     site, messages = CredentialSite(pages=1), []
     try:
-        _record(spec, site, messages)
+        made = _record(spec, site, messages)
     finally:
         site.stop()
+    assert (made.exchanges, made.pages) == (3, 2)  # the two probes are one masked request to the replay
     warned = [m for m in messages if m.startswith("warning: 1 masked URL(s)")]
     assert warned and f"http://creds.test/items?page=0&api_key={PLACEHOLDER}" in warned[0], messages
     assert not [name for name in os.listdir(tmp_path) if "collisions" in name or "partial" in name]

@@ -168,17 +168,22 @@ def duplicates(e: Evidence) -> CheckResult:
 
 def requests(e: Evidence) -> CheckResult:
     """A full crawl, plus at most a page per worker a kill interrupted or a pause stopped and a retry per
-    network fault; never a page again once its record is stored."""
+    network fault; never a page again once its record is stored. On a recorded site, requests for URLs the
+    recording lacks (the replay's 404s) are not counted: a stale recording is `recording`'s unknown."""
     v = e.verdict
     found = []
     paused = paused_workers(e.history)
     allowed = v.minimum_requests + v.kills * v.workers + paused + v.faulted_requests
-    if v.requests > allowed:
+    unrecorded = [r["path"] for r in e.history.of_type("request") if not e.catalog.recorded(r["path"])] \
+        if isinstance(e.catalog, RecordedSite) else []
+    counted = v.requests - len(unrecorded)
+    if counted > allowed:
         per_kill = f"{v.kills} kills" if v.workers == 1 else f"{v.kills} kills x {v.workers} workers"
         faults = f" + {v.faulted_requests} faults" if v.faulted_requests else ""
         pauses = f" + {paused} paused workers" if paused else ""
-        found.append((Finding.EXCESS_REQUESTS, f"{v.requests} requests, more than {v.minimum_requests} + {per_kill}"
-                                               f"{pauses}{faults}"))
+        besides = f" (besides {len(unrecorded)} for URLs the recording lacks)" if unrecorded else ""
+        found.append((Finding.EXCESS_REQUESTS, f"{counted} requests{besides}, more than {v.minimum_requests} +"
+                                               f" {per_kill}{pauses}{faults}"))
     woken = refetches_by_woken_workers(e.history, e.catalog.paths_by_sku()) if paused else set()
     refetched = v.refetched_after_commit - len(woken)
     if refetched:
@@ -190,10 +195,13 @@ def requests(e: Evidence) -> CheckResult:
                                                       " record was stored: progress is not committed with the result"))
     # A page fetched again while its holder was paused is the pause's cost, as a kill's is (check/zombies.py).
     twice = len(fetched_twice_not_by_a_pause(e.history)) if paused else v.fetched_twice_by_one_start
+    if unrecorded:  # a URL the recording lacks, asked twice, is the stale recording `recording` reports
+        twice = len([p for p in fetched_twice_not_by_a_pause(e.history) if p not in unrecorded])
     if twice:
         found.append((Finding.FETCHED_TWICE_BY_ONE_START, f"{twice} pages fetched twice by"
                                                           " one start: a lease ran out while its holder still worked"))
-    return judged(found, {"requests": v.requests, "allowed": allowed})
+    return judged(found, {"requests": v.requests, "allowed": allowed}
+                  | ({"not_counted_unrecorded": len(unrecorded)} if unrecorded else {}))
 
 
 def drift(e: Evidence) -> CheckResult:

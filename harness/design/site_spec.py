@@ -5,7 +5,7 @@
     start_url = "http://books.test/"      # what {base_url} becomes, in the recording and in every replay
     ignore_params = ["sessionid"]         # query parameters left out when a request is matched
     redact_params = ["customer"]          # masked as well as the credential-looking names (below)
-    redact_headers = ["X-Api-Key"]        # masked as well as Authorization, Proxy-Authorization, Cookie, Set-Cookie
+    redact_headers = ["X-Client-Id"]      # masked as well as Authorization, Cookie, Set-Cookie, X-Api-Key, ...
     unredacted = ["session"]              # names kept verbatim, one by one (there is no global switch)
 
 The table is read from the spec file itself, so a Design needs no field for it: `site_of(design)`
@@ -32,7 +32,8 @@ SITE_KEYS = {
                      " with a word such as token, key, api_key, password, secret, session or sig; the replay masks"
                      " them too before matching, so the scraper keeps sending its real values",
     "redact_headers": "request or response headers masked in the recording besides Authorization,"
-                      " Proxy-Authorization, Cookie and Set-Cookie (for example X-Api-Key)",
+                      " Proxy-Authorization, Cookie, Set-Cookie and the request headers whose name looks like a"
+                      " credential (X-Api-Key, X-Auth-Token); for example X-Client-Id",
     "unredacted": "header or parameter names the recording keeps verbatim though they would be masked, one by one"
                   " (no wildcard: nothing turns masking off as a whole)",
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 
+from killtest.fixture_site.recorded_site import RecordedSite
 from killtest.fixture_site.server import SiteServer
 from killtest.harness.check.named_checks import ERROR_LINE
 from killtest.harness.design.model import Design, Launch
@@ -88,14 +89,22 @@ def add_scraper_events(history: History, starts: list[Start], began: float) -> N
 
 
 def add_store_records(history: History, design: Design, location: str, wall_clock_at_start: float,
-                       read_at: float) -> None:
-    """Every record as the store holds it after the last start, timed by the design's own stamps if it has them."""
+                      read_at: float, site: SiteServer | None = None) -> None:
+    """Every record as the store holds it after the last start, timed by the design's own stamps if it has them.
+    On a recorded site the URLs in its key and values are masked as the recording's are (a design keyed by
+    its page URL stores the api_key), so neither the history nor the reference made from it holds them,
+    and a record is compared masked with the masked reference, whatever credentials the run used."""
     def history_time(stamp: float | None) -> float | None:
         return None if stamp is None else round(min(read_at, stamp - wall_clock_at_start), 6)
 
+    urls = site.catalog.redaction.urls if site is not None and isinstance(site.catalog, RecordedSite) else None
     for record in stored_records(design, location):
         written = history_time(record.written_at)
-        history.add("store_record", read_at if written is None else written, key=record.key, fields=record.fields,
+        key, fields = record.key, record.fields
+        if urls is not None:
+            key = urls(key) if isinstance(key, str) else key
+            fields = {name: urls(value) if isinstance(value, str) else value for name, value in fields.items()}
+        history.add("store_record", read_at if written is None else written, key=key, fields=fields,
                     stamped=written is not None, changed_t=history_time(record.changed_at),
                     **({"unreadable": record.unreadable} if record.key is None else {}))
 
@@ -117,13 +126,15 @@ def refuse_a_store_never_created(design: Design, location: str, history: History
                         f" {design.name!r} made {requests} requests and finished: check store.path")
 
 
-def stderr_tail(path: str) -> list[str]:
+def stderr_tail(path: str, site: SiteServer | None = None) -> list[str]:
     """The last lines a start wrote to stderr, led by the last line naming an error when that one stands
-    above them (a Node.js stack pushes its `SyntaxError: ...` out of the last few lines)."""
+    above them (a Node.js stack pushes its `SyntaxError: ...` out of the last few lines). On a recorded
+    site they are masked with its redaction: they go into the history and the reports, and a scraper's
+    error may quote the URL it gave up on, api_key and all."""
     with open(path, encoding="utf-8", errors="replace") as src:
         lines = [line.rstrip() for line in src.readlines()]
     tail = lines[-STDERR_TAIL_LINES:]
-    if any(ERROR_LINE.match(line) for line in tail):
-        return tail
-    above = [line for line in lines[:-STDERR_TAIL_LINES] if ERROR_LINE.match(line)]
-    return above[-1:] + tail
+    if not any(ERROR_LINE.match(line) for line in tail):
+        tail = [line for line in lines[:-STDERR_TAIL_LINES] if ERROR_LINE.match(line)][-1:] + tail
+    catalog = site.catalog if site is not None else None
+    return [catalog.redaction.text(line) for line in tail] if isinstance(catalog, RecordedSite) else tail

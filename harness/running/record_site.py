@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from killtest.fixture_site.recorded_site import reference_path, write_reference
+from killtest.fixture_site.recorded_site import record_counts, reference_path, write_reference
 from killtest.fixture_site.replay import ProxyProcess
 from killtest.harness import lifeline
 from killtest.harness.design.model import Design, Launch
@@ -51,11 +51,13 @@ class Recorded:
     recording: str
     reference: str
     warc_bytes: int
-    exchanges: int
+    exchanges: int  # what the recording run asked and was answered: the WARC's request records
     records: int
     requests: int
     record_s: float
     changes: Changes | None = None  # against the recording this one replaced; None when there was none
+    pages: int = 0  # distinct requests (method and masked URL): what the replay can answer
+    revisits: int = 0  # answers whose payload was stored already: revisit records
 
 
 def partial_path(recording: str) -> str:
@@ -95,7 +97,9 @@ def _record(design: Design, site: SiteSpec, partial: SiteSpec, resolve: list[str
         raise KilltestError(f"design {design.name!r} made no request through the recording proxy: it does not"
                             " honour HTTP_PROXY/HTTPS_PROXY (set its HTTP client's proxy from them), so killtest"
                             " cannot record or replay its site")
-    on_progress(f"recorded {len(replayed.exchanges)} exchanges in {record_s:.1f}s; replaying it twice")
+    kinds = record_counts(partial.recording)
+    on_progress(f"recorded {kinds['request']} exchanges ({len(replayed.exchanges)} distinct requests) in"
+                f" {record_s:.1f}s; replaying it twice")
     settings = RunSettings(time_limit_s=time_limit_s, no_progress_s=None)
     with stage(replayed, [design]) as on:
         runs = [run_phase(on, design, UNINTERRUPTED, settings, prefix="killtest-record-") for _ in range(2)]
@@ -123,8 +127,8 @@ def _record(design: Design, site: SiteSpec, partial: SiteSpec, resolve: list[str
     reference = reference_path(site.recording)
     os.replace(partial.recording, site.recording)  # the WARC first: it is what a reference is checked against
     os.replace(new_reference, reference)
-    return Recorded(site.recording, reference, os.path.getsize(site.recording), len(replayed.exchanges),
-                    len(records[0]), requests, round(record_s, 2), changes)
+    return Recorded(site.recording, reference, os.path.getsize(site.recording), kinds["request"], len(records[0]),
+                    requests, round(record_s, 2), changes, len(replayed.exchanges), kinds["revisit"])
 
 
 def _say_collisions(recording: str, on_progress: Callable[[str], None]) -> None:
@@ -168,7 +172,7 @@ def _record_once(design: Design, site: SiteSpec, resolve: list[str], insecure_up
                                     " (--time-limit)") from None
             start.reap()
             if returncode != 0:
-                tail = (stderr_tail(start.workers[0].stderr_path) or ["(no output)"])[-1]
+                tail = redaction_of(site).text((stderr_tail(start.workers[0].stderr_path) or ["(no output)"])[-1])
                 raise KilltestError(f"design {design.name!r} exited with status {returncode} while recording: {tail}")
             if not stored_records(design, design.store_location(launch)):
                 raise KilltestError(f"design {design.name!r} stored no record while recording {site.start_url}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from killtest.fixture_site.recorded_site import RecordedSite, load_recorded_site, reference_path
@@ -47,10 +48,12 @@ class Changes:
                 f" {part('changed', self.records_changed)}"]
 
 
-def _old_records(recording: str) -> dict[str, dict[str, str]]:
+def _old_records(recording: str, urls: Callable[[str], str]) -> dict[str, dict[str, str]]:
+    """The old reference's records, their URLs masked as the new one's are (an old reference may predate that)."""
     try:
         with open(reference_path(recording), encoding="utf-8") as src:
-            return {str(r["key"]): {k: str(v) for k, v in r["fields"].items()} for r in json.load(src)["records"]}
+            return {urls(str(r["key"])): {k: urls(str(v)) for k, v in r["fields"].items()}
+                    for r in json.load(src)["records"]}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}  # no reference (or a damaged one): every new record counts as added
 
@@ -65,7 +68,7 @@ def compare(old_recording: str, new: RecordedSite, new_records: dict[str, dict[s
     before, after = old.exchanges, new.exchanges
     common = set(before) & set(after)
     changed_pages = [k for k in common if (before[k].status, before[k].text()) != (after[k].status, after[k].text())]
-    records = _old_records(old_recording)
+    records = _old_records(old_recording, new.redaction.urls)
     return Changes(
         pages_added=tuple(sorted(set(after) - set(before))), pages_removed=tuple(sorted(set(before) - set(after))),
         pages_changed=tuple(sorted(changed_pages)),

@@ -290,7 +290,7 @@ def _exited(run: _Run, current: Start, returncode: int, crawl: int) -> bool:
     if failed is not None:
         run.outcome = "crashed"
         run.history.add("crash", run.since_began(), start=current.index, returncode=returncode,
-                        stderr_tail=stderr_tail(failed.stderr_path))
+                        stderr_tail=stderr_tail(failed.stderr_path, run.site))
         return False
     run.crawl_done = crawl  # the crawl ended by itself; the next planned crawl, if any, starts afresh
     assert run.drift is not None
@@ -304,7 +304,7 @@ def _collect(run: _Run) -> History:
     history, design = run.history, run.design
     add_requests(history, run.site, run.starts, run.began)
     add_scraper_events(history, run.starts, run.began)
-    add_store_records(history, design, run.location, run.wall_clock_at_start, ended - run.began)
+    add_store_records(history, design, run.location, run.wall_clock_at_start, ended - run.began, run.site)
     add_side_effects(history, design, run.launch, run.location, run.site, run.began, ended - run.began)
     # The time the scrapers ran; the rest of the run's wall time is the harness's own (harness/running/phase_clock.py).
     scraper_s = sum(min(start.alive_s, ended - start.started) for start in run.starts)
