@@ -134,6 +134,9 @@ def test_every_point_gets_the_serial_verdict_on_two_ssh_hosts_and_none_is_lost_w
     assert rerun.returncode == 1  # w68 fails, whichever session ran it
     final = verdicts(resume)
     assert {nodeid: outcome.upper() for nodeid, outcome in final.items()} == by_serial
+    print(f"serial: {len(by_serial)} points, {list(by_serial.values()).count('FAILED')} failed; on hosts a"
+          f" and b: the same {len(by_serial)} verdicts; host b killed after {len(first)} verdicts, the rerun"
+          f" on host a ran the {len(by_serial) - len(first)} left; every point has its serial verdict")
 
 
 def verdicts(path: str) -> dict[str, str]:
