@@ -58,8 +58,8 @@ bench-workers: $(STAMP)
 # PYTHONDONTWRITEBYTECODE=1): the suite starts thousands of interpreters that import killtest, and
 # compiling it afresh in each cost 8% of the suite's CPU (measured: 349 s -> 326 s on two cores).
 test: $(STAMP)
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 4 --dist worksteal -m "not serial and not hosts"
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -m "serial and not hosts"
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 4 --dist worksteal --durations=15 -m "not serial and not hosts"
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest --durations=5 -m "serial and not hosts"
 
 # Ruff and mypy, configured in pyproject.toml; CI runs it before the tests.
 lint: $(STAMP)
