@@ -39,9 +39,15 @@ make cases                                     # every case: killtest cases --ou
 killtest cases --only crawlee-python-1825      # one case, both releases
 ```
 
-The figures below come from the last `make cases` (results/cases.json); this page is generated from
-it by `python -m killtest.harness.report.case_table --write`. How to add a case: notes in each case's
-README and [the spec reference](../reference/spec.md) for its design.
+The figures below are the latest run of each release (results/cases.json, which keeps every release's
+latest result whether `make cases` or `killtest cases --only` ran it); each release says when it was
+measured (UTC) and at which killtest commit. This page is generated from that file by `python -m
+killtest.harness.report.case_table --write`. How to add a case: notes in each case's README and [the
+spec reference](../reference/spec.md) for its design.
+
+A release's role: **buggy** (the bug's finding is expected), **fixed** (a release with the fix),
+**before the bug** (a clean release older than the bug: clean, not fixed), **clean twin** (a correct
+design on a buggy version) or **control** (a case that must pass everywhere).
 """
 
 
@@ -104,6 +110,20 @@ def _release_name(release: dict) -> str:
     return release["version"] + (f" ({release['label']})" if release.get("label") else "")
 
 
+def _role(release: dict, case: dict) -> str:
+    """The release's role as measured (cases.json); a result written before roles were kept gets the old reading."""
+    return release.get("role") or ("buggy" if release["expect"] else
+                                   {"fixed": "fixed", "clean": "control"}.get(case["status"], "clean twin"))
+
+
+def _provenance(release: dict) -> str:
+    """`measured 2026-12-04 15:59 UTC at killtest 318e653`, or what of it the result holds."""
+    when = release.get("measured_at", "")
+    said = f"measured {when[:10]} {when[11:16]} UTC" if when else "measured at an unrecorded time"
+    commit = release.get("killtest_commit")
+    return said + (f" at killtest {commit}" if commit else " (killtest commit unrecorded)")
+
+
 def cases_markdown(data: dict) -> str:
     """results/cases.md: one row per release, then each case's commands and replay lines."""
     lines = ["# killtest cases", "", f"`{data.get('command', '')}`", "",
@@ -117,7 +137,7 @@ def cases_markdown(data: dict) -> str:
     for name, case in sorted(data["cases"].items()):
         lines += ["", f"## {name}", "", case["title"], ""]
         for r in case["releases"]:
-            lines.append(f"- {_release_name(r)}: `{r['command']}`")
+            lines.append(f"- {_release_name(r)} ({_provenance(r)}): `{r['command']}`")
             if r.get("replay"):
                 lines.append(f"  - replay: `{r['replay']}`")
     return "\n".join(lines) + "\n"
@@ -144,13 +164,13 @@ def analyses_page(data: dict | None) -> str:
     lines = [INTRO, "## The cases", ""]
     if not cases:
         return "\n".join([*lines, "No case has been run yet: `make cases`.", ""])
-    lines += ["| framework | version | bug | killtest's verdict | as expected | command |",
-              "| --- | --- | --- | --- | --- | --- |"]
+    lines += ["| framework | version | role | bug | killtest's verdict | as expected | s | command |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, case in cases:
         for r in case["releases"]:
-            role = "buggy" if r["expect"] else {"fixed": "fixed", "clean": "control"}.get(case["status"], "clean twin")
-            lines.append(f"| {case['framework']} | {_release_name(r)} ({role}) | [{name}](#{name}): {case['title']} |"
-                         f" {verdict_text(r)} | {'yes' if r['as_expected'] else '**NO**'} |"
+            lines.append(f"| {case['framework']} | {_release_name(r)} | {_role(r, case)} |"
+                         f" [{name}](#{name}): {case['title']} | {verdict_text(r)} |"
+                         f" {'yes' if r['as_expected'] else '**NO**'} | {r['seconds']:g} |"
                          f" `killtest cases --only {name} --release {r['version']}` |")
     for name, case in cases:
         links = ", ".join(f"<{u}>" for u in case["upstream"])
@@ -159,9 +179,9 @@ def analyses_page(data: dict | None) -> str:
                   f" [{case['readme']}](../../{case['readme']}).", "",
                   f"Schedule and options, the same for every release: `{' '.join(case['args'])}`.", ""]
         for r in case["releases"]:
-            lines.append(f"- **{_release_name(r)}** ({', '.join(r['packages'])}): expected {_expected_text(r)};"
-                         f" measured {verdict_text(r)} ({_counts(r)}; {r['seconds']:g} s)"
-                         f"{'' if r['as_expected'] else ' — **not as expected**'}.")
+            lines.append(f"- **{_release_name(r)}**, {_role(r, case)} ({', '.join(r['packages'])}): expected"
+                         f" {_expected_text(r)}; measured {verdict_text(r)} ({_counts(r)}; {r['seconds']:g} s)"
+                         f"{'' if r['as_expected'] else ' — **not as expected**'}; {_provenance(r)}.")
             if r.get("replay"):
                 lines.append(f"  Replay, pasted from the repository: `{_from_root(r['replay'])}`")
     return "\n".join([*lines, "", NOT_CASES]) + "\n"
