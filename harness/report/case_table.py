@@ -155,7 +155,29 @@ NOT_CASES = """\
   that reproduces it on every run was pinned yet, and a case that passes by luck would be a false PASS.
 - **apify-sdk-python #1104** (graceful stop on migration): it reacts to the platform's `MIGRATING` and
   `ABORTING` events, which the SDK listens for only on the platform; the local SIGTERM stops Twisted and
-  exits cleanly on both 4.0.1 and 4.0.2, so #1103 is shown under a hard kill instead."""
+  exits cleanly on both 4.0.1 and 4.0.2, so #1103 is shown under a hard kill instead.
+- **Scrapy #7978** ("Support crash-tolerant crawls", open since 2026-08): a feature request, not a bug
+  with a fixed release. It states what scrapy-4106 and scrapy-7094 measure (`JOBDIR` survives only a
+  clean stop) and proposes an opt-in crash-tolerant mode (crash-safe queues and duplicate filter, a
+  durable `active.json`, in-flight requests and items tracked, resumable feeds) that no release has yet;
+  when one does, the pair is that mode off (flagged) and on (clean). The one part released, #7877's
+  SQLite-backed queues (an opt-in in 2.19.0), does not change scrapy-4106 by itself: with
+  `SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleLifoSQLiteQueue` and `SCHEDULER_START_DISK_QUEUE=
+  scrapy.squeues.PickleFifoSQLiteQueue` the same `r250` kill still lost 290 of 500 (`killtest run`, one
+  run, 2.19.0's env), as #7978 says: `active.json` is written only at close.
+- **crawlee #847** (Apify SDK 0.21: an empty file in the file-system queue's `pending` folder after an
+  interrupt; "will be fixed in 0.22 by a new RequestQueue implementation", SQLite): the symptom is the
+  one crawlee-node-1736 and crawlee-node-2085 show on Crawlee 3.x, but the release it was reported on,
+  `apify` 0.21.x, declares `"node": "^10.17.0 || ^12.3.0"`, and the only Node.js here and in CI is 20.
+  A case on an engine the release refuses would measure that mismatch, not the bug; it was not run.
+- **Scrapy's other feed exporters** (JSON, CSV, XML; the cases use `-o FILE:jsonlines`): under every
+  format Scrapy writes the feed through the same buffered `FileFeedStorage`, so what a SIGKILL costs in
+  items is what the JSON-lines runs show. The other formats add breakage of their own that killtest's
+  stores cannot read: a JSON array cut by a kill has no closing `]` and, appended to by the next start's
+  `-o`, is no longer JSON (Scrapy's tutorial says so and recommends JSON lines for appending); the
+  `jsonl` store reads one object per line, which the array's `{...},` lines are not; and killtest has no
+  CSV or XML store kind (a CSV feed appended to repeats its header, an XML one is left without
+  `</items>`). A case of them would report the format, not the crash-safety bug."""
 
 
 def analyses_page(data: dict | None) -> str:
