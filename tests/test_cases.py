@@ -10,6 +10,7 @@ from __future__ import annotations
 import calendar
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from killtest.harness.design.case_spec import CASES_FOLDER, load_case, load_case
 from killtest.harness.errors import KilltestError
 from killtest.harness.report.case_table import ANALYSES_PAGE, RESULTS, analyses_page, read_results
 from killtest.harness.running.case_envs import ensure_env, env_hash
+from killtest.harness.running.case_installed import installed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KILLTEST = [sys.executable, "-m", "killtest"]
@@ -176,6 +178,28 @@ def test_an_install_killed_midway_is_never_taken_for_an_env_and_is_cleared_by_th
     assert ensure_env("python", pins, root=str(tmp_path), say=pytest.fail) == env  # cached: nothing said or built
 
 
+def test_a_built_env_records_what_its_pins_resolved_to_and_a_cached_one_gets_it_back(tmp_path):
+    """python-dateutil pins nothing of six (`six>=1.5`): what was installed is read from the env, not the pin."""
+    env = ensure_env("python", ("python-dateutil==2.9.0.post0",), root=str(tmp_path), say=lambda _: None)
+    recorded = json.loads((tmp_path / os.readlink(env.root) / "installed.json").read_text())
+    six = subprocess.run([os.path.join(env.bin, "python"), "-c", "import six; print(six.__version__)"],
+                         capture_output=True, text=True).stdout.strip()
+    assert "python-dateutil==2.9.0.post0" in recorded["all"] and f"six=={six}" in recorded["all"]
+    assert recorded["direct"] == [f"six=={six}"]  # the pin's own dependency, as resolved; the pin left out
+    os.remove(os.path.join(env.root, "installed.json"))  # an env built before the file existed
+    assert installed("python", env.root, ("python-dateutil==2.9.0.post0",)) == recorded
+    assert os.path.exists(os.path.join(env.root, "installed.json"))
+
+
+def test_a_node_env_records_its_node_modules_nested_ones_included(tmp_path):
+    if shutil.which("npm") is None:
+        pytest.skip("npm is missing (apt-get install npm)")
+    env = ensure_env("node", ("debug@4.3.4",), root=str(tmp_path), say=lambda _: None)
+    recorded = installed("node", env.root, ("debug@4.3.4",))
+    ms = json.loads((tmp_path / os.readlink(env.root) / "node_modules" / "ms" / "package.json").read_text())["version"]
+    assert recorded == {"all": sorted(["debug==4.3.4", f"ms=={ms}"]), "direct": [f"ms=={ms}"]}
+
+
 def test_crawlee_python_1825_buggy_flagged_lost_fixed_clean_and_the_replay_line_reproduces_it(tmp_path):
     out = tmp_path / "results"
     done = subprocess.run([*KILLTEST, "cases", "--only", "crawlee-python-1825", "--out", str(out)],
@@ -187,6 +211,8 @@ def test_crawlee_python_1825_buggy_flagged_lost_fixed_clean_and_the_replay_line_
     assert buggy["validity"] == "invalid" and "lost" in buggy["got"] and buggy["missing"] >= 1
     assert fixed["validity"] == "valid" and fixed["missing"] == 0 and fixed["replay"] is None
     assert (buggy["role"], fixed["role"]) == ("buggy", "fixed")
+    assert "crawlee==1.6.1" in buggy["installed"] and "crawlee==1.6.2" in fixed["installed"]  # what ran
+    assert any(d.startswith("parsel==") for d in buggy["dependencies"])  # the [parsel] extra's, as resolved
     for release in (buggy, fixed):  # provenance: when, and at which commit of this checkout
         assert time.time() - calendar.timegm(time.strptime(release["measured_at"], "%Y-%m-%dT%H:%M:%SZ")) < 900
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)

@@ -41,7 +41,9 @@ killtest cases --only crawlee-python-1825      # one case, both releases
 
 The figures below are the latest run of each release (results/cases.json, which keeps every release's
 latest result whether `make cases` or `killtest cases --only` ran it); each release says when it was
-measured (UTC) and at which killtest commit. This page is generated from that file by `python -m
+measured (UTC), at which killtest commit, and what its env held: every package installed, not only
+the pins, since what the pins pull in floats (results/cases.json lists them all; this page, the pins'
+own dependencies). This page is generated from that file by `python -m
 killtest.harness.report.case_table --write`. How to add a case: notes in each case's README and [the
 spec reference](../reference/spec.md) for its design.
 
@@ -216,6 +218,9 @@ def analyses_page(data: dict | None) -> str:
             lines.append(f"- **{_release_name(r)}**, {_role(r, case)} ({', '.join(r['packages'])}): expected"
                          f" {_expected_text(r)}; measured {verdict_text(r)} ({_counts(r)}; {r['seconds']:g} s)"
                          f"{'' if r['as_expected'] else ' — **not as expected**'}; {_provenance(r)}.")
+            if r.get("installed"):
+                lines.append(f"  Installed: {len(r['installed'])} packages (all in results/cases.json); the pins' own"
+                             f" dependencies as resolved: {', '.join(r['dependencies']) or 'none'}.")
             if r.get("replay"):
                 lines.append(f"  Replay, pasted from the repository: `{_from_root(r['replay'])}`")
     return "\n".join([*lines, "", NOT_CASES]) + "\n"

@@ -26,6 +26,7 @@ from killtest.harness.design.case_spec import Case, Release
 from killtest.harness.design.registry import PROJECT_ROOT, design_named
 from killtest.harness.options import options_of
 from killtest.harness.running.case_envs import CaseEnv, ensure_env
+from killtest.harness.running.case_installed import installed
 from killtest.harness.servers.for_stores import StoreServers
 
 EXIT_INTERRUPTED = 130
@@ -56,6 +57,9 @@ class ReleaseOutcome:
     replay: str | None = None  # for a flagged run: the `killtest replay` line, with the env assignments
     out: str = ""
     error: str = ""
+    # What the env held (case_installed): every package as name==version, and the pins' own dependencies.
+    installed: list[str] = field(default_factory=list)
+    dependencies: list[str] = field(default_factory=list)
     measured_at: str = ""  # when the release's run started, UTC (2026-12-04T15:59:12Z)
     killtest_commit: str | None = None  # the checkout's commit (`-dirty`: its code had changes); None: not a checkout
 
@@ -128,6 +132,8 @@ def run_release(case: Case, rel: Release, env: CaseEnv, out: str, say: Callable[
                              command=f"{env.shell_prefix()} {shlex.join([killtest_word(), *words])}",
                              measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                              killtest_commit=killtest_commit())
+    held = installed(case.runtime, env.root, rel.packages)
+    outcome.installed, outcome.dependencies = held["all"], held["direct"]
     say(f"[{case.name} {rel.key}] killtest run ... (log: {os.path.join(folder, 'killtest.log')})")
     report = os.path.join(folder, "killtest.json")
     if os.path.exists(report):
