@@ -7,8 +7,10 @@ the flagged run's replay line into a shell (about 35 s).
 
 from __future__ import annotations
 
+import calendar
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,7 +21,9 @@ import pytest
 from killtest.harness.check.findings import FINDINGS
 from killtest.harness.design.case_spec import CASES_FOLDER, load_case, load_cases
 from killtest.harness.errors import KilltestError
+from killtest.harness.report.case_table import ANALYSES_PAGE, RESULTS, analyses_page, read_results
 from killtest.harness.running.case_envs import ensure_env, env_hash
+from killtest.harness.running.case_installed import installed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KILLTEST = [sys.executable, "-m", "killtest"]
@@ -77,6 +81,30 @@ def test_a_bad_case_toml_is_one_line_naming_the_file_and_the_key(tmp_path, chang
         load_case(folder, FINDINGS)
     message = str(error.value)
     assert "\n" not in message and "case.toml" in message and named in message
+
+
+def test_a_clean_release_before_the_buggy_one_predates_the_bug_and_is_not_called_fixed(tmp_path):
+    older = GOOD.replace("[[release]]\nversion = \"1.0\"",
+                         "[[release]]\nversion = \"0.9\"\npackages = [\"crawlee==0.9.0\"]\nexpect = []\n\n"
+                         "[[release]]\nversion = \"1.0\"", 1)
+    case = load_case(make_case(tmp_path, older), FINDINGS)
+    assert [(r.version, r.role) for r in case.releases] == [("0.9", "before the bug"), ("1.0", "buggy"),
+                                                             ("1.1", "fixed")]
+    said = load_case(make_case(tmp_path, GOOD.replace('expect = []\n', 'expect = []\nrole = "clean twin"\n'),
+                               name="said"), FINDINGS)
+    assert said.releases[1].role == "clean twin"
+    with pytest.raises(KilltestError, match=r"release 1.1.role: .*'buggy' exactly when expect names findings"):
+        load_case(make_case(tmp_path, GOOD.replace('expect = []\n', 'expect = []\nrole = "buggy"\n'),
+                            name="wrong"), FINDINGS)
+    shipped = {c.name: c for c in load_cases(CASES_FOLDER, codes=FINDINGS)}
+    assert [r.role for r in shipped["scrapy-7094"].releases] == ["before the bug", "buggy", "buggy", "fixed"]
+
+
+def test_the_analyses_page_is_the_one_generated_from_results_cases_json():
+    """The page is never edited by hand: after a change to the generator or to results/cases.json, it is
+    written again (`python -m killtest.harness.report.case_table --write`)."""
+    with open(ANALYSES_PAGE, encoding="utf-8") as page:
+        assert page.read() == analyses_page(read_results(RESULTS))
 
 
 def test_a_missing_design_and_a_bad_folder_name_are_refused(tmp_path):
@@ -150,6 +178,28 @@ def test_an_install_killed_midway_is_never_taken_for_an_env_and_is_cleared_by_th
     assert ensure_env("python", pins, root=str(tmp_path), say=pytest.fail) == env  # cached: nothing said or built
 
 
+def test_a_built_env_records_what_its_pins_resolved_to_and_a_cached_one_gets_it_back(tmp_path):
+    """python-dateutil pins nothing of six (`six>=1.5`): what was installed is read from the env, not the pin."""
+    env = ensure_env("python", ("python-dateutil==2.9.0.post0",), root=str(tmp_path), say=lambda _: None)
+    recorded = json.loads((tmp_path / os.readlink(env.root) / "installed.json").read_text())
+    six = subprocess.run([os.path.join(env.bin, "python"), "-c", "import six; print(six.__version__)"],
+                         capture_output=True, text=True).stdout.strip()
+    assert "python-dateutil==2.9.0.post0" in recorded["all"] and f"six=={six}" in recorded["all"]
+    assert recorded["direct"] == [f"six=={six}"]  # the pin's own dependency, as resolved; the pin left out
+    os.remove(os.path.join(env.root, "installed.json"))  # an env built before the file existed
+    assert installed("python", env.root, ("python-dateutil==2.9.0.post0",)) == recorded
+    assert os.path.exists(os.path.join(env.root, "installed.json"))
+
+
+def test_a_node_env_records_its_node_modules_nested_ones_included(tmp_path):
+    if shutil.which("npm") is None:
+        pytest.skip("npm is missing (apt-get install npm)")
+    env = ensure_env("node", ("debug@4.3.4",), root=str(tmp_path), say=lambda _: None)
+    recorded = installed("node", env.root, ("debug@4.3.4",))
+    ms = json.loads((tmp_path / os.readlink(env.root) / "node_modules" / "ms" / "package.json").read_text())["version"]
+    assert recorded == {"all": sorted(["debug==4.3.4", f"ms=={ms}"]), "direct": [f"ms=={ms}"]}
+
+
 def test_crawlee_python_1825_buggy_flagged_lost_fixed_clean_and_the_replay_line_reproduces_it(tmp_path):
     out = tmp_path / "results"
     done = subprocess.run([*KILLTEST, "cases", "--only", "crawlee-python-1825", "--out", str(out)],
@@ -160,6 +210,13 @@ def test_crawlee_python_1825_buggy_flagged_lost_fixed_clean_and_the_replay_line_
     buggy, fixed = releases["1.6.1"], releases["1.6.2"]
     assert buggy["validity"] == "invalid" and "lost" in buggy["got"] and buggy["missing"] >= 1
     assert fixed["validity"] == "valid" and fixed["missing"] == 0 and fixed["replay"] is None
+    assert (buggy["role"], fixed["role"]) == ("buggy", "fixed")
+    assert "crawlee==1.6.1" in buggy["installed"] and "crawlee==1.6.2" in fixed["installed"]  # what ran
+    assert any(d.startswith("parsel==") for d in buggy["dependencies"])  # the [parsel] extra's, as resolved
+    for release in (buggy, fixed):  # provenance: when, and at which commit of this checkout
+        assert time.time() - calendar.timegm(time.strptime(release["measured_at"], "%Y-%m-%dT%H:%M:%SZ")) < 900
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+        assert release["killtest_commit"].removesuffix("-dirty") == head.stdout.strip()
     assert (out / "cases.md").exists()
     # The printed line, pasted into a shell from the repository, names the env and reproduces the loss.
     line = buggy["replay"]

@@ -1,5 +1,10 @@
 """Findings are an Enum whose members carry their code, their promise and their one-line description."""
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
 from killtest.harness.check.findings import FINDINGS, Finding, Promise
@@ -64,3 +69,34 @@ def test_a_stderr_tail_keeps_the_error_line_a_node_stack_pushed_above_it(tmp_pat
     assert _complaint(tail) == "SyntaxError: Unterminated string in JSON at position 36"
     assert _complaint(["    at node:internal/main/run_main_module:28:49", "", "Node.js v20.20.2"]) == \
         "at node:internal/main/run_main_module:28:49"
+
+
+def test_a_tail_that_ends_inside_a_stack_is_named_by_the_error_above_it():
+    from killtest.harness.check.named_checks import _complaint
+
+    crawlee = ["SyntaxError: Unexpected end of JSON input", "    at JSON.parse (<anonymous>)",
+               "    at async AutoscaledPool._maybeRunTask (/x/autoscaled_pool.js:481:27)"]
+    assert _complaint(crawlee) == "SyntaxError: Unexpected end of JSON input"
+    assert _complaint(["    at async main (/x.cjs:1:1)"]) == "at async main (/x.cjs:1:1)"  # nothing else to name
+    assert _complaint(["ValueError: x", "fell back at once"]) == "fell back at once"  # not a frame: the last line
+
+
+@pytest.mark.parametrize(("mode", "status", "says"), [
+    ("", 1, "start 2 exited by itself with status 1: SyntaxError: Unexpected end of JSON input"),  # the finding
+    ("--at-once", 2, "exited with status 1 before its first request: SyntaxError: Unexpected end of JSON input"),
+])
+def test_a_node_start_that_prints_its_error_and_stack_then_exits_is_named_by_the_error(tmp_path, mode, status, says):
+    """Real processes: the stack's last frame is not what killtest quotes, in the crash finding (a restart
+    crashes) nor in the one line of a design that crashes before its first request (runner.py)."""
+    fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scraper_fixtures", "node_crash_stack.cjs")
+    spec = tmp_path / "design.toml"
+    command = json.dumps(["node", fixture, "{base_url}", "{work_dir}", *([mode] if mode else [])])
+    spec.write_text(f'[design]\nname = "node-crash-stack"\ncommand = {command}\n\n[store]\nkind = "jsonl"\n'
+                    'path = "{work_dir}/records.jsonl"\nkey = "sku"\nfields = ["price", "name"]\n')
+    done = subprocess.run([sys.executable, "-m", "killtest", "run", "--design", str(spec), "--runs", "1",
+                           "--schedule", "r1", "--listing-pages", "1", "--per-page", "2", "--time-limit", "60",
+                           "--no-plot", "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
+    assert done.returncode == status, done.stderr[-2000:]
+    assert says in done.stderr
+    assert "at async" not in done.stderr and "at main" not in done.stderr

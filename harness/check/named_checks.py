@@ -81,11 +81,14 @@ ERROR_LINE = re.compile(r"\s*[\w.]*(Error|Exception)\b")
 
 
 def _complaint(tail: list[str]) -> str:
-    """The line of a crashed start's stderr that says why: its last, unless that is Node.js' closing
-    `Node.js v20.1.0` after a stack, where the error is the line before the stack (`SyntaxError: ...`)."""
-    if len(tail) > 1 and re.fullmatch(r"Node\.js v[\d.]+", tail[-1].strip()):
-        errors = [line for line in tail[:-1] if ERROR_LINE.match(line)]
-        said = [line.strip() for line in tail[:-1] if line.strip()]
+    """The line of a crashed start's stderr that says why: its last, unless the tail ends inside a stack
+    (`    at ...`: Crawlee's `console.error(err); process.exit(1)`) or with Node.js' closing `Node.js v20.1.0`
+    after one; then the error is the last line above that names one (`SyntaxError: ...`)."""
+    node = len(tail) > 1 and re.fullmatch(r"Node\.js v[\d.]+", tail[-1].strip())
+    if node or re.match(r"\s*at ", tail[-1]):
+        body = tail[:-1] if node else tail
+        errors = [line for line in body if ERROR_LINE.match(line)]
+        said = [line.strip() for line in body if line.strip()]
         return errors[-1].strip() if errors else (said or tail)[-1]
     return tail[-1]
 

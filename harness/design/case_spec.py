@@ -25,6 +25,10 @@ else:  # pragma: no cover - Python 3.10 takes the same parser from PyPI
 CASES_FOLDER = os.path.join(BUILT_IN_FOLDER, "cases")
 RUNTIMES = ("python", "node")
 STATUSES = ("fixed", "open", "clean")
+# What a release is in its case (the analyses page's label): a release expecting findings is `buggy`; a
+# clean one is `fixed` (after the fix), `before the bug` (a clean release older than the bug: not a fix),
+# `clean twin` (another design on a buggy version) or `control` (a clean case). Inferred unless given.
+ROLES = ("buggy", "fixed", "before the bug", "clean twin", "control")
 # Options the runner sets itself for every release: a case's `args` may not.
 RUNNER_OPTIONS = ("--design", "--out", "--name")
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -42,6 +46,7 @@ class Release:
     expect: tuple[str, ...]  # () = the verdict must be valid
     design: str  # absolute path of the design spec this release runs
     label: str = ""  # tells a twin (another design on the same version) apart
+    role: str = ""  # one of ROLES
 
     @property
     def key(self) -> str:
@@ -64,6 +69,16 @@ class Case:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _role(status: str, expect: tuple[str, ...], before: list[Release]) -> str:
+    """A release's role when case.toml does not say: a clean release of a fixed case listed before its
+    first buggy one predates the bug; after it, it has the fix."""
+    if expect:
+        return "buggy"
+    if status == "fixed":
+        return "fixed" if any(r.expect for r in before) else "before the bug"
+    return "control" if status == "clean" else "clean twin"
 
 
 def case_folders(root: str = CASES_FOLDER) -> list[str]:
@@ -144,12 +159,12 @@ def load_case(folder: str, codes: Collection[str] = ()) -> Case:
     rows = data.get("release")
     if not isinstance(rows, list) or not rows:
         raise fail("[[release]]", "missing: one [[release]] table per version, with version, packages, expect")
-    releases = []
+    releases: list[Release] = []
     for i, row in enumerate(rows, 1):
         prefix = f"release {i}"
         if not isinstance(row, dict):
             raise fail(prefix, "a [[release]] table is expected")
-        allowed = {"version", "packages", "expect", "design", "label"}
+        allowed = {"version", "packages", "expect", "design", "label", "role"}
         for key in row:
             if key not in allowed:
                 raise fail(f"{prefix}.{key}", f"unknown key; a [[release]] may hold {', '.join(sorted(allowed))}")
@@ -173,7 +188,11 @@ def load_case(folder: str, codes: Collection[str] = ()) -> Case:
         label = row.get("label", "")
         if not isinstance(label, str):
             raise fail(f"{prefix}.label", f"a string is expected, not {label!r}")
-        releases.append(Release(version, packages, expect, design, label))
+        role = row.get("role", "")
+        if role and (role not in ROLES or (role == "buggy") != bool(expect)):
+            raise fail(f"{prefix}.role", f"one of {', '.join(ROLES)} ('buggy' exactly when expect names"
+                       f" findings), not {role!r}")
+        releases.append(Release(version, packages, expect, design, label, role or _role(status, expect, releases)))
     keys = [r.key for r in releases]
     twice = sorted({k for k in keys if keys.count(k) > 1})
     if twice:

@@ -39,9 +39,29 @@ make cases                                     # every case: killtest cases --ou
 killtest cases --only crawlee-python-1825      # one case, both releases
 ```
 
-The figures below come from the last `make cases` (results/cases.json); this page is generated from
-it by `python -m killtest.harness.report.case_table --write`. How to add a case: notes in each case's
-README and [the spec reference](../reference/spec.md) for its design.
+The figures below are the latest run of each release (results/cases.json, which keeps every release's
+latest result whether `make cases` or `killtest cases --only` ran it); each release says when it was
+measured (UTC), at which killtest commit, and what its env held: every package installed, not only
+the pins, since what the pins pull in floats (results/cases.json lists them all; this page, the pins'
+own dependencies). This page is generated from that file by `python -m
+killtest.harness.report.case_table --write`. How to add a case: notes in each case's README and [the
+spec reference](../reference/spec.md) for its design.
+
+**Framework timing.** killtest knows no framework's locks: it cannot tell a framework waiting out its
+own lock from a stall, and it is not taught to (a framework's lock is its own business, and a wait
+killtest excused would also excuse a real hang). Each case instead sets the framework's documented
+options so that its waits fit the run (BullMQ's `lockDuration` 2 s and `stalledInterval` 0.5 s,
+Crawlee for Python's `CRAWLEE_PERSIST_STATE_INTERVAL_MILLIS=200`), or, where no documented option
+shortens the wait, raises `--time-limit` and `--no-progress-timeout` to the patience the framework
+needs (Crawlee 3.18 holds a killed start's request locks for 180 s: crawlee-node-2085-locking runs
+with 420 s and 400 s). With killtest's defaults a correct framework waiting out its lock is reported
+as `liveness`, and what it had not fetched yet as lost: crawlee-node-2085-locking at the default
+120 s limit gave `liveness` and 4 of 10 lost (the same at `--time-limit 150`), where 420 s shows the
+one record really lost.
+
+A release's role: **buggy** (the bug's finding is expected), **fixed** (a release with the fix),
+**before the bug** (a clean release older than the bug: clean, not fixed), **clean twin** (a correct
+design on a buggy version) or **control** (a case that must pass everywhere).
 """
 
 
@@ -104,6 +124,20 @@ def _release_name(release: dict) -> str:
     return release["version"] + (f" ({release['label']})" if release.get("label") else "")
 
 
+def _role(release: dict, case: dict) -> str:
+    """The release's role as measured (cases.json); a result written before roles were kept gets the old reading."""
+    return release.get("role") or ("buggy" if release["expect"] else
+                                   {"fixed": "fixed", "clean": "control"}.get(case["status"], "clean twin"))
+
+
+def _provenance(release: dict) -> str:
+    """`measured 2026-12-04 15:59 UTC at killtest 318e653`, or what of it the result holds."""
+    when = release.get("measured_at", "")
+    said = f"measured {when[:10]} {when[11:16]} UTC" if when else "measured at an unrecorded time"
+    commit = release.get("killtest_commit")
+    return said + (f" at killtest {commit}" if commit else " (killtest commit unrecorded)")
+
+
 def cases_markdown(data: dict) -> str:
     """results/cases.md: one row per release, then each case's commands and replay lines."""
     lines = ["# killtest cases", "", f"`{data.get('command', '')}`", "",
@@ -117,7 +151,7 @@ def cases_markdown(data: dict) -> str:
     for name, case in sorted(data["cases"].items()):
         lines += ["", f"## {name}", "", case["title"], ""]
         for r in case["releases"]:
-            lines.append(f"- {_release_name(r)}: `{r['command']}`")
+            lines.append(f"- {_release_name(r)} ({_provenance(r)}): `{r['command']}`")
             if r.get("replay"):
                 lines.append(f"  - replay: `{r['replay']}`")
     return "\n".join(lines) + "\n"
@@ -135,7 +169,29 @@ NOT_CASES = """\
   that reproduces it on every run was pinned yet, and a case that passes by luck would be a false PASS.
 - **apify-sdk-python #1104** (graceful stop on migration): it reacts to the platform's `MIGRATING` and
   `ABORTING` events, which the SDK listens for only on the platform; the local SIGTERM stops Twisted and
-  exits cleanly on both 4.0.1 and 4.0.2, so #1103 is shown under a hard kill instead."""
+  exits cleanly on both 4.0.1 and 4.0.2, so #1103 is shown under a hard kill instead.
+- **Scrapy #7978** ("Support crash-tolerant crawls", open since 2026-08): a feature request, not a bug
+  with a fixed release. It states what scrapy-4106 and scrapy-7094 measure (`JOBDIR` survives only a
+  clean stop) and proposes an opt-in crash-tolerant mode (crash-safe queues and duplicate filter, a
+  durable `active.json`, in-flight requests and items tracked, resumable feeds) that no release has yet;
+  when one does, the pair is that mode off (flagged) and on (clean). The one part released, #7877's
+  SQLite-backed queues (an opt-in in 2.19.0), does not change scrapy-4106 by itself: with
+  `SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleLifoSQLiteQueue` and `SCHEDULER_START_DISK_QUEUE=
+  scrapy.squeues.PickleFifoSQLiteQueue` the same `r250` kill still lost 290 of 500 (`killtest run`, one
+  run, 2.19.0's env), as #7978 says: `active.json` is written only at close.
+- **crawlee #847** (Apify SDK 0.21: an empty file in the file-system queue's `pending` folder after an
+  interrupt; "will be fixed in 0.22 by a new RequestQueue implementation", SQLite): the symptom is the
+  one crawlee-node-1736 and crawlee-node-2085 show on Crawlee 3.x, but the release it was reported on,
+  `apify` 0.21.x, declares `"node": "^10.17.0 || ^12.3.0"`, and the only Node.js here and in CI is 20.
+  A case on an engine the release refuses would measure that mismatch, not the bug; it was not run.
+- **Scrapy's other feed exporters** (JSON, CSV, XML; the cases use `-o FILE:jsonlines`): under every
+  format Scrapy writes the feed through the same buffered `FileFeedStorage`, so what a SIGKILL costs in
+  items is what the JSON-lines runs show. The other formats add breakage of their own that killtest's
+  stores cannot read: a JSON array cut by a kill has no closing `]` and, appended to by the next start's
+  `-o`, is no longer JSON (Scrapy's tutorial says so and recommends JSON lines for appending); the
+  `jsonl` store reads one object per line, which the array's `{...},` lines are not; and killtest has no
+  CSV or XML store kind (a CSV feed appended to repeats its header, an XML one is left without
+  `</items>`). A case of them would report the format, not the crash-safety bug."""
 
 
 def analyses_page(data: dict | None) -> str:
@@ -144,13 +200,13 @@ def analyses_page(data: dict | None) -> str:
     lines = [INTRO, "## The cases", ""]
     if not cases:
         return "\n".join([*lines, "No case has been run yet: `make cases`.", ""])
-    lines += ["| framework | version | bug | killtest's verdict | as expected | command |",
-              "| --- | --- | --- | --- | --- | --- |"]
+    lines += ["| framework | version | role | bug | killtest's verdict | as expected | s | command |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, case in cases:
         for r in case["releases"]:
-            role = "buggy" if r["expect"] else {"fixed": "fixed", "clean": "control"}.get(case["status"], "clean twin")
-            lines.append(f"| {case['framework']} | {_release_name(r)} ({role}) | [{name}](#{name}): {case['title']} |"
-                         f" {verdict_text(r)} | {'yes' if r['as_expected'] else '**NO**'} |"
+            lines.append(f"| {case['framework']} | {_release_name(r)} | {_role(r, case)} |"
+                         f" [{name}](#{name}): {case['title']} | {verdict_text(r)} |"
+                         f" {'yes' if r['as_expected'] else '**NO**'} | {r['seconds']:g} |"
                          f" `killtest cases --only {name} --release {r['version']}` |")
     for name, case in cases:
         links = ", ".join(f"<{u}>" for u in case["upstream"])
@@ -159,9 +215,12 @@ def analyses_page(data: dict | None) -> str:
                   f" [{case['readme']}](../../{case['readme']}).", "",
                   f"Schedule and options, the same for every release: `{' '.join(case['args'])}`.", ""]
         for r in case["releases"]:
-            lines.append(f"- **{_release_name(r)}** ({', '.join(r['packages'])}): expected {_expected_text(r)};"
-                         f" measured {verdict_text(r)} ({_counts(r)}; {r['seconds']:g} s)"
-                         f"{'' if r['as_expected'] else ' — **not as expected**'}.")
+            lines.append(f"- **{_release_name(r)}**, {_role(r, case)} ({', '.join(r['packages'])}): expected"
+                         f" {_expected_text(r)}; measured {verdict_text(r)} ({_counts(r)}; {r['seconds']:g} s)"
+                         f"{'' if r['as_expected'] else ' — **not as expected**'}; {_provenance(r)}.")
+            if r.get("installed"):
+                lines.append(f"  Installed: {len(r['installed'])} packages (all in results/cases.json); the pins' own"
+                             f" dependencies as resolved: {', '.join(r['dependencies']) or 'none'}.")
             if r.get("replay"):
                 lines.append(f"  Replay, pasted from the repository: `{_from_root(r['replay'])}`")
     return "\n".join([*lines, "", NOT_CASES]) + "\n"

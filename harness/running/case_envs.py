@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import psutil
 
 from killtest.harness.errors import KilltestError
+from killtest.harness.running.case_installed import installed
 
 # The pip and npm flags: quiet, no version check or audit (the registry is reachable, nothing else is).
 _PIP = ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-input"]
@@ -97,6 +98,7 @@ def ensure_env(runtime: str, packages: tuple[str, ...], rebuild: bool = False,
     started = time.monotonic()
     try:
         _install(runtime, packages, folder)
+        installed(runtime, folder, packages)  # what the pins resolved to, written beside them (installed.json)
         # Swap the link in with one rename: a reader sees the old env or the complete new one.
         temporary = f"{link}.link-{os.getpid()}"
         os.symlink(os.path.basename(folder), temporary)

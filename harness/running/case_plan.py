@@ -23,9 +23,10 @@ from dataclasses import asdict, dataclass, field
 
 from killtest.harness import lifeline
 from killtest.harness.design.case_spec import Case, Release
-from killtest.harness.design.registry import design_named
+from killtest.harness.design.registry import PROJECT_ROOT, design_named
 from killtest.harness.options import options_of
 from killtest.harness.running.case_envs import CaseEnv, ensure_env
+from killtest.harness.running.case_installed import installed
 from killtest.harness.servers.for_stores import StoreServers
 
 EXIT_INTERRUPTED = 130
@@ -41,6 +42,7 @@ class ReleaseOutcome:
     design: str  # the design spec, relative to the case folder
     packages: list[str]
     expect: list[str]
+    role: str = ""  # buggy, fixed, before the bug, clean twin or control (case_spec.ROLES)
     validity: str = "unknown"  # valid | invalid | unknown | error (the run itself failed to run)
     got: list[str] = field(default_factory=list)  # the findings of every run, each once, in order
     as_expected: bool = False
@@ -55,6 +57,11 @@ class ReleaseOutcome:
     replay: str | None = None  # for a flagged run: the `killtest replay` line, with the env assignments
     out: str = ""
     error: str = ""
+    # What the env held (case_installed): every package as name==version, and the pins' own dependencies.
+    installed: list[str] = field(default_factory=list)
+    dependencies: list[str] = field(default_factory=list)
+    measured_at: str = ""  # when the release's run started, UTC (2026-12-04T15:59:12Z)
+    killtest_commit: str | None = None  # the checkout's commit (`-dirty`: its code had changes); None: not a checkout
 
     @property
     def key(self) -> str:
@@ -71,6 +78,22 @@ def killtest_word() -> str:
     if on_path and os.path.realpath(on_path) == os.path.realpath(ours):
         return "killtest"
     return ours if os.path.exists(ours) else "killtest"
+
+
+def killtest_commit() -> str | None:
+    """The commit of the checkout this killtest runs from, `-dirty` when its code (not results/ or docs/)
+    differs from it; None for an installed wheel or where git is missing."""
+    def git(*words: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", PROJECT_ROOT, *words], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+    head = git("rev-parse", "--short", "HEAD") if os.path.exists(os.path.join(PROJECT_ROOT, ".git")) else None
+    if not head:
+        return None
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!results", ":!docs")
+    return head + ("-dirty" if changed else "")
 
 
 def run_cases(cases: list[Case], out: str, release: str | None = None, rebuild: bool = False,
@@ -105,8 +128,12 @@ def run_release(case: Case, rel: Release, env: CaseEnv, out: str, say: Callable[
     words = ["run", "--design", rel.design, *case.args, "--no-plot", "--out", folder]
     outcome = ReleaseOutcome(case=case.name, version=rel.version, label=rel.label,
                              design=os.path.relpath(rel.design, case.folder), packages=list(rel.packages),
-                             expect=list(rel.expect), out=folder,
-                             command=f"{env.shell_prefix()} {shlex.join([killtest_word(), *words])}")
+                             expect=list(rel.expect), role=rel.role, out=folder,
+                             command=f"{env.shell_prefix()} {shlex.join([killtest_word(), *words])}",
+                             measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                             killtest_commit=killtest_commit())
+    held = installed(case.runtime, env.root, rel.packages)
+    outcome.installed, outcome.dependencies = held["all"], held["direct"]
     say(f"[{case.name} {rel.key}] killtest run ... (log: {os.path.join(folder, 'killtest.log')})")
     report = os.path.join(folder, "killtest.json")
     if os.path.exists(report):

@@ -29,6 +29,7 @@ from typing import Any
 from killtest.fixture_site.catalog import Drift
 from killtest.fixture_site.server import SiteServer
 from killtest.harness import defaults, lifeline
+from killtest.harness.check.named_checks import _complaint
 from killtest.harness.design.model import Design, Launch
 from killtest.harness.design.stores import held_leases, kind_of
 from killtest.harness.errors import KilltestError, ScraperStartError
@@ -313,8 +314,7 @@ def _collect(run: _Run) -> History:
     history = history.sorted()
     first_crash = history.first("crash")
     if first_crash is not None and first_crash["start"] == 0 and not history.of_type("request"):
-        last_line = (first_crash["stderr_tail"] or ["(no output)"])[-1]
-        raise ScraperStartError(f"design {design.name!r} exited with status {first_crash['returncode']}"
-                                f" before its first request: {last_line}")
+        raise ScraperStartError(f"design {design.name!r} exited with status {first_crash['returncode']} before"
+                                f" its first request: {_complaint(first_crash['stderr_tail'] or ['(no output)'])}")
     refuse_a_store_never_created(design, run.location, history, run.outcome)
     return history
