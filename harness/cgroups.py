@@ -29,6 +29,8 @@ import signal
 import threading
 import time
 
+from killtest.harness.errors import KilltestError
+
 MARK = "KILLTEST_START_MARK"
 DISABLE = "KILLTEST_NO_CGROUP"  # set to 1: use the marks alone (for the fallback's tests, or a hostile host)
 MOUNTS = ("/sys/fs/cgroup/unified", "/sys/fs/cgroup")
@@ -168,7 +170,7 @@ class Box:
         while self.pids():
             self.kill()
             if time.monotonic() > until:
-                raise RuntimeError(f"processes of {self.name} survived SIGKILL for {patience_s}s: {self.pids()}")
+                raise KilltestError(f"processes of {self.name} survived SIGKILL for {patience_s:g}s: {self.pids()}")
             time.sleep(POLL_S)
         self.remove(max(0.0, until - time.monotonic()))
         return found

@@ -21,11 +21,14 @@ import psutil
 
 from killtest.harness import cgroups, lifeline
 from killtest.harness.design.model import Design, Launch
-from killtest.harness.errors import ScraperStartError
+from killtest.harness.errors import KilltestError, ScraperStartError
 from killtest.harness.faults.points import StartOptions
 from killtest.harness.faults.tracer import ENVIRONMENT_VARIABLE
 
 POLL_S = 0.005
+# How long a killed group may take to be gone: a browser's tree of dozens of processes tearing down its memory
+# took over 2 s on two loaded cores (the Playwright case under make test).
+REAP_PATIENCE_S = 10.0
 
 
 @dataclass
@@ -109,7 +112,7 @@ class Start:
         finally:
             self.reap()
 
-    def reap(self, patience_s: float = 2.0) -> int:
+    def reap(self, patience_s: float = REAP_PATIENCE_S) -> int:
         """Make sure no member of any worker's process group or box survives, children left behind
         included; how many processes were still in the boxes (a browser its worker did not close)."""
         for group in self.pids:
@@ -246,7 +249,7 @@ def _poll(process) -> int | None:
         return None
 
 
-def reap_group(group: int, patience_s: float = 2.0) -> None:
+def reap_group(group: int, patience_s: float = REAP_PATIENCE_S) -> None:
     """SIGKILL process group `group` until none of it is left, reaping what was handed to this process."""
     until = time.monotonic() + patience_s
     while True:
@@ -256,8 +259,21 @@ def reap_group(group: int, patience_s: float = 2.0) -> None:
             return
         _reap_orphans_in(group)
         if time.monotonic() > until:
-            raise RuntimeError(f"process group {group} survived SIGKILL for {patience_s}s")
+            raise KilltestError(f"process group {group} survived SIGKILL for {patience_s:g}s: {_members(group)}")
         time.sleep(POLL_S)
+
+
+def _members(group: int) -> str:
+    """What is left of `group`, for the one line that says a kill did not take."""
+    left = []
+    for process in psutil.process_iter(["pid", "name", "status", "ppid"]):
+        try:
+            if os.getpgid(process.pid) == group:
+                info = process.info
+                left.append(f"{info['name']} {info['pid']} ({info['status']}, parent {info['ppid']})")
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return ", ".join(left) or "none found by the time it was looked at"
 
 
 def _reap_orphans_in(group: int) -> None:
