@@ -222,13 +222,16 @@ def analyses_page(data: dict | None) -> str:
                 lines.append(f"  Installed: {len(r['installed'])} packages (all in results/cases.json); the pins' own"
                              f" dependencies as resolved: {', '.join(r['dependencies']) or 'none'}.")
             if r.get("replay"):
-                lines.append(f"  Replay, pasted from the repository: `{_from_root(r['replay'])}`")
+                lines.append(f"  Replay, pasted from the repository: `{_from_root(r['replay'], r.get('root'))}`")
     return "\n".join([*lines, "", NOT_CASES]) + "\n"
 
 
-def _from_root(line: str) -> str:
-    """A line as pasted from the repository: the checkout's own path left out, so the page reads the same anywhere."""
-    return line.replace(PROJECT_ROOT.rstrip(os.sep) + os.sep, "")
+def _from_root(line: str, measured_in: str | None = None) -> str:
+    """A line as pasted from the repository: the checkout's path left out (the one it was measured in, and this
+    one), so the page reads the same in any clone."""
+    for root in filter(None, (measured_in, PROJECT_ROOT)):
+        line = line.replace(root.rstrip(os.sep) + os.sep, "")
+    return line
 
 
 def main(argv: list[str] | None = None) -> int:

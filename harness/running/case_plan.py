@@ -62,6 +62,7 @@ class ReleaseOutcome:
     dependencies: list[str] = field(default_factory=list)
     measured_at: str = ""  # when the release's run started, UTC (2026-12-04T15:59:12Z)
     killtest_commit: str | None = None  # the checkout's commit (`-dirty`: its code had changes); None: not a checkout
+    root: str = ""  # the checkout it ran from, so the analyses page can leave it out of its lines anywhere
 
     @property
     def key(self) -> str:
@@ -131,7 +132,7 @@ def run_release(case: Case, rel: Release, env: CaseEnv, out: str, say: Callable[
                              expect=list(rel.expect), role=rel.role, out=folder,
                              command=f"{env.shell_prefix()} {shlex.join([killtest_word(), *words])}",
                              measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                             killtest_commit=killtest_commit())
+                             killtest_commit=killtest_commit(), root=PROJECT_ROOT)
     held = installed(case.runtime, env.root, rel.packages)
     outcome.installed, outcome.dependencies = held["all"], held["direct"]
     say(f"[{case.name} {rel.key}] killtest run ... (log: {os.path.join(folder, 'killtest.log')})")
