@@ -29,6 +29,7 @@ POLL_S = 0.005
 # How long a killed group may take to be gone: a browser's tree of dozens of processes tearing down its memory
 # took over 2 s on two loaded cores (the Playwright case under make test).
 REAP_PATIENCE_S = 10.0
+LOOK_S = 0.05  # how often a killed group that is not gone yet is looked at member by member
 
 
 @dataclass
@@ -250,30 +251,44 @@ def _poll(process) -> int | None:
 
 
 def reap_group(group: int, patience_s: float = REAP_PATIENCE_S) -> None:
-    """SIGKILL process group `group` until none of it is left, reaping what was handed to this process."""
+    """SIGKILL process group `group` until none of it runs, reaping what was handed to this process.
+
+    A member that is only a zombie is dead: it waits for a parent that is not this process to reap it (a process
+    above the harness that is a child subreaper, a pytest worker that pre-forked in an earlier test, got a killed
+    scraper's orphaned driver), runs nothing and holds its pid, so the group counts as gone."""
     until = time.monotonic() + patience_s
+    look_at = time.monotonic() + LOOK_S
     while True:
         try:
             os.killpg(group, signal.SIGKILL)
         except ProcessLookupError:
             return
         _reap_orphans_in(group)
-        if time.monotonic() > until:
-            raise KilltestError(f"process group {group} survived SIGKILL for {patience_s:g}s: {_members(group)}")
+        now = time.monotonic()
+        if now >= look_at:
+            left = _members(group)
+            if all(status == psutil.STATUS_ZOMBIE for _, status in left):
+                return
+            if now > until:
+                raise KilltestError(f"process group {group} survived SIGKILL for {patience_s:g}s: "
+                                    + ", ".join(who for who, _ in left))
+            look_at = now + LOOK_S
         time.sleep(POLL_S)
 
 
-def _members(group: int) -> str:
-    """What is left of `group`, for the one line that says a kill did not take."""
+def _members(group: int) -> list[tuple[str, str]]:
+    """What is left of `group`: (who, status) for each member, who in words for the line that says a kill did
+    not take."""
     left = []
     for process in psutil.process_iter(["pid", "name", "status", "ppid"]):
         try:
             if os.getpgid(process.pid) == group:
                 info = process.info
-                left.append(f"{info['name']} {info['pid']} ({info['status']}, parent {info['ppid']})")
+                left.append((f"{info['name']} {info['pid']} ({info['status']}, parent {info['ppid']})",
+                             info["status"]))
         except (ProcessLookupError, psutil.Error):
             continue
-    return ", ".join(left) or "none found by the time it was looked at"
+    return left
 
 
 def _reap_orphans_in(group: int) -> None:
