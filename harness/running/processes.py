@@ -26,8 +26,8 @@ from killtest.harness.faults.points import StartOptions
 from killtest.harness.faults.tracer import ENVIRONMENT_VARIABLE
 
 POLL_S = 0.005
-# How long a killed group may take to be gone: a browser's tree of dozens of processes tearing down its memory
-# took over 2 s on two loaded cores (the Playwright case under make test).
+# How long a killed group may take to be gone (zombies aside, see reap_group): a margin for a browser's tree of
+# dozens of processes on loaded cores. The 2 s it was looked like too little once, but that was a zombie.
 REAP_PATIENCE_S = 10.0
 LOOK_S = 0.05  # how often a killed group that is not gone yet is looked at member by member
 
