@@ -36,6 +36,11 @@ def plotting_installed() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
+def kinds_written(plot: bool) -> list[str]:
+    """The extensions of the files `write_results` writes as NAME.*, in the order the results line names them."""
+    return ["json", "md", "html", "png"] if plot and plotting_installed() else ["json", "md"]
+
+
 def write_results(campaign: Campaign, out_dir: str, name: str, plot: bool = True,
                   all_timelines: bool = False) -> list[str]:
     """JSON, Markdown and (when asked) the plots and the HTML page, each file replaced whole.
