@@ -70,6 +70,21 @@ def test_a_fuzz_failure_is_shown_by_its_smallest_case_first():
     assert found[0].example.point == "w9"
 
 
+@pytest.mark.skipif(py_spy() is None or shutil.which("strace") is None, reason="needs py-spy and strace")
+def test_a_command_that_starts_with_the_python_placeholder_is_located_in_its_source(tmp_path):
+    """`command = ["{python}", ...]` (zoo-done-before-record-cmd) is a Python program: its store write is found
+    in the program's own file, as for `python3 ...`, not "not a Python or Node.js program"."""
+    out = tmp_path / "results"
+    done = subprocess.run([sys.executable, "-m", "killtest", "explore", "--design", "zoo-done-before-record-cmd",
+                           "--only", "w69", "--listing-pages", "2", "--per-page", "3", "-j", "1", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    assert done.returncode == 1, done.stderr[-2000:]  # w69: between the page's done mark and its record
+    found = json.loads((out / "explore-zoo-done-before-record-cmd.json").read_text())
+    [failure] = found["failures"]
+    assert failure["example"] == "w69"
+    assert re.search(r", in \S+ \(\S+/scrapers/(zoo/)?\w+\.py:\d+\)$", failure["where"]), failure["where"]
+
+
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed (apt-get install chromium)")
 def test_explore_writes_a_triage_page_a_browser_renders_without_errors(tmp_path):
     out = tmp_path / "results"

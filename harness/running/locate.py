@@ -34,7 +34,7 @@ import sysconfig
 
 from killtest.fixture_site.catalog import Catalog
 from killtest.harness import lifeline
-from killtest.harness.design.model import Design
+from killtest.harness.design.model import Design, Launch
 from killtest.harness.faults.points import parse_point
 from killtest.harness.faults.points.store_write import AtStoreWrite, server_store
 from killtest.harness.running.exploration import explore_point
@@ -57,10 +57,12 @@ def py_spy() -> str | None:
 
 
 def language(design: Design) -> str:
-    """`python`, `node` or `other`: what a design's starts run."""
+    """`python`, `node` or `other`: what a design's starts run, read from its command's first word with the
+    placeholders filled in, as a start sees it (`{python}` is killtest's own interpreter)."""
     if design.module is not None:
         return "python"
-    program = os.path.basename(design.command_template[0]) if design.command_template else ""
+    first = design.command_template[0].format_map(design.values(Launch("", "", 0.0))) if design.command_template else ""
+    program = os.path.basename(first)
     return "python" if program.startswith("python") else "node" if program in ("node", "nodejs") else "other"
 
 
