@@ -97,6 +97,10 @@ def test_explore_writes_a_triage_page_a_browser_renders_without_errors(tmp_path)
     assert found["distinct_failures"] == len(found["failures"]) >= 1
     assert f"3 crash points, {found['broken']} broken, {found['distinct_failures']} distinct failure" in done.stderr
     written = {o["point"]: o for o in found["outcomes"]}
+    # A point that kept every promise is described too: the table's "where" cell says where its kill landed.
+    assert written["r3"]["valid"] and re.fullmatch(r"on request 3 \(/\S+\), before its answer", written["r3"]["where"])
+    table = (out / "explore-zoo-done-before-record.md").read_text()
+    assert f"| `r3` | yes | ok | {written['r3']['where']} |" in table
     if not written["w68"]["valid"]:  # a store write, told in the user's terms, and its line in the program
         where = written["w68"]["where"]
         assert where.startswith("before the ") and " after request " in where
