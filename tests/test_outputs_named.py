@@ -6,6 +6,7 @@ Real commands on a small catalog; the folder they wrote is listed and compared w
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import subprocess
@@ -81,3 +82,16 @@ def test_explore_and_fuzz_write_what_the_reference_pages_say(tmp_path):
     for page in ("cli.md", "results.md"):
         named = documented(page, "fuzz", "zoo-done-before-record")
         assert files <= named and {name for name in named if not name.endswith("/")} <= files, (page, files, named)
+
+
+def test_the_committed_explore_results_say_what_explore_says_today():
+    """results/ holds explore reports a reader opens without running anything: they must not speak in words
+    explore dropped ("(claims idempotence)", "N break a promise"), and each has its triage page beside it."""
+    reports = sorted(glob.glob(os.path.join(PROJECT_ROOT, "results", "**", "explore-*.md"), recursive=True))
+    assert reports
+    for report in reports:
+        text = open(report, encoding="utf-8").read()
+        shown = os.path.relpath(report, PROJECT_ROOT)
+        assert "claims idempotence)" not in text and "break a promise" not in text, shown
+        assert re.search(r"held to .*: \d+ crash points?, \d+ broken, \d+ distinct failures?", text), shown
+        assert os.path.exists(report[:-3] + ".html"), shown
