@@ -20,6 +20,7 @@ import pytest
 
 from killtest.harness.check.distinct import Broken, group_failures, header, point_ranges
 from killtest.harness.faults.store_writes import parse_recording
+from killtest.harness.report.triage import failure_lines
 from killtest.harness.running.locate import innermost, py_spy
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -49,6 +50,23 @@ def test_the_programs_own_frame_is_found_in_a_stack_dump():
 
 def test_points_are_shown_as_ranges():
     assert point_ranges(["w53", "w51", "w52", "r3", "w60", "xw4", "xw5", LINE]) == f"r3, w51-w53, w60, xw4-xw5, {LINE}"
+    # One write of every product: a stride, shown as one range (the 201-point explore listed 39 of them).
+    assert point_ranges([f"w{n}" for n in range(1, 116, 3)]) == "w1-w115 every 3rd"
+    assert point_ranges(["w1", "w4", "w7", "w10", "w11", "w14", "w20", "w21"]) == "w1-w10 every 3rd, w11, w14, w20-w21"
+    assert point_ranges(["w68", "w83", "w98", "w125"]) == "w68, w83, w98, w125"  # three in step: as short listed
+    assert point_ranges([f"r{n}" for n in range(1, 40, 2)] + ["w5", "w9"], most=2) == "r1-r39 every 2nd, and 2 more"
+
+
+def test_two_failures_that_break_a_promise_in_the_same_words_have_different_headings():
+    lost = ("lost",), ("10 requests, more than 8 + 1 kills (broke bounded_requests)",)
+    failures = group_failures([Broken("r2", *lost, place="on a request for /product/N", order=0),
+                               Broken("w1", *lost, place="before the write to done.txt", order=1)])
+    headings = [line for line in failure_lines(failures, lambda b: b.point) if line.startswith("failure ")]
+    assert headings == ["failure 1 of 2, on a request for /product/N: 10 requests, more than 8 + 1 kills"
+                        " (broke bounded_requests)",
+                        "failure 2 of 2, before the write to done.txt: 10 requests, more than 8 + 1 kills"
+                        " (broke bounded_requests)"]
+    assert len({f.title for f in failures}) == 2  # the Markdown's, the page's and JUnit's headings too
 
 
 def test_broken_points_group_by_findings_and_place_and_show_the_smallest_earliest():

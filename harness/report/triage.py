@@ -20,6 +20,7 @@ LEGEND = ("`rK`: on the site's K-th request, before the answer; `rK+`: at the fi
           " (what no fsync made durable is lost); `pS:D`: a pause of D seconds; `l:FILE:LINE:HIT`: before the"
           " HIT-th execution of that line")
 
+TERMINAL_PARTS = 12  # ranges a terminal line shows of a failure's points; the Markdown, the page and the JSON list all
 _BROKE = re.compile(r"\(broke (\w+)\)$")
 
 
@@ -50,8 +51,9 @@ def failure_lines(failures: list[Failure], replay: Callable[[Broken], str], noun
     for number, failure in enumerate(failures, 1):
         example = failure.example
         count = len(failure.points)
-        lines.append(f"failure {number} of {len(failures)}: {'; '.join(example.problems)}")
-        lines.append(f"  {count} {noun}{'s' if count != 1 else ''}: {point_ranges(b.point for b in failure.points)}")
+        lines.append(f"failure {number} of {len(failures)}, {failure.title}")
+        shown = point_ranges((b.point for b in failure.points), most=TERMINAL_PARTS)
+        lines.append(f"  {count} {noun}{'s' if count != 1 else ''}: {shown}")
         lines.append(f"  {example.point}: {example.where or failure.place}")
         lines.append(f"  replay: {replay(example)}")
     return lines
@@ -66,7 +68,7 @@ def failures_markdown(failures: list[Failure], replay: Callable[[Broken], str]) 
     lines = ["## Distinct failures", ""] if failures else []
     for number, failure in enumerate(failures, 1):
         example = failure.example
-        lines += [f"### {number}. {'; '.join(example.problems)}", "",
+        lines += [f"### {number}. {failure.title}", "",
                   f"- promises broken: {', '.join(failure.promises)}; where: {failure.place or 'the kill point'}",
                   f"- {len(failure.points)} point(s): {point_ranges(b.point for b in failure.points)}",
                   f"- smallest and earliest: `{example.point}`" + (f", {example.where}" if example.where else ""),

@@ -27,7 +27,7 @@ STYLE = ("body{font-family:sans-serif;max-width:960px;margin:2em auto;padding:0 
 def failure_view(failure: Failure, replay: str, timeline: dict | None = None, keys: dict | None = None) -> dict:
     """What the page shows of one distinct failure."""
     example = failure.example
-    return {"title": "; ".join(example.problems) or ", ".join(failure.findings), "promises": list(failure.promises),
+    return {"title": failure.title, "promises": list(failure.promises),
             "place": failure.place, "count": len(failure.points),
             "points": point_ranges(b.point for b in failure.points),
             "example": example.point, "where": example.where, "replay": replay, "timeline": timeline or {},
@@ -55,8 +55,8 @@ def _failure_section(number: int, view: dict) -> str:
     parts = [f'<section class="failure" id="failure-{number}" data-point="{html.escape(view["example"])}">',
              f"<h2>{number}. {html.escape(view['title'])}</h2>",
              f"<p>Broke <strong>{html.escape(', '.join(view['promises']))}</strong>"
-             f" at {view['count']} point{'s' if view['count'] != 1 else ''}: <code>{html.escape(view['points'])}</code>"
-             f"{' — ' + html.escape(view['place']) if view['place'] else ''}.</p>",
+             f" at {view['count']} point{'s' if view['count'] != 1 else ''}:"
+             f" <code>{html.escape(view['points'])}</code>.</p>",
              f"<p>Smallest and earliest: <code>{html.escape(view['example'])}</code>"
              f"{', ' + html.escape(view['where']) if view['where'] else ''}.</p>"]
     if view["timeline"]:
