@@ -15,16 +15,28 @@ import re
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 
 import pytest
 
 from killtest.harness.check.distinct import Broken, group_failures, header, point_ranges
 from killtest.harness.faults.store_writes import parse_recording
-from killtest.harness.report.triage import failure_lines
+from killtest.harness.report.triage import failure_lines, trial_failures
 from killtest.harness.running.locate import innermost, py_spy
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 LINE = "l:scrapers/zoo/done_before_record.py:complete+3:2"
+TWO_MISTAKES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scraper_fixtures", "two_mistakes.py")
+
+
+def two_mistakes(tmp_path) -> str:
+    """A user's spec for tests/scraper_fixtures/two_mistakes.py, as a new user writes it: held to every promise."""
+    spec = tmp_path / "design.toml"
+    command = json.dumps(["python3", TWO_MISTAKES, "--base", "{base_url}", "--out", "{store}"])
+    spec.write_text(f'[design]\nname = "two-mistakes"\ncommand = {command}\n\n[store]\nkind = "jsonl"\n'
+                    'path = "{work_dir}/records.jsonl"\nkey = "sku"\nfields = ["price", "name"]\n'
+                    'written_at = "scraped_at"\n')
+    return str(spec)
 
 
 def test_a_store_write_is_described_by_its_call_file_count_and_bytes():
@@ -86,6 +98,50 @@ def test_a_fuzz_failure_is_shown_by_its_smallest_case_first():
     found = group_failures([Broken("r3,w9", ("lost",), ("lost",), place="w", size=2, order=0),
                             Broken("w9", ("lost",), ("lost",), place="w", size=1, order=5)])
     assert found[0].example.point == "w9"
+
+
+def test_fuzzed_schedules_group_by_where_their_kills_landed_not_by_their_text():
+    from killtest.harness.running.fuzzing import Case, Trial
+
+    def failed(schedule: str, place: str, pages: int = 2) -> Trial:
+        return Trial(Case(pages, 3, schedule), ["lost 1 of 6 records (broke no_lost_records)"], True,
+                     {"findings": ["lost"], "where": f"{schedule} before ...", "place": place})
+
+    records = "before the write to records.jsonl and on a request for /product/N"
+    failures = trial_failures([failed("r3,w9", records), failed("w12,r4", records, pages=1),
+                               failed("w2", "before the write to done.txt"), Trial(Case(2, 3, "r1"), [], True)])
+    assert [(f.place, [b.point for b in f.points], f.example.point) for f in failures] == [
+        (records, ["r3,w9", "w12,r4"], "w12,r4"), ("before the write to done.txt", ["w2"], "w2")]
+    assert failures[0].points_text() == "r3,w9; w12,r4"  # whole schedules, not one list of points
+    assert failures[0].example.where == "w12,r4 before ... (on 1x3 products)"
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_fuzz_shows_each_distinct_failure_once_in_words_and_junit_has_a_case_for_each(tmp_path):
+    out = tmp_path / "results"
+    done = subprocess.run([sys.executable, "-m", "killtest", "fuzz", "--design", two_mistakes(tmp_path),
+                           "--examples", "12", "--seed", "1", "-j", "1", "--out", str(out),
+                           "--junit-xml", str(out / "junit.xml")], capture_output=True, text=True, timeout=600,
+                          cwd=str(tmp_path))
+    assert done.returncode == 1, done.stderr[-2000:]
+    found = json.loads((out / "fuzz-two-mistakes.json").read_text())
+    assert found["distinct_failures"] == len(found["failures"]) >= 2
+    assert f"{found['distinct_failures']} distinct failures" in done.stderr
+    # A failure's points in the user's terms, as explore's: which write of which file, which request.
+    told = [f for f in found["failures"] if re.search(r"(^|,)x?[rw]\d", f["example"])]
+    assert told, found["failures"]
+    for failure in told:
+        assert re.search(r"before the \d+\w\w \w+ (to|of) |on request \d+ \(|after request \d+ \(", failure["where"]), \
+            failure["where"]
+        assert failure["place"] and not re.fullmatch(r"[a-z0-9N:.,+]+", failure["place"]), failure["place"]
+    # JUnit: the shrunk failure, then one failing case per distinct failure, its schedules listed in it.
+    suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
+    failing = [case for case in suite.iter("testcase") if case.find("failure") is not None]
+    assert [case.get("name").split(":")[0] for case in failing] == [
+        "shrunk", *(f"failure {n}" for n in range(1, len(found["failures"]) + 1))]
+    for case, failure in zip(failing[1:], found["failures"]):
+        text = case.find("failure").text
+        assert f"schedules ({failure['count']}): {failure['points']}" in text and failure["replay"] in text
 
 
 @pytest.mark.skipif(py_spy() is None or shutil.which("strace") is None, reason="needs py-spy and strace")

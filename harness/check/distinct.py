@@ -61,10 +61,14 @@ class Failure:
         what = "; ".join(self.example.problems) or ", ".join(self.findings)
         return f"{self.place}: {what}" if self.place else what
 
+    def points_text(self, most: int | None = None) -> str:
+        """The points it covers as ranges (`w1-w115 every 3rd`); fuzzed schedules (`r3,w9`) joined by `; `."""
+        return point_ranges((b.point for b in self.points), most)
+
     def to_json(self) -> dict:
         example = self.example
         return {"promises": list(self.promises), "findings": list(self.findings), "place": self.place,
-                "count": len(self.points), "points": point_ranges(b.point for b in self.points),
+                "count": len(self.points), "points": self.points_text(),
                 "example": example.point, "where": example.where, "problems": list(example.problems)}
 
 
@@ -112,7 +116,7 @@ def point_ranges(points: Iterable[str], most: int | None = None) -> str:
              for part in _runs(kind, sorted(set(numbered[kind])))] + others
     if most is not None and len(parts) > most:
         parts = [*parts[:most - 1], f"and {len(parts) - most + 1} more"]
-    return ", ".join(parts)
+    return ("; " if any("," in other for other in others) else ", ").join(parts)  # `r3,w9`: a whole schedule
 
 
 STRIDE_RUN = 4  # members a run with a stride needs to be shown as one: with three, the list is as short
@@ -149,9 +153,10 @@ def request_before(history: History, kill_t: float, start: int = 0) -> tuple[int
     return (len(made), made[-1]["path"]) if made else None
 
 
-def request_words(history: History) -> str:
-    """"after request 9 (/product/4)" for the first kill of the run, or "before its first request"."""
-    kill = history.first("kill") or history.first("power_lost")
+def request_words(history: History, kill: dict | None = None) -> str:
+    """"after request 9 (/product/4)" for `kill` (a kill or power cut; the run's first by default), or "before
+    its first request"."""
+    kill = kill or history.first("kill") or history.first("power_lost")
     if kill is None:
         return ""
     last = request_before(history, kill["t"], kill.get("start", 0))

@@ -77,8 +77,10 @@ def failures_markdown(failures: list[Failure], replay: Callable[[Broken], str]) 
 
 
 def trial_failures(trials: Iterable) -> list[Failure]:
-    """The distinct failures among a fuzz's failing schedules (running/fuzzing.Trial): the same promises and
-    findings at the same kinds of points (`r3,w9` and `r4,w12` are one kind); the smallest case first."""
+    """The distinct failures among a fuzz's failing schedules (running/fuzzing.Trial), grouped as explore's
+    points are: by promises, findings and the kinds of place the schedule's kills landed at, in the user's
+    terms (`r3,w9` and `w12,r4` at the same kinds of place are one); the smallest case first. A schedule none
+    of whose points could be described (timed kills only) is placed by its folded text (`tN,rN`)."""
     broken = []
     for i, trial in enumerate(trials):
         if trial.problems:
@@ -86,10 +88,11 @@ def trial_failures(trials: Iterable) -> list[Failure]:
             products = 10_000 if case.recorded else case.pages * case.per_page
             points = case.schedule.split(",")
             catalog = "the recorded site" if case.recorded else f"{case.pages}x{case.per_page} products"
+            words = trial.triage.get("where", "")
             broken.append(Broken(case.schedule, tuple(trial.triage.get("findings", ())), tuple(trial.problems),
-                                 where=f"on {catalog}",
-                                 place=",".join(folded(p) for p in points), size=len(points) * 100_000 + products,
-                                 order=i))
+                                 where=f"{words} (on {catalog})" if words else f"on {catalog}",
+                                 place=trial.triage.get("place") or ",".join(folded(p) for p in points),
+                                 size=len(points) * 100_000 + products, order=i))
     return group_failures(broken)
 
 
