@@ -39,6 +39,27 @@ def two_mistakes(tmp_path) -> str:
     return str(spec)
 
 
+def rendered(page, tmp_path) -> str:
+    """The DOM Chromium (headless, from the distribution's packages) rendered of `page`, opened from its folder
+    as a file: a screenshot is taken (kept beside the test's files) and the console must stay silent."""
+    shot = tmp_path / f"{page.stem}.png"
+    browser = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'profile'}"]
+    shown = subprocess.run([*browser, "--enable-logging=stderr", "--v=0", "--window-size=1100,1600",
+                            f"--screenshot={shot}", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert shot.stat().st_size > 10_000, shown.stderr[-2000:]
+    assert [line for line in shown.stderr.splitlines() if ":CONSOLE" in line] == []
+    return subprocess.run([*browser, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+
+
+def sections_for(dom: str, failures: list[dict]) -> None:
+    """A section per distinct failure, in order, with its example, replay line and timeline; what passed below."""
+    for number, failure in enumerate(failures, 1):
+        assert f'id="failure-{number}"' in dom and f'data-point="{failure["example"]}"' in dom
+        assert failure["replay"].split(" --")[0] in dom
+    assert dom.count('<section class="failure"') == len(failures)
+    assert dom.count('<svg') >= len(failures) and "What passed" in dom
+
+
 def test_a_store_write_is_described_by_its_call_file_count_and_bytes():
     log = ('7 write(3</w/records.jsonl>, "{\\"sku\\": 1}"..., 31) = 31\n'
            '7 pwrite64(4</w/dataset/000001.json>, "abc", 3, 30) = 3\n'
@@ -116,14 +137,24 @@ def test_fuzzed_schedules_group_by_where_their_kills_landed_not_by_their_text():
     assert failures[0].example.where == "w12,r4 before ... (on 1x3 products)"
 
 
-@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
-def test_fuzz_shows_each_distinct_failure_once_in_words_and_junit_has_a_case_for_each(tmp_path):
-    out = tmp_path / "results"
-    done = subprocess.run([sys.executable, "-m", "killtest", "fuzz", "--design", two_mistakes(tmp_path),
+@pytest.fixture(scope="module")
+def fuzzed(tmp_path_factory):
+    """One fuzz of the two-mistakes design, as a user runs it: (its folder, what it printed)."""
+    if shutil.which("strace") is None:
+        pytest.skip("needs strace")
+    folder = tmp_path_factory.mktemp("fuzz")
+    out = folder / "results"
+    done = subprocess.run([sys.executable, "-m", "killtest", "fuzz", "--design", two_mistakes(folder),
                            "--examples", "12", "--seed", "1", "-j", "1", "--out", str(out),
                            "--junit-xml", str(out / "junit.xml")], capture_output=True, text=True, timeout=600,
-                          cwd=str(tmp_path))
+                          cwd=str(folder))
     assert done.returncode == 1, done.stderr[-2000:]
+    return folder, done
+
+
+def test_fuzz_shows_each_distinct_failure_once_in_words_and_junit_has_a_case_for_each(fuzzed):
+    folder, done = fuzzed
+    out = folder / "results"
     found = json.loads((out / "fuzz-two-mistakes.json").read_text())
     assert found["distinct_failures"] == len(found["failures"]) >= 2
     assert f"{found['distinct_failures']} distinct failures" in done.stderr
@@ -142,6 +173,34 @@ def test_fuzz_shows_each_distinct_failure_once_in_words_and_junit_has_a_case_for
     for case, failure in zip(failing[1:], found["failures"]):
         text = case.find("failure").text
         assert f"schedules ({failure['count']}): {failure['points']}" in text and failure["replay"] in text
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed (apt-get install chromium)")
+def test_fuzz_writes_the_same_triage_page_a_browser_renders_without_errors(fuzzed):
+    folder, _ = fuzzed
+    found = json.loads((folder / "results" / "fuzz-two-mistakes.json").read_text())
+    dom = rendered(folder / "results" / "fuzz-two-mistakes.html", folder)
+    sections_for(dom, found["failures"])
+    assert "schedules kept every promise" in dom
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed (apt-get install chromium)")
+def test_run_writes_the_triage_page_without_plots_and_a_browser_renders_it_without_errors(tmp_path):
+    """`run --no-plot` (as on a core install, without matplotlib): the page is HTML and SVG, written all the same,
+    its distinct failure first with its run's timeline, the store's lost keys and the replay line."""
+    out = tmp_path / "results"
+    done = subprocess.run([sys.executable, "-m", "killtest", "run", "--design", two_mistakes(tmp_path), "--runs", "2",
+                           "--schedule", "r3", "--listing-pages", "2", "--per-page", "3", "--no-plot",
+                           "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert f"results: {out / 'killtest'}.{{json,md,html}} — FAIL" in done.stderr
+    assert not list(out.glob("*.png"))
+    dom = rendered(out / "killtest.html", tmp_path)
+    assert "run: 2 runs, 2 failed, 1 distinct failure" in done.stderr  # the same exact schedule: the same failure
+    replay = next(line for line in done.stderr.splitlines() if line.startswith("replay two-mistakes run 1: "))
+    sections_for(dom, [{"example": "run1", "replay": replay.split(": ", 1)[1]}])
+    assert "lost (on the site, not in the store)" in dom and "SKU-" in dom
+    assert "Run by run" in dom  # the tables follow, as on the page with plots
 
 
 @pytest.mark.skipif(py_spy() is None or shutil.which("strace") is None, reason="needs py-spy and strace")
@@ -180,16 +239,5 @@ def test_explore_writes_a_triage_page_a_browser_renders_without_errors(tmp_path)
         assert where.startswith("before the ") and " after request " in where
         if py_spy() is not None and any(f["example"] == "w68" for f in found["failures"]):
             assert re.search(r", in \S+ \(\S+/scrapers/zoo/\w+\.py:\d+\)$", where), where
-    page = out / "explore-zoo-done-before-record.html"
-    shot = tmp_path / "page.png"
-    browser = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'profile'}"]
-    shown = subprocess.run([*browser, "--enable-logging=stderr", "--v=0", "--window-size=1100,1600",
-                            f"--screenshot={shot}", page.as_uri()], capture_output=True, text=True, timeout=120)
-    assert shot.stat().st_size > 10_000, shown.stderr[-2000:]
-    assert [line for line in shown.stderr.splitlines() if ":CONSOLE" in line] == []
-    dom = subprocess.run([*browser, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
-    for number, failure in enumerate(found["failures"], 1):
-        assert f'id="failure-{number}"' in dom and f'data-point="{failure["example"]}"' in dom
-        assert failure["replay"].split(" --")[0] in dom
-    assert dom.count('<section class="failure"') == len(found["failures"])
-    assert "<svg" in dom and "What passed" in dom
+    dom = rendered(out / "explore-zoo-done-before-record.html", tmp_path)
+    sections_for(dom, found["failures"])

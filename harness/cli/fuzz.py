@@ -101,7 +101,7 @@ def fuzz_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Design
     write_atomically(f"{base}.md", markdown(result, typed_command(args), replay,
                                             failures_markdown(failures, by_broken)) + db.database_markdown(saved))
     views = [failure_view(f, by_broken(f.example), result.trials[f.example.order].triage.get("timeline"),
-                          result.trials[f.example.order].triage.get("keys")) for f in failures]
+                          result.trials[f.example.order].triage.get("keys"), "schedule") for f in failures]
     kept = len(result.trials) - sum(1 for t in result.trials if t.problems)
     write_atomically(f"{base}.html", triage_page(
         f"killtest fuzz {design.name}", [f"Command: `{typed_command(args)}`",

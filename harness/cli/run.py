@@ -59,7 +59,7 @@ def run_designs(args: argparse.Namespace, progress: Progress) -> tuple[list[Desi
     prepare_dirs(args)
     plan = timed_plan(args, designs, args.pace, args.name)
     # A replay line for every run, shown beside each failed one (the same schedule, settings and site).
-    plan = dataclasses.replace(plan, replays=tuple(
+    plan = dataclasses.replace(plan, page=True, replays=tuple(
         (design.name, tuple(replay_line(args, design, schedule.spec, given=given, strict=False)
                             for schedule in plan.schedules))
         for design, given in zip(designs, args.design)))
