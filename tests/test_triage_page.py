@@ -27,6 +27,8 @@ from killtest.harness.running.locate import innermost, py_spy
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 LINE = "l:scrapers/zoo/done_before_record.py:complete+3:2"
 TWO_MISTAKES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scraper_fixtures", "two_mistakes.py")
+MARK_DONE_LINE, FLUSH_LINE = (next(n for n, line in enumerate(open(TWO_MISTAKES, encoding="utf-8"), 1) if text in line)
+                              for text in ("progress.write(path", "records.flush()"))
 
 
 def two_mistakes(tmp_path) -> str:
@@ -216,6 +218,34 @@ def test_a_command_that_starts_with_the_python_placeholder_is_located_in_its_sou
     [failure] = found["failures"]
     assert failure["example"] == "w69"
     assert re.search(r", in \S+ \(\S+/scrapers/(zoo/)?\w+\.py:\d+\)$", failure["where"]), failure["where"]
+
+
+@pytest.mark.skipif(py_spy() is None or shutil.which("strace") is None, reason="needs py-spy and strace")
+def test_locating_runs_within_the_exploration_in_its_jobs_and_counts_in_its_time(tmp_path):
+    """Each kind of failure's first store write is located by one more run as the exploration goes, in the job
+    that found it: its time is part of the exploration's, a line says what it cost, and with -j 2 the words are
+    those of -j 1 (w4 breaks as w1 does, at the same place: only w1, the first, carries the location)."""
+    spec = two_mistakes(tmp_path)
+    found = {}
+    for jobs in ("1", "2"):
+        out = tmp_path / f"j{jobs}"
+        done = subprocess.run([sys.executable, "-m", "killtest", "explore", "--design", spec, "--only", "w1,w2,w3,w4",
+                               "--listing-pages", "2", "--per-page", "3", "-j", jobs, "--out", str(out)],
+                              capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+        assert done.returncode == 1, done.stderr[-2000:]
+        found[jobs] = json.loads((out / "explore-two-mistakes.json").read_text())
+        line = re.search(r"source locations: (\d+) points run once more to read the program's stack at the write:"
+                         r" ([\d.]+) s, within the exploration's ([\d.]+) s", done.stderr)
+        assert line, done.stderr[-2000:]
+        assert int(line[1]) == found[jobs]["locate_runs"] >= 3
+        assert 0 < found[jobs]["locate_s"] < found[jobs]["elapsed_s"]
+    # (a row's size varies by a byte or two: its time.time() stamp has as many digits as it needs)
+    where = {jobs: {o["point"]: re.sub(r"\d+ bytes", "N bytes", o["where"]) for o in found[jobs]["outcomes"]}
+             for jobs in found}
+    assert where["1"] == where["2"]
+    assert where["1"]["w1"].endswith(f"in mark_done ({TWO_MISTAKES}:{MARK_DONE_LINE})"), where["1"]["w1"]
+    assert where["1"]["w2"].endswith(f"in main ({TWO_MISTAKES}:{FLUSH_LINE})"), where["1"]["w2"]
+    assert ", in " not in where["1"]["w4"]  # the same kind of failure as w1's: located once
 
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed (apt-get install chromium)")

@@ -123,7 +123,10 @@ def exploration_markdown(exploration, command: str, replay: Callable[[Broken], s
     lines = ["# killtest explore", "", f"Command: `{command}`", "",
              f"Design **{exploration.design}**, held to {judged}: {exploration_header(exploration.outcomes, failures)};"
              f" {exploration.schedules_per_minute} schedules a minute ({exploration.elapsed_s:.1f} s in all,"
-             f" {'pre-forked starts' if exploration.prefork else 'a new interpreter per start'}).", "",
+             f" {'pre-forked starts' if exploration.prefork else 'a new interpreter per start'}"
+             + (f"; {runs} point{'s' if runs != 1 else ''} run once more to locate a store write in the program,"
+                f" {exploration.locate_s:.1f} s of it" if (runs := getattr(exploration, "locate_runs", 0)) else "")
+             + ").", "",
              *([waived, ""] if waived else []),
              *([promised, ""] if (promised := by_promise_line(failures)) else []),
              "Each point is one run: the first start is killed exactly there, the next start finishes the crawl,"
