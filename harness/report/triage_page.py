@@ -70,9 +70,9 @@ def _failure_section(number: int, view: dict) -> str:
 
 
 def triage_page(title: str, lines: list[str], failures: list[dict], passing: list[str], links: list[str],
-                extra: str = "") -> str:
-    """The whole page: `lines` (Markdown-ish: `code`) under the title, the failures, then what passed, then
-    `extra` (HTML: a campaign's tables and plots)."""
+                extra: str = "", none: str = "No failure") -> str:
+    """The whole page: `lines` (Markdown-ish: `code`) under the title, the failures (or the heading `none`), then
+    what passed, then `extra` (HTML: a campaign's tables and plots)."""
     body = [f"<h1>{html.escape(title)}</h1>"] + [f"<p>{_inline(line)}</p>" for line in lines]
     if links:
         body.append("<p>" + " · ".join(f'<a href="{html.escape(link)}">{html.escape(link)}</a>' for link in links)
@@ -81,7 +81,7 @@ def triage_page(title: str, lines: list[str], failures: list[dict], passing: lis
         body.append(f"<h2>Distinct failures ({len(failures)})</h2>")
         body += [_failure_section(number, view) for number, view in enumerate(failures, 1)]
     else:
-        body.append("<h2>No failure</h2>")
+        body.append(f"<h2>{html.escape(none)}</h2>")
     body.append('<section class="passing"><h2>What passed</h2>'
                 + "".join(f"<p>{_inline(line)}</p>" for line in passing) + "</section>")
     if extra:
