@@ -168,7 +168,8 @@ def explore(design: Design, on: Stage, settings: RunSettings, work_dir: str | No
     began, locator = time.monotonic(), Locator(design) if locate else None
     for number, point in enumerate(points, start=1):
         on_progress(f"[explore {design.name}] point {number}/{len(points)}: {point.spec}")
-        exploration.outcomes.append(explore_located(design, on, settings, point, work_dir, cache, strict, locator))
+        exploration.outcomes.append(explore_located(design, on, settings, point, work_dir, cache, strict, locator,
+                                                    number - 1))
     exploration.elapsed_s = time.monotonic() - began
     if locator is not None:
         with_locations(exploration.outcomes, locator.found)
@@ -177,12 +178,13 @@ def explore(design: Design, on: Stage, settings: RunSettings, work_dir: str | No
 
 
 def explore_located(design: Design, on: Stage, settings: RunSettings, point: KillPoint, work_dir: str | None,
-                    cache: RecordingCache, strict: bool, locator: Locator | None) -> PointOutcome:
+                    cache: RecordingCache, strict: bool, locator: Locator | None, index: int) -> PointOutcome:
     """`explore_point`, then, with a `locator`, the program's line of its store write when it is the first
     point of a kind of failure (one more run of the same point, here: running/locate.py)."""
     outcome = explore_point(design, on, settings, point, work_dir, cache, strict)
     if locator is not None:
-        locator.after(point, outcome, lambda: explore_point(design, on, settings, point, work_dir, cache, strict))
+        locator.after(index, point, outcome,
+                      lambda: explore_point(design, on, settings, point, work_dir, cache, strict))
     return outcome
 
 
@@ -243,7 +245,7 @@ def explore_design(design: Design, catalog: Catalog, settings: RunSettings, poin
         points = with_power_cuts(points)
     numbered = list(enumerate(point.spec for point in points))
     parts = run_jobs(_explore_part, [(design, catalog, settings, part, work_dir, prefork, len(numbered), strict,
-                                      locate) for part in chunks(numbered, jobs)], jobs, on_progress)
+                                      locate) for part in chunks(numbered, jobs)], jobs, on_progress, shared=True)
     exploration = Exploration(design.name, design.claims_idempotence, strict,
                               prefork=prefork and design.module is not None)
     exploration.outcomes = [outcome for _, outcome in sorted(pair for part, _ in parts for pair in part)]
@@ -257,16 +259,17 @@ def explore_design(design: Design, catalog: Catalog, settings: RunSettings, poin
 
 def _explore_part(design: Design, catalog: Catalog, settings: RunSettings, numbered: list[tuple[int, str]],
                   work_dir: str | None, prefork: bool, total: int, strict: bool, locate: bool,
-                  lines: Any) -> tuple[list[tuple[int, PointOutcome]], dict]:
-    """One process's share of the points, on a stage of its own; what its locator found, its runs and time."""
+                  lines: Any, claims: Any) -> tuple[list[tuple[int, PointOutcome]], dict]:
+    """One process's share of the points, on a stage of its own; what its locator found, its runs and time
+    (`claims`: the kinds of failure the jobs are locating, shared by them: running/locate.Locator)."""
     cache: RecordingCache = {}
     outcomes = []
-    locator = Locator(design) if locate else None
+    locator = Locator(design, claims) if locate else None
     with stage(catalog, [design], prefork=prefork) as on:
         for index, spec in numbered:
             lines.put(f"[explore {design.name}] point {index + 1}/{total}: {spec}")
             outcomes.append((index, explore_located(design, on, settings, parse_point(spec, design), work_dir, cache,
-                                                    strict, locator)))
+                                                    strict, locator, index)))
     located = {"found": locator.found, "runs": locator.runs, "spent_s": locator.spent_s} if locator else {}
     return outcomes, located
 

@@ -22,10 +22,11 @@ saveRecord (/app/app.cjs:3, the function's first line)`, or `in the module's top
 JavaScript frame: one line says so.
 
 Each distinct failure's first point is run once more for this, as the exploration goes (`Locator`): right
-after a store-write point breaks a promise with findings, at a kind of place, not located yet, in the same
-process and stage (with -j N, in the job that found it), whose recording has aimed the point already. So the
-locating runs in parallel with -j, needs no recording and no site of its own, and its time is part of the
-exploration's. At most MAX_LOCATED kinds of failure a process are located; one line says so past that.
+after a store-write point breaks a promise with findings, at a kind of place, that no earlier point did, in
+the same process and stage (with -j N, in the job that found it; the jobs share what they claimed), whose
+recording has aimed the point already. So the locating runs in parallel with -j, needs no recording and no
+site of its own, and its time is part of the exploration's. At most MAX_LOCATED kinds of failure a process
+are located; one line says so past that.
 """
 
 from __future__ import annotations
@@ -106,26 +107,32 @@ def innermost_js(frames: str) -> str | None:
 
 class Locator:
     """As an exploration goes: the source location of the store write of each kind of failure's first point
-    (or the one line of `why_not`), by point, in `found`; `with_locations` puts them in the outcomes' words."""
+    (or the one line of `why_not`), by point, in `found`; `with_locations` puts them in the outcomes' words.
 
-    def __init__(self, design: Design, most: int = MAX_LOCATED) -> None:
+    `claims` (a dict shared by -j's processes, parallel.run_jobs) holds the earliest point of each kind that a
+    process is locating: another process skips a later point of that kind, and still locates an earlier one
+    (the earliest of all is the one whose words keep the location)."""
+
+    def __init__(self, design: Design, claims: Any = None, most: int = MAX_LOCATED) -> None:
         self.design, self.most, self.reason = design, most, why_not(design)
-        self.seen: set[tuple] = set()
+        self.claims: Any = {} if claims is None else claims
         self.found: dict[str, str] = {}
-        self.runs, self.spent_s = 0, 0.0
+        self.runs, self.spent_s, self.kinds = 0, 0.0, 0
 
-    def after(self, point: KillPoint, outcome: Any, run_again: Callable[[], object]) -> None:
-        """After `point` ran: when it broke a promise at a store write in a way not seen yet, locate the write
-        by `run_again()`, one more run of the same point while its held start's stack is read."""
+    def after(self, index: int, point: KillPoint, outcome: Any, run_again: Callable[[], object]) -> None:
+        """After `point` (the `index`-th of the exploration) ran: when it broke a promise at a store write in a
+        way no earlier point did, locate the write by `run_again()`, one more run of the same point while its
+        held start's stack is read."""
         if outcome.valid or not isinstance(point, AtStoreWrite):
             return
-        key = (tuple(outcome.findings), outcome.place)
-        if key in self.seen:
-            return
-        self.seen.add(key)
+        key = repr((tuple(outcome.findings), outcome.place))
+        if self.claims.get(key, index + 1) <= index:
+            return  # an earlier point of this kind is located (or being located)
+        self.claims[key] = index
+        self.kinds += 1
         if self.reason is not None:
             self.found[point.spec] = self.reason
-        elif len(self.seen) > self.most:
+        elif self.kinds > self.most:
             self.found[point.spec] = (f"no source location: only the first {self.most} kinds of failure are"
                                       " located, each one more run")
         else:
