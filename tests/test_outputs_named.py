@@ -13,7 +13,6 @@ import subprocess
 import sys
 
 from killtest.harness.design.model import PROJECT_ROOT
-from killtest.harness.report.writer import plotting_installed
 
 SMALL = ["--listing-pages", "2", "--per-page", "3"]
 
@@ -59,8 +58,8 @@ def test_run_names_every_file_it_writes_on_its_results_line(tmp_path):
     line = next(text for text in done.stderr.splitlines() if text.startswith("results: "))
     named = expanded(line.removeprefix("results: ").split(" — ")[0])
     assert {os.path.join(out, name) for name in written(out) if name.startswith("killtest.")} == named
-    if plotting_installed():
-        assert os.path.join(out, "killtest.html") in named
+    assert os.path.join(out, "killtest.html") in named  # the triage page, with plots or without
+    assert "<h2>No run broke a promise</h2>" in (out / "killtest.html").read_text()
 
 
 def test_explore_and_fuzz_write_what_the_reference_pages_say(tmp_path):
