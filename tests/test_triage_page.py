@@ -240,6 +240,8 @@ def test_locating_runs_within_the_exploration_in_its_jobs_and_counts_in_its_time
         # w1, w2, w3: three kinds of failure, one run each; with -j 2 the jobs share what they claimed, so the
         # second job does not locate w4 again (it breaks as w1 did, which the first job has claimed)
         assert int(line[1]) == found[jobs]["locate_runs"] == 3
+        assert f"3 points run once more to locate a store write in the program, {line[2]} s of it" in \
+            (out / "explore-two-mistakes.html").read_text()
         assert 0 < found[jobs]["locate_s"] < found[jobs]["elapsed_s"]
     # (a row's size varies by a byte or two: its time.time() stamp has as many digits as it needs)
     where = {jobs: {o["point"]: re.sub(r"\d+ bytes", "N bytes", o["where"]) for o in found[jobs]["outcomes"]}

@@ -98,7 +98,10 @@ def exploration_page(exploration, command: str, failures: list[Failure], replay,
                           by_point[f.example.point].keys) for f in failures]
     judged = "every idempotence promise (--strict)" if exploration.strict else "the promises its spec makes"
     counted = exploration_header(exploration.outcomes, failures)
-    lines = [f"Command: `{command}`", f"Design **{exploration.design}**, held to {judged}: {counted}.",
+    runs = getattr(exploration, "locate_runs", 0)
+    took = (f" {exploration.elapsed_s:.1f} s in all; {runs} point{'s' if runs != 1 else ''} run once more to locate a"
+            f" store write in the program, {exploration.locate_s:.1f} s of it." if runs else "")
+    lines = [f"Command: `{command}`", f"Design **{exploration.design}**, held to {judged}: {counted}.{took}",
              *([w] if (w := waived_line(exploration.outcomes)) else []),
              *([b] if (b := by_promise_line(failures)) else []), LEGEND + "."]
     kept = [o.point for o in exploration.outcomes if o.valid and o.landed]
