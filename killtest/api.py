@@ -177,7 +177,7 @@ def explore(design: DesignLike, *, only: str | None = None, out: str | os.PathLi
     summary = (f"killtest explore {found.name}: {len(exploration.outcomes)} crash points,"
                f" {len(exploration.broken)} broken — {validity}")
     return _result("explore", (found.name,), validity, findings, replay, args.out,
-                   [f"{base}.json", f"{base}.md"], summary, exploration.to_json())
+                   [f"{base}.{ext}" for ext in ("json", "md", "html")], summary, exploration.to_json())
 
 
 def fuzz(design: DesignLike, *, examples: int | None = None, seed: int | None = None,
@@ -198,7 +198,7 @@ def fuzz(design: DesignLike, *, examples: int | None = None, seed: int | None = 
     failed = sum(bool(t.problems) for t in result.trials)
     summary = f"killtest fuzz {found.name}: {len(result.trials)} schedules, {failed} broke a promise — {validity}"
     return _result("fuzz", (found.name,), validity, findings, replay, args.out,
-                   [f"{base}.json", f"{base}.md"], summary, {**result.to_json(), "replay": replay})
+                   [f"{base}.{ext}" for ext in ("json", "md", "html")], summary, {**result.to_json(), "replay": replay})
 
 
 def _given(design: DesignLike) -> str:

@@ -41,11 +41,13 @@ def test_explore_finds_the_lost_record_and_says_how_to_replay_it(tmp_path):
     # The record is lost, and its page was fetched and marked done: a hole (harness/check/holes.py) too.
     assert [(f.where, f.promise) for f in result.findings] == [(f"crash point {ZOO_LINE}", "no_lost_records")] * 2
     assert result.findings[0].message.startswith("lost 1 of 6 records")
-    assert result.findings[1].message.startswith("1 lost records are holes")
+    assert result.findings[1].message.startswith("1 lost record is a hole (SKU-")  # one: singular
+    assert "its page was fetched" in result.findings[1].message
     assert result.replay is not None and result.replay.startswith("killtest replay --design zoo-done-before-record")
     assert f"--schedule {ZOO_LINE}" in result.replay
     assert result.results_dir == str(tmp_path)
-    assert sorted(os.path.basename(f) for f in result.files) == [f"explore-{ZOO}.json", f"explore-{ZOO}.md"]
+    assert sorted(os.path.basename(f) for f in result.files) == [f"explore-{ZOO}.html", f"explore-{ZOO}.json",
+                                                                       f"explore-{ZOO}.md"]
     assert result.data["points"] == 2 and result.data["broken"] == 1
     with pytest.raises(killtest.KilltestFailed) as failed:
         result.assert_passed()

@@ -57,6 +57,19 @@ def test_a_waived_promise_is_not_reported_and_the_others_still_are(tmp_path):
     assert v.findings == ["lost", "hole"] and v.problems[0].endswith("(broke no_lost_records)")
 
 
+def test_a_hole_is_counted_in_words_that_agree_with_its_number(tmp_path):
+    design = spec(tmp_path, "")
+    words = []
+    for lost in (1, 2):
+        h = history(KILLED_TWICE)
+        end = h.first("run_finished")["t"]
+        for key, value in truth()[lost:]:
+            h.add("store_record", end, key=key, fields={"price": value}, stamped=False)
+        words.append(check_run(design, 1, h.sorted(), CATALOG).problems[1])
+    assert words[0].startswith("1 lost record is a hole (") and "): its page was fetched" in words[0], words[0]
+    assert words[1].startswith("2 lost records are holes (") and "): their page was fetched" in words[1], words[1]
+
+
 def test_an_older_spec_keeps_its_meaning(tmp_path):
     assert spec(tmp_path, "claims_idempotence = false\n").does_not_promise == IDEMPOTENCE
     assert spec(tmp_path, "claims_idempotence = true\n").does_not_promise == frozenset()

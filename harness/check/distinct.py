@@ -7,7 +7,8 @@ the same for kill points. Two broken points are one failure when they broke the 
 same findings and their kill landed at the same kind of place: a store write's file (its numbers
 folded, so `dataset/000001.json` and `dataset/000002.json` are one file of a kind) and system call, a
 line of the design, or a request for the same kind of page. Each group is shown once, with how many
-points it covers (as ranges: `w51-w60`), and its smallest and earliest point, whose replay line to print.
+points it covers (as ranges: `w51-w60`, `w1-w115 every 3rd`), and its smallest and earliest point, whose
+replay line to print.
 
 Pure: plain data in (point, findings, problems, where; a History for `timeline_events`), plain data out.
 """
@@ -54,14 +55,20 @@ class Failure:
 
     @property
     def title(self) -> str:
-        """One line: what broke, and where, for a heading or a JUnit case's name."""
+        """One line for a heading or a JUnit case's name: where, then what broke. The place comes first: two
+        failures may break a promise in the same words at different places (a write to done.txt, one to
+        records.jsonl), and the place is what tells their headings apart."""
         what = "; ".join(self.example.problems) or ", ".join(self.findings)
-        return f"{what} — {self.place}" if self.place else what
+        return f"{self.place}: {what}" if self.place else what
+
+    def points_text(self, most: int | None = None) -> str:
+        """The points it covers as ranges (`w1-w115 every 3rd`); fuzzed schedules (`r3,w9`) joined by `; `."""
+        return point_ranges((b.point for b in self.points), most)
 
     def to_json(self) -> dict:
         example = self.example
         return {"promises": list(self.promises), "findings": list(self.findings), "place": self.place,
-                "count": len(self.points), "points": point_ranges(b.point for b in self.points),
+                "count": len(self.points), "points": self.points_text(),
                 "example": example.point, "where": example.where, "problems": list(example.problems)}
 
 
@@ -93,8 +100,10 @@ def group_failures(broken: Sequence[Broken]) -> list[Failure]:
     return sorted(groups.values(), key=lambda f: (-len(f.points), min(b.order for b in f.points)))
 
 
-def point_ranges(points: Iterable[str]) -> str:
-    """`w51, w52, w53, w60, r3` as `r3, w51-w53, w60`: runs of one kind's consecutive numbers joined."""
+def point_ranges(points: Iterable[str], most: int | None = None) -> str:
+    """`w51, w52, w53, w60, r3` as `r3, w51-w53, w60`: runs of one kind's consecutive numbers joined, and a
+    longer run with a stride (`w1, w4, ..., w115`) as `w1-w115 every 3rd`, the form a bug that strikes at
+    one write of every product takes. `most`: at most that many parts, then how many more."""
     numbered: dict[str, list[int]] = {}
     others: list[str] = []
     for point in points:
@@ -103,18 +112,33 @@ def point_ranges(points: Iterable[str]) -> str:
             numbered.setdefault(found["kind"], []).append(int(found["n"]))
         else:
             others.append(point)
-    parts = []
-    for kind in sorted(numbered, key=lambda k: (len(k), k)):
-        numbers = sorted(set(numbered[kind]))
-        start = prev = numbers[0]
-        for n in [*numbers[1:], None]:
-            if n is not None and n == prev + 1:
-                prev = n
-                continue
-            parts.append(f"{kind}{start}" if start == prev else f"{kind}{start}-{kind}{prev}")
-            if n is not None:
-                start = prev = n
-    return ", ".join(parts + others)
+    parts = [part for kind in sorted(numbered, key=lambda k: (len(k), k))
+             for part in _runs(kind, sorted(set(numbered[kind])))] + others
+    if most is not None and len(parts) > most:
+        parts = [*parts[:most - 1], f"and {len(parts) - most + 1} more"]
+    return ("; " if any("," in other for other in others) else ", ").join(parts)  # `r3,w9`: a whole schedule
+
+
+STRIDE_RUN = 4  # members a run with a stride needs to be shown as one: with three, the list is as short
+
+
+def _runs(kind: str, numbers: list[int]) -> list[str]:
+    """The sorted `numbers` as runs, greedily from the smallest: `w3-w5`, `w1-w115 every 3rd`, or `w9`."""
+    parts, i = [], 0
+    while i < len(numbers):
+        j = i
+        step = numbers[i + 1] - numbers[i] if i + 1 < len(numbers) else 0
+        while j + 1 < len(numbers) and numbers[j + 1] - numbers[j] == step:
+            j += 1
+        if step == 1 and j > i:
+            parts.append(f"{kind}{numbers[i]}-{kind}{numbers[j]}")
+        elif step > 1 and j - i + 1 >= STRIDE_RUN:
+            parts.append(f"{kind}{numbers[i]}-{kind}{numbers[j]} every {nth(step)}")
+        else:
+            parts.append(f"{kind}{numbers[i]}")
+            j = i
+        i = j + 1
+    return parts
 
 
 def header(points: int, broken: int, failures: int) -> str:
@@ -129,9 +153,10 @@ def request_before(history: History, kill_t: float, start: int = 0) -> tuple[int
     return (len(made), made[-1]["path"]) if made else None
 
 
-def request_words(history: History) -> str:
-    """"after request 9 (/product/4)" for the first kill of the run, or "before its first request"."""
-    kill = history.first("kill") or history.first("power_lost")
+def request_words(history: History, kill: dict | None = None) -> str:
+    """"after request 9 (/product/4)" for `kill` (a kill or power cut; the run's first by default), or "before
+    its first request"."""
+    kill = kill or history.first("kill") or history.first("power_lost")
     if kill is None:
         return ""
     last = request_before(history, kill["t"], kill.get("start", 0))

@@ -76,16 +76,19 @@ def holes(e: _Evidence) -> CheckResult:
     # The message names points, never times: the same exact schedule must give the same words on every
     # repeat (explore and fuzz compare them); the times are in the figures.
     first_fetch = min(found.values())
+    keys = sorted(found)
+    one = len(keys) == 1
+    their = "its" if one else "their"
     cuts = [event for event in e.history.of_type("power_lost") if event["t"] >= first_fetch]
     kills = [event for event in e.history.of_type("kill") if event["t"] >= first_fetch]
-    cause = (f"; a power cut{_named(cuts[0])} came after their fetch" if cuts else
-             f"; a kill{_named(kills[0])} came after their fetch" if kills else
-             "; no kill came after their fetch")
-    keys = sorted(found)
+    cause = (f"; a power cut{_named(cuts[0])} came after {their} fetch" if cuts else
+             f"; a kill{_named(kills[0])} came after {their} fetch" if kills else
+             f"; no kill came after {their} fetch")
     more = f" and {len(keys) - EXAMPLES} more" if len(keys) > EXAMPLES else ""
-    message = (f"{len(keys)} lost records are holes ({', '.join(keys[:EXAMPLES])}{more}): their page was fetched"
-               " and the crawl finished without fetching it again, so the surviving store marks done a page whose"
-               f" record it does not hold{cause}")
+    message = (f"{len(keys)} lost record{'' if one else 's'} {'is a hole' if one else 'are holes'}"
+               f" ({', '.join(keys[:EXAMPLES])}{more}): {their} page was fetched and the crawl finished without"
+               " fetching it again, so the surviving store marks done a page whose record it does not hold"
+               f"{cause}")
     return judged([(Finding.HOLE, message)], {"holes": len(keys), "last_hole_fetch_s": round(max(found.values()), 3)})
 
 

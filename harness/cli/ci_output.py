@@ -2,7 +2,8 @@
 appended to the job's summary when GitHub Actions names one ($GITHUB_STEP_SUMMARY).
 
 Each command turns what it found into JUnit test cases here (harness/report/junit.py writes them):
-a run of a campaign, a crash point of an exploration, a schedule of a fuzz, a design of the zoo.
+a run of a campaign, a crash point of an exploration, a schedule of a fuzz, a design of the zoo; each
+distinct failure (harness/check/distinct.py) is one failing case.
 A failed case carries its findings and, where the command printed one, the replay line.
 """
 
@@ -16,7 +17,7 @@ from killtest.harness.check.distinct import Broken, Failure, point_ranges
 from killtest.harness.report.campaign import Campaign
 from killtest.harness.report.junit import Case, write_junit
 from killtest.harness.report.sections import replay_of
-from killtest.harness.report.triage import point_failures, run_failures
+from killtest.harness.report.triage import point_failures, run_failures, trial_failures
 
 
 def publish(args: argparse.Namespace, suite: str, cases: list[Case], markdown_path: str | None,
@@ -90,21 +91,26 @@ def point_cases(design: str, outcomes: Iterable, replay: Callable[[Broken], str]
     return cases
 
 
-def fuzz_cases(result, replay: str | None) -> list[Case]:
-    """A case per schedule tried (running/fuzzing.FuzzResult); the shrunk failure first, with its replay line."""
+def fuzz_cases(result, replay: str | None, replay_of: Callable[[Broken], str],
+               failures: list[Failure] | None = None) -> list[Case]:
+    """The shrunk failure first, with its replay line; then a failing case per distinct failure (as explore's:
+    report/triage.trial_failures), naming the schedules it covers and the replay line of its smallest; a case
+    per schedule that kept every promise (running/fuzzing.FuzzResult)."""
+    suite = f"killtest.fuzz.{result.design}"
     cases = []
     if result.shrunk is not None:
         shrunk = result.shrunk
-        cases.append(Case(f"killtest.fuzz.{result.design}", f"shrunk: {shrunk.case.schedule}",
-                          failure="; ".join(shrunk.problems),
+        cases.append(Case(suite, f"shrunk: {shrunk.case.schedule}", failure="; ".join(shrunk.problems),
                           details="\n".join([*shrunk.problems, f"replay: {replay}"])))
+    for number, failure in enumerate(trial_failures(result.trials) if failures is None else failures, 1):
+        example = failure.example
+        cases.append(Case(suite, f"failure {number}: {failure.title}", failure="; ".join(example.problems),
+                          details="\n".join([*example.problems,
+                                             f"schedules ({len(failure.points)}): {failure.points_text()}",
+                                             f"{example.point}: {example.where}", f"replay: {replay_of(example)}"])))
     for trial in result.trials:
-        name = f"{trial.case.schedule} on {trial.case.pages}x{trial.case.per_page}"
-        if trial.problems:
-            cases.append(Case(f"killtest.fuzz.{result.design}", name, failure="; ".join(trial.problems),
-                              details="\n".join(trial.problems)))
-        else:
-            cases.append(Case(f"killtest.fuzz.{result.design}", name))
+        if not trial.problems:
+            cases.append(Case(suite, f"{trial.case.schedule} on {trial.case.catalog}"))
     return cases
 
 

@@ -30,12 +30,9 @@ from killtest.harness.report.triage import (
 )
 from killtest.harness.report.triage_page import exploration_page
 from killtest.harness.running.exploration import Exploration, explore_design, refuse_power_cut
-from killtest.harness.running.locate import locate_writes
 from killtest.harness.running.parallel import default_jobs
 from killtest.harness.running.progress import Progress
 from killtest.harness.running.runner import RunSettings
-
-MAX_LOCATED = 10  # distinct failures whose write is located: each costs one more run
 
 
 class ExploreCommand(Command):
@@ -60,6 +57,8 @@ class ExploreCommand(Command):
             progress.done(promised)
         if waived := waived_line(exploration.outcomes):
             progress.done(waived)
+        if exploration.locate_runs:
+            progress.done(located_line(exploration))
         if exploration.broken:
             progress.done(f"replay the first: {replay(failures[0].example)}")
         return EXIT_PASSED if exploration_passed(design, exploration) else EXIT_CHECK_FAILED
@@ -78,13 +77,7 @@ def explore_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Des
     exploration = explore_design(design, catalog, settings, points, work_dir=args.work_dir,
                                  prefork=not args.no_prefork, progress=progress,
                                  jobs=args.jobs or default_jobs(), power_cut=args.power_cut,
-                                 strict=getattr(args, "strict", False))
-    # The program's own line for each distinct failure's store write (Python: py-spy; running/locate.py).
-    located = locate_writes(design, catalog, settings, [f.example.point for f in point_failures(exploration.outcomes)
-                                                        ][:MAX_LOCATED], args.work_dir)
-    for outcome in exploration.outcomes:
-        if outcome.point in located:
-            outcome.where = f"{outcome.where}, {located[outcome.point]}"
+                                 strict=getattr(args, "strict", False), locate=True)
     base = os.path.join(args.out, f"explore-{design.name}")
     write_exploration(args, design, exploration, base)
     return design, exploration, base
@@ -103,6 +96,13 @@ def write_exploration(args: argparse.Namespace, design: Design, exploration: Exp
     write_atomically(f"{base}.md", exploration_markdown(exploration, typed_command(args), replay))
     write_atomically(f"{base}.html", exploration_page(exploration, typed_command(args), failures, replay,
                                                       os.path.basename(base)))
+
+
+def located_line(exploration: Exploration) -> str:
+    """What locating store writes in the program cost: one more run each, within the exploration's time."""
+    runs = exploration.locate_runs
+    return (f"source locations: {runs} point{'s' if runs != 1 else ''} run once more to read the program's stack at"
+            f" the write: {exploration.locate_s:.1f} s, within the exploration's {exploration.elapsed_s:.1f} s")
 
 
 def exploration_passed(design: Design, exploration: Exploration) -> bool:

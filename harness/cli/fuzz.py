@@ -38,11 +38,11 @@ class FuzzCommand(Command):
 
     def run(self, args: argparse.Namespace, progress: Progress) -> int:
         design, result, replay, base = fuzz_from_args(args, progress)
-        publish(args, "fuzz", fuzz_cases(result, replay), f"{base}.md", result.elapsed_s)
-        failed = [t for t in result.trials if t.problems]
+        by_broken = lambda broken: trial_replay(args, design, result.trials[broken.order])  # noqa: E731
         failures = trial_failures(result.trials)
-        for line in failure_lines(failures, lambda broken: trial_replay(args, design, result.trials[broken.order]),
-                                  "schedule"):
+        publish(args, "fuzz", fuzz_cases(result, replay, by_broken, failures), f"{base}.md", result.elapsed_s)
+        failed = [t for t in result.trials if t.problems]
+        for line in failure_lines(failures, by_broken, "schedule"):
             progress.done(line)
         progress.done(f"fuzz {design.name}: {len(result.trials)} schedules, {len(failed)} broke a promise,"
                       f" {len(failures)} distinct failure{'s' if len(failures) != 1 else ''},"
@@ -101,7 +101,7 @@ def fuzz_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Design
     write_atomically(f"{base}.md", markdown(result, typed_command(args), replay,
                                             failures_markdown(failures, by_broken)) + db.database_markdown(saved))
     views = [failure_view(f, by_broken(f.example), result.trials[f.example.order].triage.get("timeline"),
-                          result.trials[f.example.order].triage.get("keys")) for f in failures]
+                          result.trials[f.example.order].triage.get("keys"), "schedule") for f in failures]
     kept = len(result.trials) - sum(1 for t in result.trials if t.problems)
     write_atomically(f"{base}.html", triage_page(
         f"killtest fuzz {design.name}", [f"Command: `{typed_command(args)}`",

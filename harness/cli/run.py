@@ -17,7 +17,7 @@ from killtest.harness.design.model import Design
 from killtest.harness.report.campaign import Campaign, summarise
 from killtest.harness.report.sections import replay_of
 from killtest.harness.report.triage import run_failures
-from killtest.harness.report.writer import plotting_installed
+from killtest.harness.report.writer import kinds_written
 from killtest.harness.running.orchestrator import run_campaign
 from killtest.harness.running.progress import Progress
 
@@ -47,7 +47,7 @@ class RunCommand(Command):
         failed = sum(1 for v in campaign.verdicts if not v.valid and not v.proved_nothing)
         progress.done(f"run: {len(campaign.verdicts)} runs, {failed} failed, {len(failures)} distinct"
                       f" failure{'s' if len(failures) != 1 else ''}")
-        kinds = "json,md,png" if not args.no_plot and plotting_installed() else "json,md"
+        kinds = ",".join(kinds_written(not args.no_plot))
         progress.done(f"results: {os.path.join(args.out, args.name)}.{{{kinds}}}"
                       f" — {'PASS' if campaign.valid else 'FAIL'}")
         return EXIT_PASSED if campaign.valid else EXIT_CHECK_FAILED
@@ -59,7 +59,7 @@ def run_designs(args: argparse.Namespace, progress: Progress) -> tuple[list[Desi
     prepare_dirs(args)
     plan = timed_plan(args, designs, args.pace, args.name)
     # A replay line for every run, shown beside each failed one (the same schedule, settings and site).
-    plan = dataclasses.replace(plan, replays=tuple(
+    plan = dataclasses.replace(plan, page=True, replays=tuple(
         (design.name, tuple(replay_line(args, design, schedule.spec, given=given, strict=False)
                             for schedule in plan.schedules))
         for design, given in zip(designs, args.design)))

@@ -6,17 +6,20 @@ import html
 import re
 from collections.abc import Callable
 
-from killtest.harness.check.distinct import Broken
+from killtest.harness.check.distinct import Broken, point_ranges, triage_of
+from killtest.harness.history import History
 from killtest.harness.report.campaign import Campaign
-from killtest.harness.report.sections import Section, report_sections
+from killtest.harness.report.sections import Section, replay_of, report_sections
 from killtest.harness.report.triage import (
     LEGEND,
     by_promise_line,
     exploration_header,
     failures_markdown,
     point_failures,
+    run_failures,
     waived_line,
 )
+from killtest.harness.report.triage_page import failure_view, triage_page
 
 
 def _preamble(campaign: Campaign) -> list[str]:
@@ -68,13 +71,38 @@ def _html_section(section: Section) -> list[str]:
     return out
 
 
-def summary_page(campaign: Campaign, name: str, plot_file: str | None, timelines: list[tuple[str, str]]) -> str:
-    """One page for a whole campaign: verdict, tables, the campaign plot and every run's timeline."""
-    body = ["<h1>killtest results</h1>"] + [f"<p>{_inline(p)}</p>" for p in _preamble(campaign)]
-    body.append(f'<p>Data: <a href="{name}.json">{name}.json</a> · Markdown: <a href="{name}.md">{name}.md</a>'
-                ' · histories: <a href="history/">history/</a></p>')
+def summary_page(campaign: Campaign, name: str, plot_file: str | None, timelines: list[tuple[str, str]],
+                 history_of: Callable[[str, int], History | None] = lambda design, run: None) -> str:
+    """NAME.html: the triage page explore and fuzz write (report/triage_page.py), for a campaign. Its distinct
+    failures first, each with its run's timeline (read by `history_of(design, run)`), the keys the store got
+    wrong and its replay line; the runs that passed; then every table, and the plots when they were drawn.
+    HTML and SVG only: written with or without matplotlib and --no-plot."""
+    failures = run_failures(campaign.verdicts)
+    replays = campaign.settings.get("replays") or {}
+    views = []
+    for failure in failures:
+        v = next(v for v in campaign.verdicts if v.design == failure.place and f"run{v.run}" == failure.example.point)
+        history = history_of(v.design, v.run)
+        found = triage_of(v, history) if history is not None else {}
+        views.append(failure_view(failure, replay_of(replays, v.design, v.run) or "", found.get("timeline"),
+                                  found.get("keys") or {k: v.categories.get(k, {}).get("examples", [])
+                                                         for k in ("lost", "duplicated", "unexpected")}, "run"))
+    failed = sum(1 for v in campaign.verdicts if not v.valid and not v.proved_nothing)
+    lines = [*_preamble(campaign), f"{len(campaign.verdicts)} run{'s' if len(campaign.verdicts) != 1 else ''},"
+             f" {failed} failed, {len(failures)} distinct failure{'s' if len(failures) != 1 else ''}."]
+    passing = []
+    for design in dict.fromkeys(v.design for v in campaign.verdicts):
+        runs = [v for v in campaign.verdicts if v.design == design]
+        kept = [f"run{v.run}" for v in runs if v.valid]
+        nothing = [f"run{v.run}" for v in runs if v.proved_nothing]
+        passing.append(f"**{design}**: {len(kept)} of {len(runs)} runs kept every promise"
+                       + (f": `{point_ranges(kept)}`" if kept else "")
+                       + (f"; {len(nothing)} proved nothing (no kill landed): `{point_ranges(nothing)}`" if nothing
+                          else "") + ".")
+    body = []
     for section in report_sections(campaign):
-        body += _html_section(section)
+        if not section.title.startswith("Distinct failures"):  # drawn above, a section each
+            body += _html_section(section)
     if plot_file:
         body += ["<h2>Rows and requests per run</h2>", f'<img src="{plot_file}" alt="rows and requests per run">']
     if timelines:
@@ -82,11 +110,8 @@ def summary_page(campaign: Campaign, name: str, plot_file: str | None, timelines
                     " the restart; orange: a start waiting for a lease left by a killed one.</p>")
         body += [f'<figure><img src="{path}" alt="{html.escape(label)}"><figcaption>{html.escape(label)}'
                  "</figcaption></figure>" for label, path in timelines]
-    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
-             "table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ccc;padding:.3em .5em}"
-             "th{background:#f4f4f4}img{max-width:100%}figure{margin:1em 0}")
-    return ("<!doctype html><html><head><meta charset=\"utf-8\"><title>killtest results</title>"
-            f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+    return triage_page("killtest results", lines, views, passing, [f"{name}.json", f"{name}.md", "history/"],
+                       extra="\n".join(body), none="No run broke a promise")  # the verdict above may still fail
 
 
 def exploration_markdown(exploration, command: str, replay: Callable[[Broken], str] = lambda b: b.point) -> str:
@@ -98,7 +123,10 @@ def exploration_markdown(exploration, command: str, replay: Callable[[Broken], s
     lines = ["# killtest explore", "", f"Command: `{command}`", "",
              f"Design **{exploration.design}**, held to {judged}: {exploration_header(exploration.outcomes, failures)};"
              f" {exploration.schedules_per_minute} schedules a minute ({exploration.elapsed_s:.1f} s in all,"
-             f" {'pre-forked starts' if exploration.prefork else 'a new interpreter per start'}).", "",
+             f" {'pre-forked starts' if exploration.prefork else 'a new interpreter per start'}"
+             + (f"; {runs} point{'s' if runs != 1 else ''} run once more to locate a store write in the program,"
+                f" {exploration.locate_s:.1f} s of it" if (runs := getattr(exploration, "locate_runs", 0)) else "")
+             + ").", "",
              *([waived, ""] if waived else []),
              *([promised, ""] if (promised := by_promise_line(failures)) else []),
              "Each point is one run: the first start is killed exactly there, the next start finishes the crawl,"

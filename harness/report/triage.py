@@ -20,6 +20,7 @@ LEGEND = ("`rK`: on the site's K-th request, before the answer; `rK+`: at the fi
           " (what no fsync made durable is lost); `pS:D`: a pause of D seconds; `l:FILE:LINE:HIT`: before the"
           " HIT-th execution of that line")
 
+TERMINAL_PARTS = 12  # ranges a terminal line shows of a failure's points; the Markdown, the page and the JSON list all
 _BROKE = re.compile(r"\(broke (\w+)\)$")
 
 
@@ -50,8 +51,9 @@ def failure_lines(failures: list[Failure], replay: Callable[[Broken], str], noun
     for number, failure in enumerate(failures, 1):
         example = failure.example
         count = len(failure.points)
-        lines.append(f"failure {number} of {len(failures)}: {'; '.join(example.problems)}")
-        lines.append(f"  {count} {noun}{'s' if count != 1 else ''}: {point_ranges(b.point for b in failure.points)}")
+        lines.append(f"failure {number} of {len(failures)}, {failure.title}")
+        shown = point_ranges((b.point for b in failure.points), most=TERMINAL_PARTS)
+        lines.append(f"  {count} {noun}{'s' if count != 1 else ''}: {shown}")
         lines.append(f"  {example.point}: {example.where or failure.place}")
         lines.append(f"  replay: {replay(example)}")
     return lines
@@ -66,7 +68,7 @@ def failures_markdown(failures: list[Failure], replay: Callable[[Broken], str]) 
     lines = ["## Distinct failures", ""] if failures else []
     for number, failure in enumerate(failures, 1):
         example = failure.example
-        lines += [f"### {number}. {'; '.join(example.problems)}", "",
+        lines += [f"### {number}. {failure.title}", "",
                   f"- promises broken: {', '.join(failure.promises)}; where: {failure.place or 'the kill point'}",
                   f"- {len(failure.points)} point(s): {point_ranges(b.point for b in failure.points)}",
                   f"- smallest and earliest: `{example.point}`" + (f", {example.where}" if example.where else ""),
@@ -75,8 +77,10 @@ def failures_markdown(failures: list[Failure], replay: Callable[[Broken], str]) 
 
 
 def trial_failures(trials: Iterable) -> list[Failure]:
-    """The distinct failures among a fuzz's failing schedules (running/fuzzing.Trial): the same promises and
-    findings at the same kinds of points (`r3,w9` and `r4,w12` are one kind); the smallest case first."""
+    """The distinct failures among a fuzz's failing schedules (running/fuzzing.Trial), grouped as explore's
+    points are: by promises, findings and the kinds of place the schedule's kills landed at, in the user's
+    terms (`r3,w9` and `w12,r4` at the same kinds of place are one); the smallest case first. A schedule none
+    of whose points could be described (timed kills only) is placed by its folded text (`tN,rN`)."""
     broken = []
     for i, trial in enumerate(trials):
         if trial.problems:
@@ -84,10 +88,11 @@ def trial_failures(trials: Iterable) -> list[Failure]:
             products = 10_000 if case.recorded else case.pages * case.per_page
             points = case.schedule.split(",")
             catalog = "the recorded site" if case.recorded else f"{case.pages}x{case.per_page} products"
+            words = trial.triage.get("where", "")
             broken.append(Broken(case.schedule, tuple(trial.triage.get("findings", ())), tuple(trial.problems),
-                                 where=f"on {catalog}",
-                                 place=",".join(folded(p) for p in points), size=len(points) * 100_000 + products,
-                                 order=i))
+                                 where=f"{words} (on {catalog})" if words else f"on {catalog}",
+                                 place=trial.triage.get("place") or ",".join(folded(p) for p in points),
+                                 size=len(points) * 100_000 + products, order=i))
     return group_failures(broken)
 
 

@@ -15,23 +15,24 @@ from killtest.harness.check.distinct import Failure, point_ranges
 from killtest.harness.report.triage import LEGEND, by_promise_line, exploration_header, waived_line
 from killtest.harness.report.triage_svg import timeline_svg
 
-STYLE = ("body{font-family:sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}"
+STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
          "section.failure{border-left:4px solid #c53030;padding:.2em 1em;margin:1.5em 0;background:#fffafa}"
          "section.passing{border-left:4px solid #2f855a;padding:.2em 1em;background:#f7fffa}"
          "pre.replay{background:#f4f4f4;padding:.6em;white-space:pre-wrap;word-break:break-all;user-select:all}"
          "table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ccc;padding:.25em .5em;"
          "text-align:left;vertical-align:top}th{background:#f4f4f4}svg.timeline{max-width:100%;height:auto}"
-         "code{background:#f4f4f4;padding:0 .2em}")
+         "code{background:#f4f4f4;padding:0 .2em}img{max-width:100%}figure{margin:1em 0}")
 
 
-def failure_view(failure: Failure, replay: str, timeline: dict | None = None, keys: dict | None = None) -> dict:
-    """What the page shows of one distinct failure."""
+def failure_view(failure: Failure, replay: str, timeline: dict | None = None, keys: dict | None = None,
+                 noun: str = "point") -> dict:
+    """What the page shows of one distinct failure; `noun`: what it covers (points, schedules, runs)."""
     example = failure.example
-    return {"title": "; ".join(example.problems) or ", ".join(failure.findings), "promises": list(failure.promises),
+    return {"title": failure.title, "promises": list(failure.promises),
             "place": failure.place, "count": len(failure.points),
-            "points": point_ranges(b.point for b in failure.points),
+            "points": failure.points_text(),
             "example": example.point, "where": example.where, "replay": replay, "timeline": timeline or {},
-            "keys": keys or {}}
+            "keys": keys or {}, "noun": noun}
 
 
 def _inline(text: str) -> str:
@@ -55,19 +56,23 @@ def _failure_section(number: int, view: dict) -> str:
     parts = [f'<section class="failure" id="failure-{number}" data-point="{html.escape(view["example"])}">',
              f"<h2>{number}. {html.escape(view['title'])}</h2>",
              f"<p>Broke <strong>{html.escape(', '.join(view['promises']))}</strong>"
-             f" at {view['count']} point{'s' if view['count'] != 1 else ''}: <code>{html.escape(view['points'])}</code>"
-             f"{' — ' + html.escape(view['place']) if view['place'] else ''}.</p>",
+             f" at {view['count']} {view['noun']}{'s' if view['count'] != 1 else ''}:"
+             f" <code>{html.escape(view['points'])}</code>.</p>",
              f"<p>Smallest and earliest: <code>{html.escape(view['example'])}</code>"
              f"{', ' + html.escape(view['where']) if view['where'] else ''}.</p>"]
     if view["timeline"]:
         parts.append(timeline_svg(view["timeline"], f"timeline of {view['example']}"))
     parts.append(_keys_table(view["keys"]))
-    parts.append(f'<p>Replay it:</p><pre class="replay">{html.escape(view["replay"])}</pre></section>')
+    if view["replay"]:
+        parts.append(f'<p>Replay it:</p><pre class="replay">{html.escape(view["replay"])}</pre>')
+    parts.append("</section>")
     return "\n".join(parts)
 
 
-def triage_page(title: str, lines: list[str], failures: list[dict], passing: list[str], links: list[str]) -> str:
-    """The whole page: `lines` (Markdown-ish: `code`) under the title, the failures, then what passed."""
+def triage_page(title: str, lines: list[str], failures: list[dict], passing: list[str], links: list[str],
+                extra: str = "", none: str = "No failure") -> str:
+    """The whole page: `lines` (Markdown-ish: `code`) under the title, the failures (or the heading `none`), then
+    what passed, then `extra` (HTML: a campaign's tables and plots)."""
     body = [f"<h1>{html.escape(title)}</h1>"] + [f"<p>{_inline(line)}</p>" for line in lines]
     if links:
         body.append("<p>" + " · ".join(f'<a href="{html.escape(link)}">{html.escape(link)}</a>' for link in links)
@@ -76,9 +81,11 @@ def triage_page(title: str, lines: list[str], failures: list[dict], passing: lis
         body.append(f"<h2>Distinct failures ({len(failures)})</h2>")
         body += [_failure_section(number, view) for number, view in enumerate(failures, 1)]
     else:
-        body.append("<h2>No failure</h2>")
+        body.append(f"<h2>{html.escape(none)}</h2>")
     body.append('<section class="passing"><h2>What passed</h2>'
                 + "".join(f"<p>{_inline(line)}</p>" for line in passing) + "</section>")
+    if extra:
+        body.append(extra)
     return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>\n"
             + "\n".join(body) + "\n</body></html>\n")
@@ -91,7 +98,10 @@ def exploration_page(exploration, command: str, failures: list[Failure], replay,
                           by_point[f.example.point].keys) for f in failures]
     judged = "every idempotence promise (--strict)" if exploration.strict else "the promises its spec makes"
     counted = exploration_header(exploration.outcomes, failures)
-    lines = [f"Command: `{command}`", f"Design **{exploration.design}**, held to {judged}: {counted}.",
+    runs = getattr(exploration, "locate_runs", 0)
+    took = (f" {exploration.elapsed_s:.1f} s in all; {runs} point{'s' if runs != 1 else ''} run once more to locate a"
+            f" store write in the program, {exploration.locate_s:.1f} s of it." if runs else "")
+    lines = [f"Command: `{command}`", f"Design **{exploration.design}**, held to {judged}: {counted}.{took}",
              *([w] if (w := waived_line(exploration.outcomes)) else []),
              *([b] if (b := by_promise_line(failures)) else []), LEGEND + "."]
     kept = [o.point for o in exploration.outcomes if o.valid and o.landed]

@@ -35,6 +35,7 @@ class CampaignPlan:
     slow_pages: tuple[tuple[str, float], ...] = ()  # (path, seconds its answer takes)
     work_dir: str | None = None
     plot: bool = True
+    page: bool = False  # the triage page NAME.html even without plots (`run`); with plots it is always written
     all_timelines: bool = False  # a timeline for every run, not only firsts and failures
     prefork: bool = False  # fork each start from a process that imported the design once
     check_faster: bool = False  # fail unless idempotent designs beat the naive control in total wall time

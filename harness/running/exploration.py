@@ -34,6 +34,7 @@ from killtest.harness.faults.points.power_cut import PowerCutAtStoreWrite, refus
 from killtest.harness.faults.points.request import AtRequest
 from killtest.harness.faults.points.store_write import AtStoreWrite, require_strace
 from killtest.harness.faults.schedule import KillSchedule
+from killtest.harness.running.locate import Locator, with_locations
 from killtest.harness.running.orchestrator import Stage, check_phase, run_phase, stage
 from killtest.harness.running.parallel import chunks, run_jobs
 from killtest.harness.running.point_words import describe
@@ -95,7 +96,9 @@ class Exploration:
     strict: bool = False  # judged by every idempotence promise (--strict), not by the spec's own
     prefork: bool = False
     outcomes: list[PointOutcome] = field(default_factory=list)
-    elapsed_s: float = 0.0
+    elapsed_s: float = 0.0  # every point's run, and the locating runs among them
+    locate_runs: int = 0  # points run once more to locate their store write in the program (running/locate.py)
+    locate_s: float = 0.0  # their time (summed over -j's processes), part of elapsed_s
 
     @property
     def broken(self) -> list[PointOutcome]:
@@ -109,6 +112,7 @@ class Exploration:
         return {"design": self.design, "claims_idempotence": self.claims_idempotence, "strict": self.strict,
                 "prefork": self.prefork,
                 "points": len(self.outcomes), "broken": len(self.broken), "elapsed_s": round(self.elapsed_s, 2),
+                "locate_runs": self.locate_runs, "locate_s": round(self.locate_s, 2),
                 "schedules_per_minute": self.schedules_per_minute,
                 "outcomes": [dataclasses.asdict(o) for o in self.outcomes]}
 
@@ -149,7 +153,7 @@ def all_crash_points(design: Design, on: Stage, settings: RunSettings, work_dir:
 def explore(design: Design, on: Stage, settings: RunSettings, work_dir: str | None = None,
             points: list[KillPoint] | None = None,
             on_progress: Callable[[str], None] = lambda message: None, power_cut: bool = False,
-            strict: bool = False) -> Exploration:
+            strict: bool = False, locate: bool = False) -> Exploration:
     """Kill `design` at each point in turn (all crash points by default) and check every outcome.
 
     `on` is the orchestrator's stage (site, store servers, pre-forked launchers): each point is one
@@ -161,12 +165,27 @@ def explore(design: Design, on: Stage, settings: RunSettings, work_dir: str | No
     elif power_cut:
         points = with_power_cuts(points)
     exploration = Exploration(design.name, design.claims_idempotence, strict, prefork=design.name in on.launchers)
-    began = time.monotonic()
+    began, locator = time.monotonic(), Locator(design) if locate else None
     for number, point in enumerate(points, start=1):
         on_progress(f"[explore {design.name}] point {number}/{len(points)}: {point.spec}")
-        exploration.outcomes.append(explore_point(design, on, settings, point, work_dir, cache, strict))
+        exploration.outcomes.append(explore_located(design, on, settings, point, work_dir, cache, strict, locator,
+                                                    number - 1))
     exploration.elapsed_s = time.monotonic() - began
+    if locator is not None:
+        with_locations(exploration.outcomes, locator.found)
+        exploration.locate_runs, exploration.locate_s = locator.runs, locator.spent_s
     return exploration
+
+
+def explore_located(design: Design, on: Stage, settings: RunSettings, point: KillPoint, work_dir: str | None,
+                    cache: RecordingCache, strict: bool, locator: Locator | None, index: int) -> PointOutcome:
+    """`explore_point`, then, with a `locator`, the program's line of its store write when it is the first
+    point of a kind of failure (one more run of the same point, here: running/locate.py)."""
+    outcome = explore_point(design, on, settings, point, work_dir, cache, strict)
+    if locator is not None:
+        locator.after(index, point, outcome,
+                      lambda: explore_point(design, on, settings, point, work_dir, cache, strict))
+    return outcome
 
 
 def explore_point(design: Design, on: Stage, settings: RunSettings, point: KillPoint, work_dir: str | None,
@@ -185,8 +204,9 @@ def explore_point(design: Design, on: Stage, settings: RunSettings, point: KillP
         waived = [p for p in broken_promises(check_phase(every, 1, history, on.site.catalog)) if p not in problems]
     outcome = PointOutcome(point.spec, landed, not problems, problems, verdict.rows, verdict.requests,
                            waived=waived)
-    if problems:  # described and drawn only where a user will read it: a broken point
+    if landed or problems:  # every point the kill reached, for the table's "where" (about 0.1 ms a point)
         outcome.where, outcome.place = describe(schedule.points[0], history, cache.get((design.name, "")))
+    if problems:  # drawn only where a user will read it: a broken point
         found = triage_of(verdict, history)
         outcome.findings, outcome.keys, outcome.timeline = found["findings"], found["keys"], found["timeline"]
     return outcome
@@ -203,7 +223,8 @@ def broken_promises(verdict: RunVerdict) -> list[str]:
 
 def explore_design(design: Design, catalog: Catalog, settings: RunSettings, points: list[KillPoint] | None, *,
                    work_dir: str | None = None, prefork: bool = True, progress: Any = None,
-                   jobs: int = 1, power_cut: bool = False, strict: bool = False) -> Exploration:
+                   jobs: int = 1, power_cut: bool = False, strict: bool = False,
+                   locate: bool = False) -> Exploration:
     """`explore` through the orchestrator's phases: the site, the design's store server, its pre-forked
     launcher (a Python design, when `prefork`), then every point (all crash points when `points` is None).
 
@@ -215,7 +236,7 @@ def explore_design(design: Design, catalog: Catalog, settings: RunSettings, poin
     if jobs <= 1:
         with stage(catalog, [design], prefork=prefork) as on:
             return explore(design, on, settings, work_dir, points, on_progress=on_progress, power_cut=power_cut,
-                           strict=strict)
+                           strict=strict, locate=locate)
     began = time.monotonic()
     if points is None:
         with stage(catalog, [design]) as on:
@@ -223,27 +244,34 @@ def explore_design(design: Design, catalog: Catalog, settings: RunSettings, poin
     elif power_cut:
         points = with_power_cuts(points)
     numbered = list(enumerate(point.spec for point in points))
-    parts = run_jobs(_explore_part, [(design, catalog, settings, part, work_dir, prefork, len(numbered), strict)
-                                     for part in chunks(numbered, jobs)], jobs, on_progress)
+    parts = run_jobs(_explore_part, [(design, catalog, settings, part, work_dir, prefork, len(numbered), strict,
+                                      locate) for part in chunks(numbered, jobs)], jobs, on_progress, shared=True)
     exploration = Exploration(design.name, design.claims_idempotence, strict,
                               prefork=prefork and design.module is not None)
-    exploration.outcomes = [outcome for _, outcome in sorted(pair for part in parts for pair in part)]
+    exploration.outcomes = [outcome for _, outcome in sorted(pair for part, _ in parts for pair in part)]
     exploration.elapsed_s = time.monotonic() - began
+    if locate:
+        with_locations(exploration.outcomes, {k: v for _, found in parts for k, v in found["found"].items()})
+        exploration.locate_runs = sum(found["runs"] for _, found in parts)
+        exploration.locate_s = sum(found["spent_s"] for _, found in parts)
     return exploration
 
 
 def _explore_part(design: Design, catalog: Catalog, settings: RunSettings, numbered: list[tuple[int, str]],
-                  work_dir: str | None, prefork: bool, total: int, strict: bool,
-                  lines: Any) -> list[tuple[int, PointOutcome]]:
-    """One process's share of the points, on a stage of its own."""
+                  work_dir: str | None, prefork: bool, total: int, strict: bool, locate: bool,
+                  lines: Any, claims: Any) -> tuple[list[tuple[int, PointOutcome]], dict]:
+    """One process's share of the points, on a stage of its own; what its locator found, its runs and time
+    (`claims`: the kinds of failure the jobs are locating, shared by them: running/locate.Locator)."""
     cache: RecordingCache = {}
     outcomes = []
+    locator = Locator(design, claims) if locate else None
     with stage(catalog, [design], prefork=prefork) as on:
         for index, spec in numbered:
             lines.put(f"[explore {design.name}] point {index + 1}/{total}: {spec}")
-            outcomes.append((index, explore_point(design, on, settings, parse_point(spec, design), work_dir, cache,
-                                                  strict)))
-    return outcomes
+            outcomes.append((index, explore_located(design, on, settings, parse_point(spec, design), work_dir, cache,
+                                                    strict, locator, index)))
+    located = {"found": locator.found, "runs": locator.runs, "spent_s": locator.spent_s} if locator else {}
+    return outcomes, located
 
 
 def _step_of(progress: Any) -> Callable[[str], None]:

@@ -1,22 +1,21 @@
 """`killtest fuzz`: Hypothesis searches kill schedules that break a promise, and the failure is shrunk.
 
-1. search: Hypothesis draws a small catalog and a schedule that mixes every kind of point the design
-   takes (harness/running/fuzz_schedules.py); each is one run, held to the idempotent promises as
-   explore holds its points. Hypothesis only generates here (no shrinking, no replay of its own), so a
-   timed point that races the scraper cannot make it report a FlakyFailure;
-2. shrink: the first failure is made smaller by our own greedy steps over exact points only (drop
-   the timed points, drop a point, lower a point's number, shrink the catalog), each step one run,
-   kept when it still fails. Exact runs repeat exactly, so the smallest schedule reproduces: it is
-   the one printed as a `killtest replay` line. A power-cut point (`xw45`) shrinks as its trigger does.
+1. search: Hypothesis draws a small catalog and a schedule that mixes every kind of point the design takes
+   (harness/running/fuzz_schedules.py); each is one run, held to the idempotent promises as explore holds its
+   points. Hypothesis only generates here (no shrinking, no replay of its own), so a timed point that races
+   the scraper cannot make it report a FlakyFailure;
+2. shrink: the first failure is made smaller by our own greedy steps over exact points only (drop the timed
+   points, drop a point, lower a point's number, shrink the catalog), each step one run, kept when it still
+   fails. Exact runs repeat exactly, so the smallest schedule reproduces: it is the one printed as a
+   `killtest replay` line. A power-cut point (`xw45`) shrinks as its trigger does.
 
-On a recorded site (a design whose spec names a recording: docs/how-to/record-your-site.md) the
-recording is the catalog: no catalog size is drawn, a case's catalog is 0x0 (`Case.recorded`), every
-case runs on one replay served by the orchestrator's `stage` for the whole search, and shrinking
-never tries a smaller catalog.
+On a recorded site (a design whose spec names a recording: docs/how-to/record-your-site.md) the recording is
+the catalog: no catalog size is drawn, a case's catalog is 0x0 (`Case.recorded`), every case runs on one
+replay served by the orchestrator's `stage` for the whole search, and shrinking never tries a smaller catalog.
 
-With `jobs` above 1, that many searches run at once in their own processes (harness/running/
-parallel.py), on seeds seed, seed+1, ...; each has its own site, work dirs and servers.
-The property tests of tests/test_fuzz.py call `search` and `shrink` as the command does.
+With `jobs` above 1, that many searches run at once in their own processes (harness/running/parallel.py), on
+seeds seed, seed+1, ...; each has its own site, work dirs and servers. The property tests of
+tests/test_fuzz.py call `search` and `shrink` as the command does.
 """
 
 from __future__ import annotations
@@ -50,6 +49,7 @@ from killtest.harness.running.orchestrator import (
     stage,
     store_servers_phase,
 )
+from killtest.harness.running.point_words import schedule_words
 from killtest.harness.running.recorded import load_site
 from killtest.harness.running.runner import RunSettings
 from killtest.harness.running.write_plans import RecordingCache, record, resolve_schedule
@@ -79,7 +79,7 @@ class Trial:
     case: Case
     problems: list[str]  # empty: every promise kept
     exact: bool
-    triage: dict = field(default_factory=dict)  # a failure's findings, keys and timeline (check/distinct.triage_of)
+    triage: dict = field(default_factory=dict)  # a failure's findings, keys, timeline (triage_of), where and place
 
 
 @dataclass
@@ -93,8 +93,7 @@ class FuzzResult:
 
     @property
     def schedules_per_minute(self) -> float:
-        runs = len(self.trials) + self.shrink_runs
-        return round(60 * runs / self.elapsed_s, 1) if self.elapsed_s else 0.0
+        return round(60 * (len(self.trials) + self.shrink_runs) / self.elapsed_s, 1) if self.elapsed_s else 0.0
 
     def to_json(self) -> dict:
         return {"design": self.design, "examples": len(self.trials), "elapsed_s": round(self.elapsed_s, 2),
@@ -163,8 +162,9 @@ class Bench:
             return Trial(case, [], is_exact)  # a later start's write strace cannot aim at: not a run
         history = run_phase(on, self.design, aimed, self.settings, work_dir=self.work_dir, prefix="killtest-fuzz-")
         verdict = check_phase(self.design, 1, history, on.site.catalog)  # fuzz --strict hands in design.strict()
-        problems = broken_promises(verdict)
-        return Trial(case, problems, is_exact, triage_of(verdict, history) if problems else {})
+        problems = broken_promises(verdict)  # a failure's points are told in words, as explore's (point_words.py)
+        words = schedule_words(aimed.points, history, self.cache(case.pages, case.per_page), self.design.name)
+        return Trial(case, problems, is_exact, {**triage_of(verdict, history), **words} if problems else {})
 
 
 @contextlib.contextmanager

@@ -21,7 +21,12 @@ saveRecord (/app/app.cjs:3, the function's first line)`, or `in the module's top
 (/app/app.mjs)`. An asynchronous fs call writes from libuv's worker thread, which holds no
 JavaScript frame: one line says so.
 
-Each distinct failure's example point is run once more for this, after the exploration.
+Each distinct failure's first point is run once more for this, as the exploration goes (`Locator`): right
+after a store-write point breaks a promise with findings, at a kind of place, that no earlier point did, in
+the same process and stage (with -j N, in the job that found it; the jobs share what they claimed), whose
+recording has aimed the point already. So the locating runs in parallel with -j, needs no recording and no
+site of its own, and its time is part of the exploration's. At most MAX_LOCATED kinds of failure a process
+are located; one line says so past that.
 """
 
 from __future__ import annotations
@@ -31,16 +36,16 @@ import re
 import shutil
 import sys
 import sysconfig
+import time
+from collections.abc import Callable
+from typing import Any
 
-from killtest.fixture_site.catalog import Catalog
 from killtest.harness import lifeline
-from killtest.harness.design.model import Design
-from killtest.harness.faults.points import parse_point
+from killtest.harness.design.model import Design, Launch
+from killtest.harness.faults.points import KillPoint
 from killtest.harness.faults.points.store_write import AtStoreWrite, server_store
-from killtest.harness.running.exploration import explore_point
-from killtest.harness.running.orchestrator import stage
-from killtest.harness.running.runner import RunSettings
 
+MAX_LOCATED = 10  # kinds of failure a process locates: each costs one more run
 _FRAME = re.compile(r"^\s+(?P<function>\S+) \((?P<file>[^)]+):(?P<line>\d+)\)$")
 # V8's perf map: `JS:~saveRecord /app/app.cjs:3:20` (`~` interpreted, `^` baseline, `+` maglev, `*` optimized)
 _JS_FRAME = re.compile(r"^(?:JS|Script|Eval|Function|LazyCompile):[~^+*]?(?:(?P<function>.*?) )?"
@@ -57,10 +62,12 @@ def py_spy() -> str | None:
 
 
 def language(design: Design) -> str:
-    """`python`, `node` or `other`: what a design's starts run."""
+    """`python`, `node` or `other`: what a design's starts run, read from its command's first word with the
+    placeholders filled in, as a start sees it (`{python}` is killtest's own interpreter)."""
     if design.module is not None:
         return "python"
-    program = os.path.basename(design.command_template[0]) if design.command_template else ""
+    first = design.command_template[0].format_map(design.values(Launch("", "", 0.0))) if design.command_template else ""
+    program = os.path.basename(first)
     return "python" if program.startswith("python") else "node" if program in ("node", "nodejs") else "other"
 
 
@@ -98,30 +105,68 @@ def innermost_js(frames: str) -> str | None:
     return None
 
 
-def locate_writes(design: Design, catalog: Catalog, settings: RunSettings, points: list[str],
-                  work_dir: str | None = None) -> dict[str, str]:
-    """`in FUNCTION (FILE:LINE)` for each store-write point of `points` (or the one line of `why_not`)."""
-    writes = [p for p in points if isinstance(parse_point(p, design), AtStoreWrite)]
-    if not writes:
-        return {}
-    reason = why_not(design)
-    if reason is not None:
-        return dict.fromkeys(writes, reason)
-    found: dict[str, str] = {}
-    with lifeline.temp_dir(prefix="killtest-locate-") as dumps, stage(catalog, [design], prefork=False) as on:
-        cache: dict = {}
-        for number, spec in enumerate(writes):
-            path = os.path.join(dumps, f"{number}.txt")
-            node = language(design) == "node"
-            os.environ.update(KILLTEST_LOCATE_TO=path, KILLTEST_PY_SPY=py_spy() or "py-spy",
-                              KILLTEST_LOCATE_NODE="1" if node else "")
-            try:
-                explore_point(design, on, settings, parse_point(spec, design), work_dir, cache)
-            finally:
-                for name in ("KILLTEST_LOCATE_TO", "KILLTEST_PY_SPY", "KILLTEST_LOCATE_NODE"):
-                    os.environ.pop(name, None)
-            dump = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
-            frame = innermost_js(dump) if node else innermost(dump)
-            found[spec] = f"in {frame}" if frame else (NO_JS_FRAME if node else
-                                                       "no source location: py-spy found no frame of the program")
-    return found
+class Locator:
+    """As an exploration goes: the source location of the store write of each kind of failure's first point
+    (or the one line of `why_not`), by point, in `found`; `with_locations` puts them in the outcomes' words.
+
+    `claims` (a dict shared by -j's processes, parallel.run_jobs) holds the earliest point of each kind that a
+    process is locating: another process skips a later point of that kind, and still locates an earlier one
+    (the earliest of all is the one whose words keep the location)."""
+
+    def __init__(self, design: Design, claims: Any = None, most: int = MAX_LOCATED) -> None:
+        self.design, self.most, self.reason = design, most, why_not(design)
+        self.claims: Any = {} if claims is None else claims
+        self.found: dict[str, str] = {}
+        self.runs, self.spent_s, self.kinds = 0, 0.0, 0
+
+    def after(self, index: int, point: KillPoint, outcome: Any, run_again: Callable[[], object]) -> None:
+        """After `point` (the `index`-th of the exploration) ran: when it broke a promise at a store write in a
+        way no earlier point did, locate the write by `run_again()`, one more run of the same point while its
+        held start's stack is read."""
+        if outcome.valid or not isinstance(point, AtStoreWrite):
+            return
+        key = repr((tuple(outcome.findings), outcome.place))
+        if self.claims.get(key, index + 1) <= index:
+            return  # an earlier point of this kind is located (or being located)
+        self.claims[key] = index
+        self.kinds += 1
+        if self.reason is not None:
+            self.found[point.spec] = self.reason
+        elif self.kinds > self.most:
+            self.found[point.spec] = (f"no source location: only the first {self.most} kinds of failure are"
+                                      " located, each one more run")
+        else:
+            began = time.monotonic()
+            self.found[point.spec] = located(self.design, run_again)
+            self.runs, self.spent_s = self.runs + 1, self.spent_s + time.monotonic() - began
+
+
+def with_locations(outcomes: list, found: dict[str, str]) -> None:
+    """Each kind of failure's first point's words (running/exploration.PointOutcome.where) end with its
+    location in `found`. With -j N each process locates the first it met of each kind: the first of all is
+    one of them, and only its location is kept, so the words are those of -j 1."""
+    seen: set[tuple] = set()
+    for outcome in outcomes:
+        key = (tuple(outcome.findings), outcome.place)
+        if outcome.point in found and key not in seen:
+            seen.add(key)
+            outcome.where = f"{outcome.where}, {found[outcome.point]}"
+
+
+def located(design: Design, run_again: Callable[[], object]) -> str:
+    """`in FUNCTION (FILE:LINE)` of the store write `run_again()` holds its start at, read from outside."""
+    node = language(design) == "node"
+    with lifeline.temp_dir(prefix="killtest-locate-") as dumps:
+        path = os.path.join(dumps, "stack.txt")
+        os.environ.update(KILLTEST_LOCATE_TO=path, KILLTEST_PY_SPY=py_spy() or "py-spy",
+                          KILLTEST_LOCATE_NODE="1" if node else "")
+        try:
+            run_again()
+        finally:
+            for name in ("KILLTEST_LOCATE_TO", "KILLTEST_PY_SPY", "KILLTEST_LOCATE_NODE"):
+                os.environ.pop(name, None)
+        dump = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
+    frame = innermost_js(dump) if node else innermost(dump)
+    if frame:
+        return f"in {frame}"
+    return NO_JS_FRAME if node else "no source location: py-spy found no frame of the program"

@@ -121,9 +121,10 @@ def check_phase(design, run: int, history: History, catalog: Catalog) -> RunVerd
 def results_phase(campaign: Campaign, plan: CampaignPlan, *, final: bool = False) -> None:
     """Phase 6: the result files; after each run without plots, at the end with them."""
     if final:
-        write_results(campaign, plan.out_dir, plan.name, plot=plan.plot, all_timelines=plan.all_timelines)
+        write_results(campaign, plan.out_dir, plan.name, plot=plan.plot, all_timelines=plan.all_timelines,
+                      page=plan.page)
     else:
-        write_results(campaign, plan.out_dir, plan.name, plot=False)
+        write_results(campaign, plan.out_dir, plan.name, plot=False, page=plan.page)
 
 
 def run_campaign(plan: CampaignPlan, progress: Progress) -> Campaign:

@@ -26,10 +26,12 @@ def default_jobs() -> int:
 
 
 def run_jobs(function: Callable[..., Any], jobs: Sequence[tuple], processes: int,
-             on_progress: Callable[[str], None] = lambda message: None) -> list[Any]:
+             on_progress: Callable[[str], None] = lambda message: None, shared: bool = False) -> list[Any]:
     """`function(*job, progress_queue)` for every job, in up to `processes` processes; results in job order.
 
-    `function` puts its progress lines on the queue it is given last. An error in a job is raised here.
+    `function` puts its progress lines on the queue it is given last. With `shared`, it is also given one
+    dict that every job's process reads and writes (after the queue): what one job did that the others may
+    skip. An error in a job is raised here.
     """
     context = multiprocessing.get_context("spawn")
     with context.Manager() as manager:
@@ -39,7 +41,8 @@ def run_jobs(function: Callable[..., Any], jobs: Sequence[tuple], processes: int
         printer.start()
         try:
             with ProcessPoolExecutor(max_workers=processes, mp_context=context, initializer=become_subreaper) as pool:
-                futures = [pool.submit(function, *job, lines) for job in jobs]
+                board = (manager.dict(),) if shared else ()
+                futures = [pool.submit(function, *job, lines, *board) for job in jobs]
                 return [future.result() for future in futures]
         finally:
             done.set()

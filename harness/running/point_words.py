@@ -10,6 +10,7 @@ file numbers folded) is what harness/check/distinct.py groups failures by.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from killtest.harness.check.distinct import folded, nth, request_before, request_words
@@ -21,18 +22,49 @@ from killtest.harness.faults.store_writes import Recording
 from killtest.harness.history import History
 
 
-def describe(point: KillPoint, history: History, recording: Any = None) -> tuple[str, str]:
-    """(where the kill landed, the kind of place) for a one-point schedule; ("", "") for a kind not described."""
+def describe(point: KillPoint, history: History, recording: Any = None, kill: dict | None = None) -> tuple[str, str]:
+    """(where the kill landed, the kind of place) for a point; ("", "") for a kind not described. `kill` is the
+    point's own kill (or power cut) event; by default the run's first, as in a one-point schedule."""
     cut = "power cut " if point.spec.startswith("x") else ""  # xw5, xr5: the power-cut kinds
-    where, place = _words(point, history, recording)
+    kill = kill or history.first("kill") or history.first("power_lost")
+    where, place = _words(point, history, recording, kill)
     if not where:
         return "", place
     return cut + where, cut + place
 
 
-def _words(point: KillPoint, history: History, recording: Any) -> tuple[str, str]:
+def describe_schedule(points: Sequence[KillPoint], history: History,
+                      recording_before: Callable[[str], Any]) -> tuple[str, str]:
+    """(where, place) of a schedule of several points (a fuzzed one): each point that landed, in its own
+    words, and the kinds of place they landed at, each once, sorted: `r3,w9` and `w12,r4` at the same kinds
+    of place are one place. `recording_before(specs)` is the recording that aimed a store write after the
+    schedule's points `specs` (comma-joined), as write_plans caches it. ("", "") when no point is described."""
+    kills = [e for e in history.events if e["type"] in ("kill", "power_lost")]
+    words, places = [], []
+    for i, point in enumerate(points):
+        kill = next((e for e in kills if e.get("point") == point.spec), None)
+        if kill is None:
+            continue  # it did not land (or a pause, a drift: nothing killed)
+        kills = [e for e in kills if e.get("start") != kill.get("start")]
+        where, place = describe(point, history, recording_before(",".join(p.spec for p in points[:i])), kill)
+        if where:
+            words.append((point.spec, where))
+            places.append(place)
+    if len(words) == 1 and len(points) == 1:
+        return words[0][1], places[0]
+    return "; ".join(f"{spec} {where}" for spec, where in words), " and ".join(sorted(set(places)))
+
+
+def schedule_words(points: Sequence[KillPoint], history: History, cache: dict, design: str) -> dict[str, str]:
+    """`describe_schedule` as a fuzzed trial keeps it ({"where", "place"}), its recordings from write_plans's
+    cache (keyed by the design's name and the points before)."""
+    where, place = describe_schedule(points, history, lambda before: cache.get((design, before)))
+    return {"where": where, "place": place}
+
+
+def _words(point: KillPoint, history: History, recording: Any, kill: dict | None) -> tuple[str, str]:
     if isinstance(point, AtStoreWrite):
-        after = request_words(history)
+        after = request_words(history, kill) if kill is not None else ""
         if point.connection is not None or not isinstance(recording, Recording):
             statement = f"statement {point.index}" + (f" of connection {point.connection}" if point.connection else "")
             return (f"before store {statement}, {after}" if after else f"before store {statement}",
@@ -42,7 +74,6 @@ def _words(point: KillPoint, history: History, recording: Any) -> tuple[str, str
             return "", "a write past the last"
         return f"before {write}, {after}" if after else f"before {write}", f"before the {place}"
     if isinstance(point, AtRequest):
-        kill = history.first("kill") or history.first("power_lost")
         made = request_before(history, kill["t"], kill.get("start", 0)) if kill else None
         path = made[1] if made else "?"
         if point.after_response:
