@@ -72,10 +72,7 @@ MAX_WAIT_S = 0.05
 def open_store(path: str) -> sqlite3.Connection:
     db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)  # transactions are explicit
     db.execute("PRAGMA journal_mode=WAL")
-    # A peer paused inside a claim or a commit (SIGSTOP, a stopped VM) keeps the write lock while it sleeps: wait
-    # it out rather than die of "database is locked". 5 s was shorter than the zoo's 4.5 s pause plus a woken
-    # worker's commit on loaded cores (tests/test_idempotent_lock_wait.py); a killed peer's lock goes at once.
-    db.execute("PRAGMA busy_timeout=60000")
+    db.execute("PRAGMA busy_timeout=60000")  # outwait a peer paused holding the lock (test_idempotent_lock_wait)
     db.executescript(SCHEMA)
     return db
 
