@@ -55,6 +55,33 @@ def fixture_design(name: str, module: str) -> Design:
     return Design(name=name, store=store, module=module, args=("--base", "{base_url}"), claims_idempotence=True)
 
 
+@pytest.fixture
+def idempotent_behind_shell():
+    """wrapped_idempotent_spec, for tests that write such a spec."""
+    return wrapped_idempotent_spec
+
+
+def wrapped_idempotent_spec(name: str, shell: str, design_extra: str = "") -> str:
+    """A `command` design's spec: `sh -c SHELL` that ends by exec'ing the idempotent scraper ("$0" "$@"), its
+    SQLite store read as the idempotent design's; `design_extra` adds lines to [design] (an env table)."""
+    quoted = shell.replace("\\", "\\\\").replace('"', '\\"')
+    return f"""
+[design]
+name = "{name}"
+command = ["sh", "-c", "{quoted}",
+           "{{python}}", "-m", "killtest.scrapers.idempotent", "--base", "{{base_url}}", "--db", "{{store}}",
+           "--lease", "{{lease_s}}", "--crawl", "{{crawl}}"]
+{design_extra}
+[store]
+kind = "sqlite"
+path = "{{work_dir}}/idempotent.sqlite"
+records = \"\"\"SELECT json_extract(data, '$.sku') AS sku, json_extract(data, '$.price') AS price,
+    json_extract(data, '$.name') AS name FROM records\"\"\"
+key = "sku"
+fields = ["price", "name"]
+"""
+
+
 # Hypothesis: `make test` runs a few kill schedules per property; `--hypothesis-profile=campaign` runs many.
 settings.register_profile("killtest-ci", max_examples=6, deadline=None, database=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

@@ -11,23 +11,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
-
-SPEC = """
-[design]
-name = "leaves-a-child"
-command = ["sh", "-c", "sleep 300 & exec \\"$0\\" \\"$@\\"",
-           "{python}", "-m", "killtest.scrapers.idempotent", "--base", "{base_url}", "--db", "{store}",
-           "--lease", "{lease_s}", "--crawl", "{crawl}"]
-
-[store]
-kind = "sqlite"
-path = "{work_dir}/idempotent.sqlite"
-records = \"\"\"SELECT json_extract(data, '$.sku') AS sku, json_extract(data, '$.price') AS price,
-    json_extract(data, '$.name') AS name FROM records\"\"\"
-key = "sku"
-fields = ["price", "name"]
-"""
 
 # A parent that is a child subreaper and reaps nothing while killtest runs, as a pytest worker is.
 SUBREAPER = """
@@ -37,9 +20,9 @@ sys.exit(subprocess.run(sys.argv[1:]).returncode)
 """
 
 
-def test_a_run_under_a_subreaper_that_does_not_reap_finishes(tmp_path):
-    spec = tmp_path / "design.toml"
-    spec.write_text(textwrap.dedent(SPEC))
+def test_a_run_under_a_subreaper_that_does_not_reap_finishes(tmp_path, idempotent_behind_shell):
+    spec = tmp_path / "design.toml"  # the scraper's start leaves a child behind in its group
+    spec.write_text(idempotent_behind_shell("leaves-a-child", 'sleep 300 & exec "$0" "$@"'))
     done = subprocess.run(
         [sys.executable, "-c", SUBREAPER, sys.executable, "-m", "killtest", "run", "--design", str(spec),
          "--runs", "1", "--schedule", "r3,r7", "--listing-pages", "2", "--per-page", "3", "--no-plot",
