@@ -97,7 +97,8 @@ def add_store_records(history: History, design: Design, location: str, wall_cloc
     def history_time(stamp: float | None) -> float | None:
         return None if stamp is None else round(min(read_at, stamp - wall_clock_at_start), 6)
 
-    urls = site.catalog.redaction.urls if site is not None and isinstance(site.catalog, RecordedSite) else None
+    redaction = _recording_redaction(site)
+    urls = redaction.urls if redaction is not None else None
     for record in stored_records(design, location):
         written = history_time(record.written_at)
         key, fields = record.key, record.fields
@@ -136,5 +137,11 @@ def stderr_tail(path: str, site: SiteServer | None = None) -> list[str]:
     tail = lines[-STDERR_TAIL_LINES:]
     if not any(ERROR_LINE.match(line) for line in tail):
         tail = [line for line in lines[:-STDERR_TAIL_LINES] if ERROR_LINE.match(line)][-1:] + tail
+    redaction = _recording_redaction(site)
+    return [redaction.text(line) for line in tail] if redaction is not None else tail
+
+
+def _recording_redaction(site: SiteServer | None):
+    """The recording's redaction when `site` replays one; None for the shop, whose runs hold no secret."""
     catalog = site.catalog if site is not None else None
-    return [catalog.redaction.text(line) for line in tail] if isinstance(catalog, RecordedSite) else tail
+    return catalog.redaction if isinstance(catalog, RecordedSite) else None
