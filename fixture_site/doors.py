@@ -125,7 +125,8 @@ class Doors:
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
-        """Read no connection taken in until the block ends: a site slow to read what was sent (for tests)."""
+        """Read no connection taken in until the block ends: a site slow to read what was sent (for tests).
+        Connections are still taken in (accepted, and credited to their door and worker) meanwhile."""
         self._reading.clear()
         try:
             yield
@@ -135,6 +136,11 @@ class Doors:
                 self._reading.set()
             for connection, address in held:
                 self._server.process_request(connection, address)
+
+    def unread(self) -> int:
+        """How many connections were taken in (accepted, credited) while paused and are not read yet."""
+        with self._lock:
+            return len(self._held)
 
     def stop(self) -> None:
         self._stopping = True

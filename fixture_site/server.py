@@ -81,10 +81,14 @@ class SiteServer:
         return self._doors.rotate(workers)
 
     def doors_paused(self):
-        """A context in which the site takes in no connection through a door (doors.Doors.paused)."""
+        """A context in which the site reads no connection that came in through a door (doors.Doors.paused)."""
         if self._doors is None:
             raise RuntimeError("the site is not being served")
         return self._doors.paused()
+
+    def connections_unread(self) -> int:
+        """Connections taken in through a door while its doors are paused, and not read yet."""
+        return 0 if self._doors is None else self._doors.unread()
 
     def close_doors(self) -> None:
         """Close every door, once the connections already made through them are taken in."""

@@ -103,6 +103,9 @@ def test_each_request_is_credited_to_the_worker_that_sent_it_even_one_killed_bef
             start = spawn(WORKERS_DESIGN, launch, 0, workers=2)
             first, second = (w.stdout_path for w in start.workers)
             _wait_for(lambda: _sent_by(first) is not None and _sent_by(second) is not None)
+            # Taken in (accepted and credited) but not read: the site names a connection's worker when it takes
+            # it in; a worker killed before that has no process left to name (socket_owner: timing decides).
+            _wait_for(lambda: site.connections_unread() == 2)
             killed_pid = _sent_by(first)
             start.restart_worker(1, None, WORKERS_DESIGN, launch)  # killed with its request unread
             restarted = start.workers[0].stdout_path
