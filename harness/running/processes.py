@@ -267,25 +267,27 @@ def reap_group(group: int, patience_s: float = REAP_PATIENCE_S) -> None:
         now = time.monotonic()
         if now >= look_at:
             left = _members(group)
-            if all(status == psutil.STATUS_ZOMBIE for _, status in left):
+            # Only zombies, none of them ours: another process must reap them (a zombie of ours, one handed to us
+            # after the reaping above, is reaped on the next turn: returning would leave it behind).
+            if all(status == psutil.STATUS_ZOMBIE and parent != os.getpid() for _, status, parent in left):
                 return
             if now > until:
                 raise KilltestError(f"process group {group} survived SIGKILL for {patience_s:g}s: "
-                                    + ", ".join(who for who, _ in left))
+                                    + ", ".join(who for who, _, _ in left))
             look_at = now + LOOK_S
         time.sleep(POLL_S)
 
 
-def _members(group: int) -> list[tuple[str, str]]:
-    """What is left of `group`: (who, status) for each member, who in words for the line that says a kill did
-    not take."""
+def _members(group: int) -> list[tuple[str, str, int]]:
+    """What is left of `group`: (who, status, parent pid) for each member, who in words for the line that says
+    a kill did not take."""
     left = []
     for process in psutil.process_iter(["pid", "name", "status", "ppid"]):
         try:
             if os.getpgid(process.pid) == group:
                 info = process.info
                 left.append((f"{info['name']} {info['pid']} ({info['status']}, parent {info['ppid']})",
-                             info["status"]))
+                             info["status"], info["ppid"]))
         except (ProcessLookupError, psutil.Error):
             continue
     return left
