@@ -92,7 +92,7 @@ def test_fuzzing_catches_the_design_that_marks_done_before_saving_and_shrinks_to
     # New interpreters and a lease far below their boot: a killed start's claim has always expired when the
     # next one claims, so the shrunk schedule repeats exactly (with 0.2 s, a traced start's boot raced it).
     with bench(broken, RunSettings(lease_s=0.02, time_limit_s=60), prefork=False) as on:
-        trials = search(on, 30, seed=1)
+        trials = search(on, 10, seed=1)  # 4 of these 10 fail here, 2 of them on exact schedules (30: 55 s, 10: 13 s)
         # A drawn schedule may mix timed points with exact ones, and where a timed point lands depends on
         # the machine's load; shrinking keeps only what repeats exactly. Take the first failure that does.
         for failure in [t for t in trials if t.problems][:3]:
