@@ -217,11 +217,12 @@ def test_three_starts_of_a_playwright_python_crawl_leave_no_browser_driver_or_py
     harness = _run(os.path.join(PLAYWRIGHT_CASE, "design.toml"), playwright_env.environ(), tmp_path / "out",
                    "--schedule", "r5,r12")
     tree = _three_starts_leave_nothing(harness, tmp_path / "out")
-    # The starts' Python scrapers were seen from outside too, and are gone with the rest (_gone above). Not "all
-    # three": the tree is polled, and a pre-forked start killed at r5 can come and go between two polls on loaded
-    # cores (CI saw 2 of 3 once; the harness is the tree's root, not among what it saw).
+    # The starts' Python scrapers and Playwright's drivers (one per start) were seen from outside too, and are gone
+    # with the rest (_gone above). Not "all three": the tree is polled, and a start killed at r5 can come and go
+    # between two polls on loaded cores (CI saw 2 of 3 Pythons once, a fresh-clone make test 2 of 3 drivers; the
+    # harness is the tree's root, not among what it saw). The marks count every start (`most` above).
     assert tree.named(("python",)) >= 1
-    assert tree.named(("node",)) >= 3  # Playwright's driver, one per start, gone too
+    assert tree.named(("node",)) >= 1
 
 
 def test_sigkill_of_killtest_mid_crawl_leaves_no_browser(node_modules, tmp_path):
