@@ -45,7 +45,7 @@ while page is not None:
     with open(store, "a") as out:
         out.write("".join(json.dumps(item) + "\\n" for item in items["items"]))
     print(json.dumps({{"event": "page", "t": time.monotonic(), "asked": asked, "landed": [answer.geturl()],
-                      "note": "page %d" % page}}), flush=True)
+                      "path": asked[len(base):], "note": "page %d" % page}}), flush=True)
     page = items["next"]
 '''
 
@@ -157,3 +157,20 @@ def test_a_response_headers_urls_are_masked_as_a_requests():
         ("Link", f'<http://a.test/p?page=3&accessToken={PLACEHOLDER}>; rel="next"'), ("Content-Type", "text/html"),
         ("Location-Hint", "/no/query"), ("Set-Cookie", f"sid={PLACEHOLDER}; Path=/")]
     assert mask.response_headers(mask.response_headers(headers)) == mask.response_headers(headers)
+
+
+def test_a_scrapers_events_have_their_urls_masked_in_the_history_and_reports(replayed):
+    """The JSON lines a scraper prints go into the history as scraper_events: on a recorded site the URLs in
+    their fields are masked as a stored record's are (URLs only: the checker compares these fields)."""
+    made, out, ran = replayed
+    written = b"".join(open(os.path.join(root, name), "rb").read() for root, _, names in os.walk(out)
+                       for name in names) + (ran.stdout + ran.stderr).encode()
+    assert API_KEY.encode() not in written
+    with open(os.path.join(out, "history", "killtest-redirects-run1.jsonl")) as src:
+        events = [event for event in map(json.loads, src) if event["type"] == "scraper_event"]
+    first = next(event for event in events if event["start"] == 0)
+    assert first["asked"] == f"http://redirects.test/login?api_key={PLACEHOLDER}"  # the URL it sent: masked
+    assert first["landed"] == [f"http://redirects.test/list/0?api_key={PLACEHOLDER}"]  # in a list too
+    assert first["path"] == f"/login?api_key={PLACEHOLDER}"  # a path alone, as a design reports its lease's page
+    assert (first["name"], first["note"]) == ("page", "page 0")  # what is not a URL is kept as printed
+    assert sorted(event["note"] for event in events if event["name"] == "page")[-1] == f"page {PAGES - 1}"
