@@ -2,6 +2,8 @@
 
 By default (issue 27; VCR.py's `filter_headers` / `filter_query_parameters` do the same for cassettes):
 - request headers Authorization, Proxy-Authorization and Cookie, and the response's Set-Cookie;
+- in a response's Location (a redirect) and Content-Location, and in any absolute URL in its other headers
+  (Link), the query parameters masked in a request's URL;
 - request headers whose name looks like a credential (X-Api-Key, X-Auth-Token, X-Session-Id), as
   parameters' names are read below;
 - query parameters whose name looks like a credential: one of its words (`api_key` is api + key,
@@ -26,6 +28,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 PLACEHOLDER = "killtest-redacted"
 REQUEST_HEADERS = ("authorization", "proxy-authorization", "cookie")
 RESPONSE_HEADERS = ("set-cookie",)
+URL_HEADERS = ("location", "content-location")  # a response header whose whole value is a URL, maybe relative
 CREDENTIAL_WORDS = frozenset({
     "token", "key", "apikey", "password", "passwd", "pwd", "pass", "secret", "session", "sessionid", "sid", "sig",
     "signature", "auth", "credential", "credentials", "jwt", "otp"})
@@ -123,7 +126,16 @@ class Redaction:
         return [(k, masked_value(k, v) if self.header(k) else v) for k, v in headers]
 
     def response_headers(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        return [(k, masked_value(k, v) if self.header(k, response=True) else v) for k, v in headers]
+        """Set-Cookie and the named headers masked; a redirect's Location (and Content-Location) through url(),
+        relative or not, and every absolute URL in another header (a `Link: <...?api_key=...>; rel=next`) through
+        urls(). The replayed redirect then names the masked URL: the scraper follows it, and the replay, which
+        masks each request before matching it, answers it as the recorded one."""
+        def masked(name: str, value: str) -> str:
+            if self.header(name, response=True):
+                return masked_value(name, value)
+            return self.url(value) if name.lower() in URL_HEADERS else self.urls(value)
+
+        return [(k, masked(k, v)) for k, v in headers]
 
     def body(self, headers: list[tuple[str, str]], body: bytes) -> bytes:
         """A form-encoded request body with its credential parameters masked; any other body as it is."""

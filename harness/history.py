@@ -49,7 +49,8 @@ EVENTS: dict[str, str] = {
     "store_counter": "value: the design's store.counter at the end",
     "scraper_event": "start, name (ready, lease_wait, retry, ...) and the fields of a JSON line the design"
                      " printed about itself; a design that reports its leases prints claimed (path, lease_s, pid)"
-                     " and committed (path, pid), which the zombie-writer check reads",
+                     " and committed (path, pid), which the zombie-writer check reads; on a recorded site the URLs"
+                     " (and bare paths) in name and fields have their credentials masked",
     "store_record": "key, fields, stamped (whether t is the design's own write time), changed_t (its last"
                     " change), unreadable (a row that could not be read): every record the store held at the end;"
                     " on a recorded site the URLs in key and fields have their credentials masked",

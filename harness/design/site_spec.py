@@ -29,8 +29,9 @@ SITE_KEYS = {
     "start_url": "the URL {base_url} becomes when the site is recorded or replayed (http:// or https://)",
     "ignore_params": "query parameters a replay leaves out when it matches a request with the recording",
     "redact_params": "query (and form-body) parameters masked in the recording besides the default ones: a name"
-                     " with a word such as token, key, api_key, password, secret, session or sig; the replay masks"
-                     " them too before matching, so the scraper keeps sending its real values",
+                     " with a word such as token, key, api_key, password, secret, session or sig (in a redirect's"
+                     " Location too); the replay masks them too before matching, so the scraper keeps sending its"
+                     " real values",
     "redact_headers": "request or response headers masked in the recording besides Authorization,"
                       " Proxy-Authorization, Cookie, Set-Cookie and the request headers whose name looks like a"
                       " credential (X-Api-Key, X-Auth-Token); for example X-Client-Id",

@@ -74,8 +74,13 @@ def add_side_effects(history: History, design: Design, launch: Launch, location:
         history.add("store_counter", read_at, value=counter)
 
 
-def add_scraper_events(history: History, starts: list[Start], began: float) -> None:
-    """The JSON lines a scraper printed about itself (ready, lease waits); other output is ignored."""
+def add_scraper_events(history: History, starts: list[Start], began: float, site: SiteServer | None = None) -> None:
+    """The JSON lines a scraper printed about itself (ready, lease waits); other output is ignored. On a recorded
+    site every URL in an event's fields (in lists and objects too, a bare path as well) is masked as a stored
+    record's are: a scraper reporting the page it fetched would put its api_key into the history. URLs only,
+    as for records, since the checker compares these fields (a lease's `path`) and free-text masking
+    (name=value, Bearer) could make two different values equal."""
+    redaction = _recording_redaction(site)
     for start, stdout_path in ((s, path) for s in starts for path in s.stdout_paths):
         with open(stdout_path, encoding="utf-8", errors="replace") as lines:
             for line in lines:
@@ -85,7 +90,22 @@ def add_scraper_events(history: History, starts: list[Start], began: float) -> N
                     continue  # a line cut short by SIGKILL, or a design's own chatter
                 if isinstance(event, dict) and isinstance(event.get("t"), (int, float)) and "event" in event:
                     fields = {k: v for k, v in event.items() if k not in ("t", "event", "type", "start")}
-                    history.add("scraper_event", event["t"] - began, start=start.index, name=event["event"], **fields)
+                    name = event["event"]
+                    if redaction is not None:
+                        name, fields = _urls_masked(name, redaction), _urls_masked(fields, redaction)
+                    history.add("scraper_event", event["t"] - began, start=start.index, name=name, **fields)
+
+
+def _urls_masked(value, redaction):
+    """A JSON value with every string in it (object keys included) through the redaction's urls(), and through
+    url() when the whole string is a path (`/items?page=2&api_key=...`: a lease's page, as designs report it)."""
+    if isinstance(value, str):
+        return redaction.url(value) if value.startswith("/") else redaction.urls(value)
+    if isinstance(value, list):
+        return [_urls_masked(item, redaction) for item in value]
+    if isinstance(value, dict):
+        return {_urls_masked(key, redaction): _urls_masked(item, redaction) for key, item in value.items()}
+    return value
 
 
 def add_store_records(history: History, design: Design, location: str, wall_clock_at_start: float,

@@ -304,7 +304,7 @@ def _collect(run: _Run) -> History:
     ended = time.monotonic()
     history, design = run.history, run.design
     add_requests(history, run.site, run.starts, run.began)
-    add_scraper_events(history, run.starts, run.began)
+    add_scraper_events(history, run.starts, run.began, run.site)
     add_store_records(history, design, run.location, run.wall_clock_at_start, ended - run.began, run.site)
     add_side_effects(history, design, run.launch, run.location, run.site, run.began, ended - run.began)
     # The time the scrapers ran; the rest of the run's wall time is the harness's own (harness/running/phase_clock.py).

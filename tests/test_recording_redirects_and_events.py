@@ -1,0 +1,176 @@
+"""Two more places a recorded site's credentials could leak (issue 27, after the first audit): a redirect's
+`Location` written into the WARC, and a scraper's own JSON events stored in the history and reports.
+
+The site is a small JSON API on a loopback port, reached as `redirects.test` through the recording
+proxy's --resolve. Every page is reached through a redirect that carries the api_key: `/login?api_key=K`
+answers 302 to `/list/0?api_key=K` (a relative Location), `/next?page=N&api_key=K` answers 302 to
+`http://redirects.test/list/N?api_key=K` (an absolute one). No page's body holds the key. The scraper is
+a real `command` design (urllib, which follows redirects and honours HTTP_PROXY); it resumes from its
+store and prints a JSON event per page naming the URL it asked for and the URL it landed on.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+pytest.importorskip("mitmproxy", reason="pip install -e '.[record]'")
+pytest.importorskip("warcio", reason="pip install -e '.[record]'")
+
+from killtest.fixture_site.redaction import PLACEHOLDER, Redaction  # noqa: E402
+from killtest.fixture_site.secret_scan import scan_recording  # noqa: E402
+from killtest.harness.design.specfile import load_spec  # noqa: E402
+from killtest.harness.running.record_site import record_design  # noqa: E402
+
+API_KEY = "ak-Rd7Xq2Lm9Vb4Nz1Kc6Wp3Ty8Gh5Js0F"
+PAGES = 3
+
+SCRAPER = f'''
+import json, os, sys, time, urllib.request
+base, store = sys.argv[1].rstrip("/"), sys.argv[2]
+opener = urllib.request.build_opener()  # follows a 302 through the same proxy
+page = sum(1 for line in open(store) if line.strip()) // 2 if os.path.exists(store) else 0  # resumes by page
+while page is not None:
+    asked = f"{{base}}/login?api_key={API_KEY}" if page == 0 else f"{{base}}/next?page={{page}}&api_key={API_KEY}"
+    answer = opener.open(asked, timeout=20)
+    items = json.load(answer)
+    with open(store, "a") as out:
+        out.write("".join(json.dumps(item) + "\\n" for item in items["items"]))
+    print(json.dumps({{"event": "page", "t": time.monotonic(), "asked": asked, "landed": [answer.geturl()],
+                      "path": asked[len(base):], "note": "page %d" % page}}), flush=True)
+    page = items["next"]
+'''
+
+SPEC = '''[design]
+name = "redirects"
+command = ["{python}", "{spec_dir}/scraper.py", "{base_url}", "{store}"]
+
+[store]
+kind = "jsonl"
+path = "{work_dir}/items.jsonl"
+key = "sku"
+fields = { price = "price" }
+
+[site]
+recording = "redirects.warc.gz"
+start_url = "http://redirects.test/"
+'''
+
+
+class RedirectingSite:
+    """Every page behind a redirect that carries the api_key; 404 without the right key."""
+
+    def __init__(self) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                url = urlsplit(self.path)
+                query = parse_qs(url.query)
+                if query.get("api_key") != [API_KEY]:
+                    return self._send(404, b"no")
+                if url.path == "/login":
+                    return self._redirect(f"/list/0?api_key={API_KEY}")
+                if url.path == "/next":
+                    return self._redirect(f"http://{self.headers['Host']}/list/{query['page'][0]}?api_key={API_KEY}")
+                page = int(url.path.rsplit("/", 1)[-1])
+                items = [{"sku": f"sku-{page}-{n}", "price": f"{page}.{n}0"} for n in range(2)]
+                self._send(200, json.dumps({"items": items, "next": page + 1 if page + 1 < PAGES else None}).encode())
+
+            def _redirect(self, location: str) -> None:
+                self.send_response(302)
+                self.send_header("Location", location)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def _send(self, status: int, body: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def resolve(self) -> list[str]:
+        return [f"redirects.test:80=127.0.0.1:{self.server.server_address[1]}"]
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory):
+    """The site recorded once, then one run of the replay with a request kill: (recording, reference, results)."""
+    folder = tmp_path_factory.mktemp("redirects")
+    (folder / "scraper.py").write_text(SCRAPER)
+    (folder / "design.toml").write_text(SPEC)
+    site = RedirectingSite()
+    try:
+        made = record_design(load_spec(str(folder / "design.toml")), site.resolve(), False, 60, lambda said: None)
+    finally:
+        site.stop()
+    out = str(folder / "results")
+    ran = subprocess.run([sys.executable, "-m", "killtest", "run", "--design", str(folder / "design.toml"),
+                          "--schedule", "r3", "--runs", "1", "--out", out, "--no-plot"], capture_output=True,
+                         text=True, timeout=180)
+    return made, out, ran
+
+
+def test_a_redirects_location_is_masked_in_the_recording_and_still_replays(replayed):
+    made, out, ran = replayed
+    with open(made.recording, "rb") as src:
+        warc = gzip.decompress(src.read())
+    with open(made.reference, "rb") as src:
+        reference = src.read()
+    assert API_KEY.encode() not in warc and API_KEY.encode() not in reference
+    assert f"Location: /list/0?api_key={PLACEHOLDER}".encode() in warc  # relative, its shape kept
+    assert f"Location: http://redirects.test/list/1?api_key={PLACEHOLDER}".encode() in warc  # absolute
+    assert scan_recording(made.recording) == []  # the scan, which reads Location, finds nothing left
+    assert (made.records, made.exchanges) == (2 * PAGES, 2 * PAGES)
+    # The replayed redirect names the masked URL; the scraper follows it and the replay answers it.
+    with open(os.path.join(out, "killtest.json")) as src:
+        verdict = json.load(src)["runs"][0]
+    assert (verdict["validity"], verdict["findings"]) == ("valid", []), ran.stdout + ran.stderr
+    assert verdict["kills"] == 1 and verdict["correct_records"] == 2 * PAGES
+
+
+def test_a_response_headers_urls_are_masked_as_a_requests():
+    mask = Redaction(unredacted=("session",))
+    headers = [("Location", "/list/0?page=2&api_key=k1&session=keep"), ("Content-Location", "http://a.test/x?token=t"),
+               ("Link", '<http://a.test/p?page=3&accessToken=t2>; rel="next"'), ("Content-Type", "text/html"),
+               ("Location-Hint", "/no/query"), ("Set-Cookie", "sid=9; Path=/")]
+    assert mask.response_headers(headers) == [
+        ("Location", f"/list/0?page=2&api_key={PLACEHOLDER}&session=keep"),
+        ("Content-Location", f"http://a.test/x?token={PLACEHOLDER}"),
+        ("Link", f'<http://a.test/p?page=3&accessToken={PLACEHOLDER}>; rel="next"'), ("Content-Type", "text/html"),
+        ("Location-Hint", "/no/query"), ("Set-Cookie", f"sid={PLACEHOLDER}; Path=/")]
+    assert mask.response_headers(mask.response_headers(headers)) == mask.response_headers(headers)
+
+
+def test_a_scrapers_events_have_their_urls_masked_in_the_history_and_reports(replayed):
+    """The JSON lines a scraper prints go into the history as scraper_events: on a recorded site the URLs in
+    their fields are masked as a stored record's are (URLs only: the checker compares these fields)."""
+    made, out, ran = replayed
+    written = b"".join(open(os.path.join(root, name), "rb").read() for root, _, names in os.walk(out)
+                       for name in names) + (ran.stdout + ran.stderr).encode()
+    assert API_KEY.encode() not in written
+    with open(os.path.join(out, "history", "killtest-redirects-run1.jsonl")) as src:
+        events = [event for event in map(json.loads, src) if event["type"] == "scraper_event"]
+    first = next(event for event in events if event["start"] == 0)
+    assert first["asked"] == f"http://redirects.test/login?api_key={PLACEHOLDER}"  # the URL it sent: masked
+    assert first["landed"] == [f"http://redirects.test/list/0?api_key={PLACEHOLDER}"]  # in a list too
+    assert first["path"] == f"/login?api_key={PLACEHOLDER}"  # a path alone, as a design reports its lease's page
+    assert (first["name"], first["note"]) == ("page", "page 0")  # what is not a URL is kept as printed
+    assert sorted(event["note"] for event in events if event["name"] == "page")[-1] == f"page {PAGES - 1}"
