@@ -37,9 +37,9 @@ def test_the_programs_own_javascript_frame_is_the_first_outside_node_and_its_pac
     assert innermost_js("JS:~writeSync node:fs:898:19\nBytecodeHandler:Star0\n") is None
 
 
-def _explore(tmp_path, *extra: str) -> str:
+def _explore(tmp_path, *extra: str, before: tuple[str, ...] = ()) -> str:
     spec = tmp_path / "design.toml"
-    command = json.dumps(["node", FIXTURE, "{base_url}", "{store}", *extra])
+    command = json.dumps([*before, "node", FIXTURE, "{base_url}", "{store}", *extra])
     spec.write_text(f'[design]\nname = "node-writer"\ncommand = {command}\n\n[store]\nkind = "jsonl"\n'
                     'path = "{work_dir}/records.jsonl"\nkey = "sku"\nfields = ["price", "name"]\n')
     out = tmp_path / "results"
@@ -69,3 +69,10 @@ def test_a_synchronous_write_is_located_in_the_function_that_made_it(tmp_path):
 def test_a_write_from_libuvs_worker_thread_says_in_one_line_that_no_location_was_found(tmp_path):
     where = _explore(tmp_path, "--async")
     assert where.endswith(f", {NO_JS_FRAME}"), where
+
+
+@pytest.mark.skipif(shutil.which("node") is None or shutil.which("strace") is None, reason="needs node and strace")
+def test_a_command_that_starts_with_env_is_located_in_the_node_program_env_runs(tmp_path):
+    """`env NAME=VALUE node ...`: node, not env, is the program; it gets V8's map and its write is located."""
+    where = _explore(tmp_path, before=("env", "-u", "NO_SUCH_VAR", "NODE_ENV=production"))
+    assert where.endswith(f", in saveRecord ({FIXTURE}:{SAVE_RECORD_LINE}, the function's first line)"), where

@@ -31,10 +31,9 @@ def expanded(pattern: str) -> set[str]:
 
 
 def written(out) -> set[str]:
-    """The folder's top level: files by name, folders with a trailing slash (not an empty one: every command
-    makes OUT/history/, and only run and replay write in it)."""
-    return {entry.name + ("/" if entry.is_dir() else "") for entry in out.iterdir()
-            if not entry.is_dir() or any(entry.iterdir())}
+    """The folder's top level: files by name, folders with a trailing slash (an empty one too: a folder a
+    command leaves empty is one it did not need, and one the reference pages cannot name)."""
+    return {entry.name + ("/" if entry.is_dir() else "") for entry in out.iterdir()}
 
 
 def documented(page: str, command: str, design: str) -> set[str]:

@@ -31,10 +31,11 @@ MARK_DONE_LINE, FLUSH_LINE = (next(n for n, line in enumerate(open(TWO_MISTAKES,
                               for text in ("progress.write(path", "records.flush()"))
 
 
-def two_mistakes(tmp_path) -> str:
-    """A user's spec for tests/scraper_fixtures/two_mistakes.py, as a new user writes it: held to every promise."""
+def two_mistakes(tmp_path, before: tuple[str, ...] = ()) -> str:
+    """A user's spec for tests/scraper_fixtures/two_mistakes.py, as a new user writes it: held to every promise
+    (`before`: words its command starts with, as `env NAME=VALUE`)."""
     spec = tmp_path / "design.toml"
-    command = json.dumps(["python3", TWO_MISTAKES, "--base", "{base_url}", "--out", "{store}"])
+    command = json.dumps([*before, "python3", TWO_MISTAKES, "--base", "{base_url}", "--out", "{store}"])
     spec.write_text(f'[design]\nname = "two-mistakes"\ncommand = {command}\n\n[store]\nkind = "jsonl"\n'
                     'path = "{work_dir}/records.jsonl"\nkey = "sku"\nfields = ["price", "name"]\n'
                     'written_at = "scraped_at"\n')
@@ -218,6 +219,32 @@ def test_a_command_that_starts_with_the_python_placeholder_is_located_in_its_sou
     [failure] = found["failures"]
     assert failure["example"] == "w69"
     assert re.search(r", in \S+ \(\S+/scrapers/(zoo/)?\w+\.py:\d+\)$", failure["where"]), failure["where"]
+
+
+@pytest.mark.skipif(py_spy() is None or shutil.which("strace") is None, reason="needs py-spy and strace")
+@pytest.mark.parametrize("before", [("env", "PYTHONUNBUFFERED=1"), ("/usr/bin/env", "-u", "NO_SUCH_VAR", "-i", "--",
+                                                                     "PATH=" + os.environ["PATH"], "A={work_dir}")])
+def test_a_command_that_starts_with_env_is_located_in_the_program_env_runs(tmp_path, before):
+    """`env`, its options and its NAME=VALUE assignments are not the program: the Python program after them is
+    held at its store write and found in its own source, as without them."""
+    out = tmp_path / "results"
+    done = subprocess.run([sys.executable, "-m", "killtest", "explore", "--design", two_mistakes(tmp_path, before),
+                           "--only", "w1", "--listing-pages", "2", "--per-page", "3", "-j", "1", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    assert done.returncode == 1, done.stderr[-2000:]  # w1: the page marked done before its record is stored
+    [failure] = json.loads((out / "explore-two-mistakes.json").read_text())["failures"]
+    assert failure["where"].endswith(f", in mark_done ({TWO_MISTAKES}:{MARK_DONE_LINE})"), failure["where"]
+
+
+def test_the_program_is_read_past_env_its_options_and_its_assignments():
+    from killtest.harness.faults.write_gate import program_at
+
+    assert program_at(["python3", "x.py"]) == 0
+    assert program_at(["/usr/bin/env", "-i", "-uX", "-u", "Y", "--unset=Z", "--chdir", "/", "--", "A=1", "node"]) == 10
+    assert program_at(["env", "-iu", "X", "A=1", "env", "B=2", "python3", "x.py"]) == 6  # env runs env
+    assert program_at(["env", "-", "A=1", "python3"]) == 3  # `-` is -i
+    assert program_at(["env", "A=1"]) is None  # no program: env prints its environment
+    assert program_at(["env", "-S", "python3 -u", "x.py"]) is None  # the program is inside -S's string
 
 
 @pytest.mark.skipif(py_spy() is None or shutil.which("strace") is None, reason="needs py-spy and strace")

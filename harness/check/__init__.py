@@ -12,6 +12,7 @@ hand and call these functions directly; tests/test_architecture.py holds the rul
 - verdict.py: `Validity` (valid, invalid, unknown, and how they merge), `CheckResult`, `RunVerdict`
 - findings.py: `Finding`, every finding's code, promise and one-line description; `FINDINGS`
 - named_checks.py: the named checks (liveness, crash, kills_landed, records, ...) and `compose`
+- complaint.py: the one line of a crashed start's stderr that says why (what `crashed` quotes)
 - run_figures.py: the figures of one run (rows, records, requests, kills), counted before judging
 - categories.py: records and kills sorted into lost, duplicated, unexpected, landed, in flight
 - drift.py, network_faults.py, side_effects.py: what the site's drift, its faults and a design's

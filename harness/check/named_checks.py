@@ -11,13 +11,13 @@ Adding a promise is one function here, one Finding in findings.py, and one test.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from killtest.fixture_site.catalog import Catalog
 from killtest.fixture_site.recorded_site import RecordedSite
 from killtest.harness.check.categories import EXAMPLES, RecordSets, fetched_again_after_commit, required_event
+from killtest.harness.check.complaint import complaint
 from killtest.harness.check.findings import Finding
 from killtest.harness.check.holes import holes
 from killtest.harness.check.side_effects import check_side_effects, side_effect_findings
@@ -70,27 +70,10 @@ def crash(e: Evidence) -> CheckResult:
     if e.verdict.outcome != "crashed":
         return judged([])
     crashed = required_event(e.history, "crash")
-    last_line = _complaint(crashed["stderr_tail"] or ["(no output)"])
+    last_line = complaint(crashed["stderr_tail"] or ["(no output)"])
     return judged([(Finding.CRASHED, f"start {crashed['start'] + 1} exited by itself with status"
                                      f" {crashed['returncode']}: {last_line}")],
                   {"returncode": crashed["returncode"]})
-
-
-# A line that names an error: Python's `ValueError: ...`, Node.js' `SyntaxError: ...`, Java's `...Exception`.
-ERROR_LINE = re.compile(r"\s*[\w.]*(Error|Exception)\b")
-
-
-def _complaint(tail: list[str]) -> str:
-    """The line of a crashed start's stderr that says why: its last, unless the tail ends inside a stack
-    (`    at ...`: Crawlee's `console.error(err); process.exit(1)`) or with Node.js' closing `Node.js v20.1.0`
-    after one; then the error is the last line above that names one (`SyntaxError: ...`)."""
-    node = len(tail) > 1 and re.fullmatch(r"Node\.js v[\d.]+", tail[-1].strip())
-    if node or re.match(r"\s*at ", tail[-1]):
-        body = tail[:-1] if node else tail
-        errors = [line for line in body if ERROR_LINE.match(line)]
-        said = [line.strip() for line in body if line.strip()]
-        return errors[-1].strip() if errors else (said or tail)[-1]
-    return tail[-1]
 
 
 def kills_landed(e: Evidence) -> CheckResult:

@@ -30,7 +30,6 @@ class ScaleCommand(Command):
             args.workers = workers
             plan = timed_plan(args, designs, args.pace, f"scaling-{workers}w")
             plan = dataclasses.replace(plan, out_dir=os.path.join(args.out, "scaling"), plot=False)
-            os.makedirs(os.path.join(plan.out_dir, "history"), exist_ok=True)
             campaigns.append((workers, run_campaign(plan, progress)))
         rows = scaling_rows(campaigns)
         settings = campaigns[0][1].settings

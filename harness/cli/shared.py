@@ -29,7 +29,8 @@ def control_design() -> Design:
 
 
 def prepare_dirs(args: argparse.Namespace) -> None:
-    """Refuse a --work-dir that is not there; make --out and its history/ folder."""
+    """Refuse a --work-dir that is not there; make --out (its history/ folder is made by the campaigns that write
+    histories in it, so explore and fuzz leave none)."""
     if args.work_dir is not None and not os.path.isdir(args.work_dir):
         raise KilltestError(f"--work-dir {args.work_dir!r} does not exist; create it or leave the option out")
     junit = getattr(args, "junit_xml", None)
@@ -41,7 +42,7 @@ def prepare_dirs(args: argparse.Namespace) -> None:
         if os.path.isdir(junit):
             raise KilltestError(f"--junit-xml {junit!r} is a folder; give the path of the file to write")
     try:
-        os.makedirs(os.path.join(args.out, "history"), exist_ok=True)
+        os.makedirs(args.out, exist_ok=True)
     except OSError as error:
         raise KilltestError(f"cannot create the results directory {args.out!r}: {error.strerror}") from None
 

@@ -35,6 +35,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 
 HOLD_US = 30_000_000  # long enough for the gate to read the line; the runner's time limit covers a lost one
 PR_SET_CHILD_SUBREAPER = 36
@@ -42,6 +43,37 @@ NODE_STACK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node_stac
 # V8's code map for node_stack.py; on node's command line, not in NODE_OPTIONS, which refuses --logfile: the
 # code log the map implies would otherwise be left in the start's directory (`+`: an unnamed temporary file)
 NODE_MAP = ("--perf-basic-prof", "--interpreted-frames-native-stack", "--logfile=+", "--no-logfile-per-isolate")
+# env's options that take a value: a short one's is the rest of its word or the next word (`-uNAME`, `-u NAME`),
+# a long one's follows `=` or is the next word; -S (--split-string) splits one string into the command
+ENV_SHORT_VALUED, ENV_LONG_VALUED = "uCSa", ("--unset", "--chdir", "--argv0", "--split-string")
+
+
+def program_at(command: Sequence[str]) -> int | None:
+    """Where in `command` the program it runs is: its first word, or the first past `env` (`/usr/bin/env`), its
+    options and its NAME=VALUE assignments (`env -i -u VAR -- NAME=VALUE python3 ...`; an `env` run by env is
+    looked past too). None when the words name no program: nothing after env's own, or `env -S STRING`
+    (the program is inside STRING)."""
+    at = 0
+    while at < len(command) and os.path.basename(command[at]) == "env":
+        at, options = at + 1, True
+        while at < len(command):
+            word = command[at]
+            if options and word.startswith("--") and word != "--":  # --ignore-environment, --unset=NAME, ...
+                name = word.split("=", 1)[0]
+                valued = None if name not in ENV_LONG_VALUED else "S" if name == "--split-string" else name
+                at += 2 if valued and name == word else 1
+            elif options and word.startswith("-") and word not in ("-", "--"):  # -i, -0, -uNAME, -iu NAME, ...
+                where = next((n for n, letter in enumerate(word) if n and letter in ENV_SHORT_VALUED), 0)
+                valued = word[where] if where else None
+                at += 2 if where == len(word) - 1 else 1  # the value is the next word
+            elif options and word in ("-", "--") or "=" in word:  # `-` is -i and `--`: no option follows
+                options, at = False, at + 1
+                continue
+            else:
+                break
+            if valued == "S":
+                return None
+    return at if at < len(command) else None
 
 
 def kill_start(tracer: int = 0) -> None:
@@ -129,8 +161,9 @@ def main(argv: list[str]) -> None:
         strace += ["-P", path]
     command = argv[split + 1:]
     node = bool(os.environ.get("KILLTEST_LOCATE_NODE"))  # this start only: not the next, nor the recording
-    if node and os.path.basename(command[0]) in ("node", "nodejs"):
-        command[1:1] = NODE_MAP
+    program = program_at(command)
+    if node and program is not None and os.path.basename(command[program]) in ("node", "nodejs"):
+        command[program + 1:program + 1] = NODE_MAP
     process = subprocess.Popen([*strace, "--", *command], pass_fds=(write_end,))
     os.close(write_end)
     # Aimed: an entry counts once its file is written out (`-y`: `write(5</path>`, `unlink("/path"`).

@@ -14,8 +14,13 @@ from killtest.harness.report.campaign import Campaign, to_json
 from killtest.harness.report.render import markdown, summary_page
 
 
+def history_dir(out_dir: str) -> str:
+    """The folder of a campaign's histories: made by the campaign that writes them, not before."""
+    return os.path.join(out_dir, "history")
+
+
 def history_path(out_dir: str, name: str, design: str, run: int) -> str:
-    return os.path.join(out_dir, "history", f"{name}-{design}-run{run}.jsonl")
+    return os.path.join(history_dir(out_dir), f"{name}-{design}-run{run}.jsonl")
 
 
 def timeline_runs(campaign: Campaign) -> list:

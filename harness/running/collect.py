@@ -13,7 +13,7 @@ import os
 
 from killtest.fixture_site.recorded_site import RecordedSite
 from killtest.fixture_site.server import SiteServer
-from killtest.harness.check.named_checks import ERROR_LINE
+from killtest.harness.check.complaint import ERROR_LINE
 from killtest.harness.design.model import Design, Launch
 from killtest.harness.design.stores import kind_of, stored_counter, stored_files, stored_records
 from killtest.harness.errors import KilltestError

@@ -12,8 +12,10 @@ Why py-spy: it reads any CPython 3.x from outside, with no change to the program
 Python-level tracer (sys.settrace, the line points' way) would see lines, not system calls. It is the
 optional `locate` extra: without it, one line says so.
 
-A Node.js command's held start runs as `node --perf-basic-prof --interpreted-frames-native-stack ...`
-(that start only; the program is unchanged; faults/write_gate.py adds the flags): V8 maps every
+A command's program is its first word, or the one `env` runs past its options and NAME=VALUE assignments
+(faults/write_gate.program_at). A Node.js command's held start runs as `node --perf-basic-prof
+--interpreted-frames-native-stack ...` (that start only; the program is unchanged; faults/write_gate.py adds
+the flags after `node`, wherever it stands): V8 maps every
 function's code, interpreted ones included, in /tmp/perf-<pid>.map, and faults/node_stack.py matches
 the held thread's stack words against it (the map is deleted before the kill). V8's map names a
 function by where it starts, so the line is the function's first line, not the write's own: `in
@@ -44,6 +46,7 @@ from killtest.harness import lifeline
 from killtest.harness.design.model import Design, Launch
 from killtest.harness.faults.points import KillPoint
 from killtest.harness.faults.points.store_write import AtStoreWrite, server_store
+from killtest.harness.faults.write_gate import program_at
 
 MAX_LOCATED = 10  # kinds of failure a process locates: each costs one more run
 _FRAME = re.compile(r"^\s+(?P<function>\S+) \((?P<file>[^)]+):(?P<line>\d+)\)$")
@@ -62,11 +65,13 @@ def py_spy() -> str | None:
 
 
 def language(design: Design) -> str:
-    """`python`, `node` or `other`: what a design's starts run, read from its command's first word with the
-    placeholders filled in, as a start sees it (`{python}` is killtest's own interpreter)."""
+    """`python`, `node` or `other`: what a design's starts run, read from its command's program (its first
+    word, or the first past `env`, its options and NAME=VALUE assignments: faults/write_gate.program_at) with
+    the placeholders filled in, as a start sees it (`{python}` is killtest's own interpreter)."""
     if design.module is not None:
         return "python"
-    first = design.command_template[0].format_map(design.values(Launch("", "", 0.0))) if design.command_template else ""
+    at = program_at(design.command_template)
+    first = design.command_template[at].format_map(design.values(Launch("", "", 0.0))) if at is not None else ""
     program = os.path.basename(first)
     return "python" if program.startswith("python") else "node" if program in ("node", "nodejs") else "other"
 

@@ -19,6 +19,7 @@ The plans that go through them: `run_campaign` (run, replay, scale, calibrate, b
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -36,7 +37,7 @@ from killtest.harness.faults.disk_model import DiskModel, adopt_orphans
 from killtest.harness.faults.schedule import KillSchedule
 from killtest.harness.history import History
 from killtest.harness.report.campaign import Campaign
-from killtest.harness.report.writer import history_path, write_json, write_results
+from killtest.harness.report.writer import history_dir, history_path, write_json, write_results
 from killtest.harness.running.campaign_plan import CampaignPlan
 from killtest.harness.running.phase_clock import PhaseClock
 from killtest.harness.running.prefork import Zygote
@@ -133,6 +134,7 @@ def run_campaign(plan: CampaignPlan, progress: Progress) -> Campaign:
                         controls=[design.name for design in plan.designs if design.control])
     runs = len(plan.schedules)
     clock = PhaseClock()
+    os.makedirs(history_dir(plan.out_dir), exist_ok=True)
     try:
         with stage(plan.catalog, plan.designs, latency_s=plan.latency_s, slow_pages=plan.slow_pages,
                    pace_rps=plan.pace_rps, prefork=plan.prefork, disk=plan.settings.disk) as on:

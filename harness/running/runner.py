@@ -29,7 +29,7 @@ from typing import Any
 from killtest.fixture_site.catalog import Drift
 from killtest.fixture_site.server import SiteServer
 from killtest.harness import defaults, lifeline
-from killtest.harness.check.named_checks import _complaint
+from killtest.harness.check.complaint import complaint
 from killtest.harness.design.model import Design, Launch
 from killtest.harness.design.stores import held_leases, kind_of
 from killtest.harness.errors import KilltestError, ScraperStartError
@@ -315,6 +315,6 @@ def _collect(run: _Run) -> History:
     first_crash = history.first("crash")
     if first_crash is not None and first_crash["start"] == 0 and not history.of_type("request"):
         raise ScraperStartError(f"design {design.name!r} exited with status {first_crash['returncode']} before"
-                                f" its first request: {_complaint(first_crash['stderr_tail'] or ['(no output)'])}")
+                                f" its first request: {complaint(first_crash['stderr_tail'] or ['(no output)'])}")
     refuse_a_store_never_created(design, run.location, history, run.outcome)
     return history

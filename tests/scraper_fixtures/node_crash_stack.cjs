@@ -2,13 +2,15 @@
 // (crawlee-node-2085): its queue file does not parse, and `main().catch(err => { console.error(err);
 // process.exit(1) })` prints the error and its stack, so stderr ends inside the stack, with no
 // `Node.js vNN` line after it. The first start fetches /list/0 and waits to be killed; every later
-// start (or, with --at-once, the first) reads an empty queue file and crashes.
+// start (or, with --at-once, the first) reads an empty queue file and crashes. With --props the error
+// carries properties, as Node.js' system errors do (`errno`, `code`, `syscall`, `path`), so
+// `console.error(err)` ends its stack with ` {`, one line per property and a closing `}`.
 //
-//   node node_crash_stack.cjs BASE_URL WORK_DIR [--at-once]
+//   node node_crash_stack.cjs BASE_URL WORK_DIR [--at-once] [--props]
 const fs = require("fs");
 const path = require("path");
 
-const [base, workDir, mode] = process.argv.slice(2);
+const [base, workDir, ...modes] = process.argv.slice(2);
 const queue = path.join(workDir, "queue.json");
 
 async function readQueue() {
@@ -16,7 +18,7 @@ async function readQueue() {
 }
 
 async function main() {
-  if (mode === "--at-once") fs.writeFileSync(queue, "");
+  if (modes.includes("--at-once")) fs.writeFileSync(queue, "");
   if (fs.existsSync(queue)) await readQueue();
   fs.writeFileSync(queue, "");  // left empty, as a kill between open(O_TRUNC) and write leaves it
   await fetch(base + "/list/0");
@@ -24,6 +26,7 @@ async function main() {
 }
 
 main().catch((err) => {
+  if (modes.includes("--props")) Object.assign(err, {errno: -22, code: "E_QUEUE", syscall: "read", path: queue});
   console.error(err);
   process.exit(1);
 });
