@@ -81,8 +81,12 @@ class Redaction:
         return {n.lower() for n in self.unredacted}
 
     def url(self, url: str) -> str:
-        """The URL with the value of every masked query parameter replaced; the others keep their order and text."""
-        parts = urlsplit(url)
+        """The URL with the value of every masked query parameter replaced; the others keep their order and text.
+        A URL that does not parse (`http://[bad/x?api_key=...`) gets its `name=value` pairs masked as text."""
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            return self._params_in_text(url)
         if not parts.query:
             return url
         pairs = parse_qsl(parts.query, keep_blank_values=True)
@@ -106,11 +110,6 @@ class Redaction:
         URL's through url(), the values of the headers masked by name (`Cookie: a=<p>`; a name that only looks
         like a credential must hold a dash, so `KeyError: 'sku'` stays), `Bearer <p>`, `Basic <p>`, and
         `name=<p>` for each parameter masked by name. Idempotent, as the rest."""
-        def param(match: re.Match) -> str:
-            value = match.group(2)
-            ends = value[len(value.rstrip(ENDS)):]
-            return f"{match.group(1)}={PLACEHOLDER}{ends}" if self.param(match.group(1)) else match.group(0)
-
         def header(match: re.Match) -> str:
             name, lower = match.group(1), match.group(1).lower()
             named = lower in REQUEST_HEADERS + RESPONSE_HEADERS or lower in {h.lower() for h in self.headers}
@@ -120,6 +119,15 @@ class Redaction:
 
         text = HEADER_IN_TEXT.sub(header, self.urls(text))
         text = SCHEME_IN_TEXT.sub(lambda m: f"{m.group(1)}{m.group(2)}{PLACEHOLDER}", text)
+        return self._params_in_text(text)
+
+    def _params_in_text(self, text: str) -> str:
+        """`name=<p>` for each parameter masked by name, wherever it stands in the text."""
+        def param(match: re.Match) -> str:
+            value = match.group(2)
+            ends = value[len(value.rstrip(ENDS)):]
+            return f"{match.group(1)}={PLACEHOLDER}{ends}" if self.param(match.group(1)) else match.group(0)
+
         return PARAM_IN_TEXT.sub(param, text)
 
     def request_headers(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -174,3 +174,14 @@ def test_a_scrapers_events_have_their_urls_masked_in_the_history_and_reports(rep
     assert first["path"] == f"/login?api_key={PLACEHOLDER}"  # a path alone, as a design reports its lease's page
     assert (first["name"], first["note"]) == ("page", "page 0")  # what is not a URL is kept as printed
     assert sorted(event["note"] for event in events if event["name"] == "page")[-1] == f"page {PAGES - 1}"
+
+
+def test_a_url_that_does_not_parse_is_masked_as_text_not_dropped():
+    """urlsplit raises on a bracketed host left open: in the recorder's response hook that lost the exchange from
+    the WARC, in a scraper's events a traceback. Its name=value pairs are masked as text instead."""
+    from killtest.fixture_site.redaction import PLACEHOLDER, Redaction
+
+    redaction = Redaction()
+    assert redaction.url("http://[bad/x?api_key=K&page=2") == f"http://[bad/x?api_key={PLACEHOLDER}&page=2"
+    assert redaction.response_headers([("Location", "http://[bad/x?api_key=K"), ("X-Debug", "see http://[x]/y")]) == [
+        ("Location", f"http://[bad/x?api_key={PLACEHOLDER}"), ("X-Debug", "see http://[x]/y")]
