@@ -29,6 +29,7 @@ from killtest.fixture_site.redaction import PLACEHOLDER, Redaction  # noqa: E402
 from killtest.fixture_site.secret_scan import scan_recording  # noqa: E402
 from killtest.harness.design.specfile import load_spec  # noqa: E402
 from killtest.harness.running.record_site import record_design  # noqa: E402
+from tests.test_recording_secrets import SPEC as CREDENTIALS_SPEC  # noqa: E402
 
 API_KEY = "ak-Rd7Xq2Lm9Vb4Nz1Kc6Wp3Ty8Gh5Js0F"
 PAGES = 3
@@ -49,20 +50,8 @@ while page is not None:
     page = items["next"]
 '''
 
-SPEC = '''[design]
-name = "redirects"
-command = ["{python}", "{spec_dir}/scraper.py", "{base_url}", "{store}"]
-
-[store]
-kind = "jsonl"
-path = "{work_dir}/items.jsonl"
-key = "sku"
-fields = { price = "price" }
-
-[site]
-recording = "redirects.warc.gz"
-start_url = "http://redirects.test/"
-'''
+# The credentials test's design, under this site's names.
+SPEC = CREDENTIALS_SPEC.replace('"creds"', '"redirects"').replace("creds.", "redirects.")
 
 
 class RedirectingSite:
