@@ -70,9 +70,9 @@ MAX_WAIT_S = 0.05
 
 
 def open_store(path: str) -> sqlite3.Connection:
-    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)  # transactions are explicit
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA busy_timeout=60000")  # outwait a peer paused holding the lock (test_idempotent_lock_wait)
+    db = sqlite3.connect(path, timeout=60.0, isolation_level=None, check_same_thread=False)  # transactions are explicit
+    # timeout is busy_timeout from the first statement on, the switch to WAL included: a peer paused holding the lock
+    db.execute("PRAGMA journal_mode=WAL")  # is outwaited, even on a new file (tests/test_idempotent_lock_wait.py)
     db.executescript(SCHEMA)
     return db
 
