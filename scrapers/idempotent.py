@@ -71,8 +71,8 @@ MAX_WAIT_S = 0.05
 
 def open_store(path: str) -> sqlite3.Connection:
     db = sqlite3.connect(path, timeout=60.0, isolation_level=None, check_same_thread=False)  # transactions are explicit
-    # timeout is busy_timeout from the first statement on, the switch to WAL included: a peer paused holding the lock
-    db.execute("PRAGMA journal_mode=WAL")  # is outwaited, even on a new file (tests/test_idempotent_lock_wait.py)
+    # timeout is busy_timeout from the first statement on: a peer paused while it holds the lock is outwaited
+    to_wal(db)  # (tests/test_idempotent_lock_wait.py), and so is a peer's switch of a new file to WAL
     db.executescript(SCHEMA)
     return db
 
@@ -245,6 +245,21 @@ def fenced_done(db, crawl: int, path: str, placeholder: str = "?") -> None:
     held = db.execute(f"{done} AND status = 'leased' AND leased_until = {placeholder}", (crawl, path, token)).rowcount
     if held != 1:
         raise LeaseLost(path)
+
+
+def to_wal(db: sqlite3.Connection) -> None:
+    """Put the store in WAL mode. Workers started together on a new file race to switch it, and SQLite answers
+    a loser "database is locked" at once, not after busy_timeout: it holds a read lock and wants the write
+    lock, and waiting could deadlock. The loser tries again (the switch is done by then, or under way)."""
+    deadline = time.monotonic() + 60.0
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
 
 
 def main(argv: list[str] | None = None) -> None:
