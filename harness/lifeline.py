@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 
 import psutil
@@ -113,11 +114,15 @@ def register(pid: int) -> None:
 def owned_temp_dir(prefix: str = PREFIX, dir: str | None = None) -> str:
     """A new temporary directory whose `.killtest-owner` names this process; the watchdog knows it."""
     path = tempfile.mkdtemp(prefix=prefix, dir=dir)
-    me = identity(os.getpid())
-    assert me is not None
-    with open(os.path.join(path, OWNER_FILE), "w", encoding="utf-8") as owner:
-        owner.write(f"{me[0]} {me[1]!r}\n")
-    _tell(f"dir {path}")
+    try:  # a Ctrl+C or SIGTERM here would leave a directory nobody owns, which no sweep removes
+        me = identity(os.getpid())
+        assert me is not None
+        with open(os.path.join(path, OWNER_FILE), "w", encoding="utf-8") as owner:
+            owner.write(f"{me[0]} {me[1]!r}\n")
+        _tell(f"dir {path}")
+    except BaseException:
+        remove_dir(path)
+        raise
     return path
 
 
@@ -128,7 +133,24 @@ def temp_dir(prefix: str = PREFIX, dir: str | None = None) -> Iterator[str]:
     try:
         yield path
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        remove_dir(path)
+
+
+def remove_dir(path: str) -> None:
+    """Remove a directory whole, even when Ctrl+C or SIGTERM lands in the middle (the interrupt is raised
+    again once it is gone; the handler lets one through) or a start killed just now still had a file on
+    its way in when it was listed (the first pass then leaves the directory, not empty)."""
+    interrupted: BaseException | None = None
+    for _ in range(5):
+        try:
+            shutil.rmtree(path, ignore_errors=True)
+            if not os.path.lexists(path):
+                break
+            time.sleep(0.02)
+        except KeyboardInterrupt as error:
+            interrupted = error
+    if interrupted is not None:
+        raise interrupted
 
 
 def owner_of(path: str) -> tuple[int, float] | None:
