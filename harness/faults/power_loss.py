@@ -117,7 +117,7 @@ class PowerLossMount:
         if self.backing and os.path.isdir(self.backing):
             _move_files(self.backing, self.directory)
         if self._owned:
-            shutil.rmtree(self._owned, ignore_errors=True)
+            lifeline.remove_dir(self._owned)  # whole, even if Ctrl+C lands in the middle
 
 
 def _move_files(source: str, target: str) -> None:

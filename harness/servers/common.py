@@ -160,7 +160,7 @@ class PrivateServer:
                         child.kill()
         self._process = None
         if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            lifeline.remove_dir(self._dir)  # whole, even if Ctrl+C lands in the middle
             self._dir = None
 
     def _kill_tree(self, patience_s: float = 5.0) -> None:
