@@ -52,14 +52,16 @@ bench-workers: $(STAMP)
 		--workers-list 1,2,4,8 --runs 2 --kills 3 --pace 0 --latency 0.02 --out results
 
 # The suite in two steps: the tests that are isolated on four xdist workers (more than the cores: most
-# of a test's time is waiting on subprocesses, servers and sleeps), then the `serial` ones, which need the
-# machine to themselves. The `hosts` test (ssh test hosts, minutes) is a step of its own in .ci/run.
+# of a test's time is waiting on subprocesses, servers and sleeps), then the `serial` ones, which must not
+# share the cores with that load: two at a time, since they mostly sleep (28 CPU-s in 84 s alone; 47 s on two
+# workers, and all passed 4 times of 4 beside two busy loops eating both cores). The `hosts` test (ssh test
+# hosts, minutes) is a step of its own in .ci/run.
 # Bytecode is cached even where the environment says not to (this kind of machine sets
 # PYTHONDONTWRITEBYTECODE=1): the suite starts thousands of interpreters that import killtest, and
 # compiling it afresh in each cost 8% of the suite's CPU (measured: 349 s -> 326 s on two cores).
 test: $(STAMP)
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 4 --dist worksteal --durations=15 -m "not serial and not hosts"
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest --durations=5 -m "serial and not hosts"
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 2 --durations=5 -m "serial and not hosts"
 
 # Ruff and mypy, configured in pyproject.toml; CI runs it before the tests.
 lint: $(STAMP)

@@ -80,7 +80,7 @@ def test_a_campaign_writes_json_markdown_html_and_plots(tmp_path):
     assert "Health: requests per stored record" in markdown
 
 
-@pytest.mark.serial  # timing-sensitive: failed under load (make test runs it alone)
+@pytest.mark.serial  # timing-sensitive: failed under load (make test runs it after the rest, beside one other at most)
 @pytest.mark.parametrize("signum, times", [(signal.SIGINT, 1), (signal.SIGTERM, 1), (signal.SIGTERM, 3)])
 def test_an_interrupted_campaign_keeps_finished_runs_and_leaves_nothing_behind(signum, times, tmp_path):
     out, work = tmp_path / "out", tmp_path / "work"

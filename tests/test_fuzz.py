@@ -57,7 +57,7 @@ def test_idempotent_design_keeps_its_promises_at_any_crash_points_on_any_catalog
     assert [t for t in trials if t.problems] == []
 
 
-@pytest.mark.serial  # timing-sensitive: failed under load (make test runs it alone)
+@pytest.mark.serial  # timing-sensitive: failed under load (make test runs it after the rest, beside one other at most)
 def test_an_exact_schedule_gives_the_same_outcome_on_every_repeat(small_site, launchers):
     schedule = parse_schedule("r5,l:scrapers/idempotent.py:complete+8:2,r1")
     outcomes = [fingerprint(*kill_test(design_named("idempotent"), schedule, small_site, launchers))

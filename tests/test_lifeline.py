@@ -102,7 +102,7 @@ def _killtest_dirs(*roots) -> set[str]:
     return {os.path.join(root, n) for root in roots for n in os.listdir(root) if n.startswith("killtest-")}
 
 
-@pytest.mark.serial  # timing-sensitive: failed under load (make test runs it alone)
+@pytest.mark.serial  # timing-sensitive: failed under load (make test runs it after the rest, beside one other at most)
 @pytest.mark.parametrize("design, server, command", [
     ("idempotent", None, "run"), ("idempotent-pg", PrivatePostgres, "run"), ("queue-bullmq", PrivateRedis, "run"),
     ("idempotent", None, "explore"),  # explore pre-forks: the zygote and its orphaned starts too

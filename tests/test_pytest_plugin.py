@@ -52,7 +52,7 @@ def test_a_test_that_does_not_use_it_loads_nothing_of_the_harness(pytester):
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
-@pytest.mark.serial  # timing-sensitive: failed under load (make test runs it alone)
+@pytest.mark.serial  # timing-sensitive: failed under load (make test runs it after the rest, beside one other at most)
 def test_the_users_example_project_passes_as_written(pytester):
     """examples/user-project (its own `scrapers` package, spec and test) copied out and run, so the docs cannot rot."""
     shutil.copytree(os.path.join(ROOT, "examples", "user-project"), pytester.path, dirs_exist_ok=True)

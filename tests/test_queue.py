@@ -55,7 +55,7 @@ def paced_site(small_catalog):
         yield server
 
 
-@pytest.mark.serial  # timing-sensitive: failed under load (make test runs it alone)
+@pytest.mark.serial  # timing-sensitive: failed under load (make test runs it after the rest, beside one other at most)
 def test_with_the_fixed_lock_settings_the_queue_recovers_from_kills_and_a_short_redeploy(paced_site, redis_server,
                                                                                        tmp_path):
     site = paced_site
@@ -66,7 +66,7 @@ def test_with_the_fixed_lock_settings_the_queue_recovers_from_kills_and_a_short_
     assert verdict.valid, verdict.problems
 
 
-@pytest.mark.serial  # timing-sensitive: failed under load (make test runs it alone)
+@pytest.mark.serial  # timing-sensitive: failed under load (make test runs it after the rest, beside one other at most)
 def test_a_lock_far_longer_than_the_window_stalls_the_crawl_after_a_kill(site, redis_server, tmp_path):
     # /list/1 held by the killed worker: its job stays locked for the 120 s lock, and nothing else is left.
     history, verdict = kill_test("queue-bullmq-2h", "r12", site, redis_server, tmp_path, time_limit_s=4.0)
