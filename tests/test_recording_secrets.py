@@ -439,6 +439,42 @@ def test_urls_a_stale_recording_lacks_make_the_run_unknown_not_over_its_request_
     assert stale["correct_records"] == 9
 
 
+# The same scraper, stopping on the replay's 404 as many do on any error: at the end (every record stored),
+# or midway, before its last page (whose three records the crawl then never reaches).
+DIES_AT_THE_END = RESUMING.replace("""    try:
+        opener.open(urllib.request.Request(base + path, headers=headers), timeout=20).read()
+    except urllib.error.HTTPError:
+        pass""", """    opener.open(urllib.request.Request(base + path, headers=headers), timeout=20).read()""")
+DIES_MIDWAY = RESUMING.replace("""    page = answer["next"]""", """    page = answer["next"]
+    if page == 2 and extra:
+        opener.open(urllib.request.Request(base + extra[0], headers=headers), timeout=20).read()""")
+
+
+def test_a_start_that_dies_on_a_page_the_recording_lacks_is_unknown_not_a_crash_or_a_loss(recorded, tmp_path):
+    """The live site would have served the page: the crash, and the records the crawl never reached after
+    it, are the stale recording's doing. Unknown, saying so; not crashed or lost (a false alarm)."""
+    spec, made = recorded
+    for name, script in (("end", DIES_AT_THE_END), ("midway", DIES_MIDWAY)):
+        (tmp_path / f"{name}.py").write_text(script)
+        (tmp_path / f"{name}.toml").write_text(SPEC.replace('"creds"', f'"{name}"').replace(
+            '"{spec_dir}/scraper.py", "{base_url}", "{store}"',
+            ", ".join(json.dumps(w) for w in [f"{{spec_dir}}/{name}.py", "{base_url}", "{store}", "/new-arrivals"]))
+            .replace('"creds.warc.gz"', json.dumps(made.recording)))
+    out = str(tmp_path / "results")
+    ran = subprocess.run([sys.executable, "-m", "killtest", "run", "--design", str(tmp_path / "end.toml"),
+                          "--design", str(tmp_path / "midway.toml"), "--schedule", "r3", "--runs", "1", "--out", out,
+                          "--no-plot"], capture_output=True, text=True, timeout=180)
+    with open(os.path.join(out, "killtest.json")) as src:
+        verdicts = {run["design"]: run for run in json.load(src)["runs"]}
+    for name, stored, not_judged in (("end", 9, "crashed"), ("midway", 6, "crashed, lost")):
+        verdict = verdicts[name]
+        assert verdict["outcome"] == "crashed" and verdict["correct_records"] == stored, ran.stdout + ran.stderr
+        assert (verdict["validity"], verdict["findings"]) == ("unknown", ["unrecorded_request"]), verdict["problems"]
+        said = verdict["problems"][0]
+        assert "right after the replay answered 404 for http://creds.test/new-arrivals" in said, said
+        assert f"not judged: {not_judged}." in said and "HTTP Error 404" in said, said
+    assert ran.returncode != 0  # unknown is not a pass
+
 LINKED = f'''
 import json, os, sys, urllib.request
 base, store = sys.argv[1].rstrip("/"), sys.argv[2]

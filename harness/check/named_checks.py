@@ -21,6 +21,7 @@ from killtest.harness.check.complaint import complaint
 from killtest.harness.check.findings import Finding
 from killtest.harness.check.holes import holes
 from killtest.harness.check.side_effects import check_side_effects, side_effect_findings
+from killtest.harness.check.stale_recording import cut_short, judged_without_the_cut
 from killtest.harness.check.verdict import CheckResult, DesignTraits, RunVerdict, Validity, judged
 from killtest.harness.check.zombies import (
     fetched_twice_not_by_a_pause,
@@ -278,9 +279,11 @@ def compose(evidence: Evidence, checks: tuple[tuple[str, Check], ...] | None = N
         except Exception as error:  # any error of a check is the harness's, not the design's: unknown
             result = CheckResult(Validity.UNKNOWN, {}, [(
                 Finding.CHECK_FAILED, f"check {name} failed: {type(error).__name__}: {error}")])
-        result = _held_to_its_promises(result, evidence.design)
-        composed.results[name] = result
-        composed.findings += result.findings
+        composed.results[name] = _held_to_its_promises(result, evidence.design)
+    cut = cut_short(evidence.history, evidence.catalog) if "recording" in composed.results else None
+    if cut is not None:  # a start died on a page the recording lacks: check/stale_recording.py
+        composed.results = judged_without_the_cut(composed.results, cut)
+    composed.findings = [finding for result in composed.results.values() for finding in result.findings]
     composed.validity = Validity.merge(r.validity for r in composed.results.values())
     return composed
 
