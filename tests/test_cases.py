@@ -21,7 +21,7 @@ import pytest
 from killtest.harness.check.findings import FINDINGS
 from killtest.harness.design.case_spec import CASES_FOLDER, load_case, load_cases
 from killtest.harness.errors import KilltestError
-from killtest.harness.report.case_table import ANALYSES_PAGE, RESULTS, analyses_page, read_results
+from killtest.harness.report.case_table import ANALYSES_PAGE, RESULTS, analyses_page, cases_markdown, read_results
 from killtest.harness.running.case_envs import ensure_env, env_hash
 from killtest.harness.running.case_installed import installed
 
@@ -227,3 +227,17 @@ def test_crawlee_python_1825_buggy_flagged_lost_fixed_clean_and_the_replay_line_
     assert pasted.returncode == 1, pasted.stderr[-2000:]
     runs = json.loads((replay_out / "replay.json").read_text())["runs"]
     assert "lost" in runs[0]["findings"]
+
+
+def test_cases_md_shows_lines_from_the_checkout_root_only_for_results_written_inside_it():
+    """The committed results/cases.md named the worktree it was measured in (/work/wt/...), a path no clone
+    has; a user's results written elsewhere keep whole paths, which paste from anywhere."""
+    data = read_results(RESULTS)
+    name = sorted(data["cases"])[0]
+    root = "/somewhere/checkout"
+    for release, out in zip(data["cases"][name]["releases"][:2], (f"{root}/results/cases/x", "/tmp/elsewhere/x")):
+        command = f"{root}/.venv/bin/killtest run --design {root}/scrapers/cases/x/design.toml --out {out}"
+        release.update(root=root, out=out, replay=None, command=command)
+    page = cases_markdown(data)
+    assert "`.venv/bin/killtest run --design scrapers/cases/x/design.toml --out results/cases/x`" in page
+    assert f"`{root}/.venv/bin/killtest run --design {root}/scrapers/cases/x/design.toml --out /tmp/elsewhere/x`" in page

@@ -141,6 +141,7 @@ def _provenance(release: dict) -> str:
 def cases_markdown(data: dict) -> str:
     """results/cases.md: one row per release, then each case's commands and replay lines."""
     lines = ["# killtest cases", "", f"`{data.get('command', '')}`", "",
+             "Lines of results written inside the checkout are shown from its root; cases.json has them whole.", "",
              "| case | framework | release | expected | measured | as expected | records | seconds |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, case in sorted(data["cases"].items()):
@@ -151,10 +152,20 @@ def cases_markdown(data: dict) -> str:
     for name, case in sorted(data["cases"].items()):
         lines += ["", f"## {name}", "", case["title"], ""]
         for r in case["releases"]:
-            lines.append(f"- {_release_name(r)} ({_provenance(r)}): `{r['command']}`")
+            lines.append(f"- {_release_name(r)} ({_provenance(r)}): `{_shown(r['command'], r)}`")
             if r.get("replay"):
-                lines.append(f"  - replay: `{r['replay']}`")
+                lines.append(f"  - replay: `{_shown(r['replay'], r)}`")
     return "\n".join(lines) + "\n"
+
+
+def _shown(line: str, release: dict) -> str:
+    """A release's line for people: from the checkout's root when its results were written inside the
+    checkout (results/cases.md, committed, reads the same in any clone); whole otherwise (cases.json and
+    the printed lines keep the whole paths, to paste from anywhere)."""
+    root = release.get("root")
+    if root and os.path.abspath(release.get("out", "")).startswith(root.rstrip(os.sep) + os.sep):
+        return _from_root(line, root)
+    return line
 
 
 # The reported bugs read and not (yet) made cases, and why: written by hand, since no run measures them.
