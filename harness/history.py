@@ -33,7 +33,7 @@ EVENTS: dict[str, str] = {
     "process_exited": "start, returncode, held_leases (the claims the store still held when the start ended"
                       " by itself)",
     "crash": "start, returncode, stderr_tail (the last lines the start wrote to stderr; on a recorded site,"
-             " credentials masked): it exited with an error",
+             " credentials masked), pid (the process that failed), workers (the start's): it exited with an error",
     "time_limit": "start, returncode, held_leases, no_progress_s (when it was stopped for making no progress"
                   " that long, not by the time limit): the start was stopped",
     "catalog_changed": "version, changed, removed, added (SKUs), products, full_crawl_requests: the site drifted",

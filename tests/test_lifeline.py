@@ -137,11 +137,12 @@ def test_sigkill_of_killtest_mid_run_leaves_no_process_and_no_temp_dir(design, s
         assert harness.poll() is None
         if server is PrivatePostgres:
             started += [c for p in started for c in p.children(recursive=True) if c not in started]
-        # This harness's directories (other campaigns may be running beside the test), and any that names
-        # no owner but has a prefix a run makes (NOT_YET_OWNED: were one made without killtest.harness.lifeline).
+        # This harness's directories (other campaigns may be running beside the test: make test's serial step
+        # runs two at a time), and any that names no owner but has a prefix a run makes (NOT_YET_OWNED: were
+        # one made without killtest.harness.lifeline); a live peer's, which names its owner, is not counted.
         dirs = {d for d in _killtest_dirs(tmp, str(work)) - dirs_before_run
                 if (lifeline.owner_of(d) or (0,))[0] == harness.pid or d.startswith(str(work))
-                or os.path.basename(d).startswith(NOT_YET_OWNED)}
+                or (os.path.basename(d).startswith(NOT_YET_OWNED) and lifeline.owner_of(d) is None)}
         before = _describe(started)
         harness.kill()
         harness.wait()

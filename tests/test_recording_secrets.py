@@ -445,6 +445,10 @@ DIES_AT_THE_END = RESUMING.replace("""    try:
         opener.open(urllib.request.Request(base + path, headers=headers), timeout=20).read()
     except urllib.error.HTTPError:
         pass""", """    opener.open(urllib.request.Request(base + path, headers=headers), timeout=20).read()""")
+CARRIES_ON_THEN_DIES = RESUMING.replace("""    except urllib.error.HTTPError:
+        pass""", """    except urllib.error.HTTPError:
+        pass
+raise SystemExit("the results file cannot be written: disk full")""")
 DIES_MIDWAY = RESUMING.replace("""    page = answer["next"]""", """    page = answer["next"]
     if page == 2 and extra:
         opener.open(urllib.request.Request(base + extra[0], headers=headers), timeout=20).read()""")
@@ -452,9 +456,10 @@ DIES_MIDWAY = RESUMING.replace("""    page = answer["next"]""", """    page = an
 
 def test_a_start_that_dies_on_a_page_the_recording_lacks_is_unknown_not_a_crash_or_a_loss(recorded, tmp_path):
     """The live site would have served the page: the crash, and the records the crawl never reached after
-    it, are the stale recording's doing. Unknown, saying so; not crashed or lost (a false alarm)."""
+    it, are the stale recording's doing. Unknown, saying so; not crashed or lost (a false alarm). A scraper
+    that carried on past the 404 and died of something else still crashed."""
     spec, made = recorded
-    for name, script in (("end", DIES_AT_THE_END), ("midway", DIES_MIDWAY)):
+    for name, script in (("end", DIES_AT_THE_END), ("midway", DIES_MIDWAY), ("later", CARRIES_ON_THEN_DIES)):
         (tmp_path / f"{name}.py").write_text(script)
         (tmp_path / f"{name}.toml").write_text(SPEC.replace('"creds"', f'"{name}"').replace(
             '"{spec_dir}/scraper.py", "{base_url}", "{store}"',
@@ -462,8 +467,9 @@ def test_a_start_that_dies_on_a_page_the_recording_lacks_is_unknown_not_a_crash_
             .replace('"creds.warc.gz"', json.dumps(made.recording)))
     out = str(tmp_path / "results")
     ran = subprocess.run([sys.executable, "-m", "killtest", "run", "--design", str(tmp_path / "end.toml"),
-                          "--design", str(tmp_path / "midway.toml"), "--schedule", "r3", "--runs", "1", "--out", out,
-                          "--no-plot"], capture_output=True, text=True, timeout=180)
+                          "--design", str(tmp_path / "midway.toml"), "--design", str(tmp_path / "later.toml"),
+                          "--schedule", "r3", "--runs", "1", "--out", out, "--no-plot"],
+                         capture_output=True, text=True, timeout=180)
     with open(os.path.join(out, "killtest.json")) as src:
         verdicts = {run["design"]: run for run in json.load(src)["runs"]}
     for name, stored, not_judged in (("end", 9, "crashed"), ("midway", 6, "crashed, lost")):
@@ -473,6 +479,10 @@ def test_a_start_that_dies_on_a_page_the_recording_lacks_is_unknown_not_a_crash_
         said = verdict["problems"][0]
         assert "right after the replay answered 404 for http://creds.test/new-arrivals" in said, said
         assert f"not judged: {not_judged}." in said and "HTTP Error 404" in said, said
+    # Past the 404 it carried on and died of its own error, the missing page its last request: crashed stands.
+    later = verdicts["later"]
+    assert (later["validity"], later["findings"]) == ("invalid", ["crashed", "unrecorded_request"]), later["problems"]
+    assert "disk full" in later["problems"][0]
     assert ran.returncode != 0  # unknown is not a pass
 
 LINKED = f'''
@@ -580,3 +590,27 @@ while page is not None:''')
     warned = [m for m in messages if m.startswith("warning: 1 masked URL(s)")]
     assert warned and f"http://creds.test/items?page=0&api_key={PLACEHOLDER}" in warned[0], messages
     assert not [name for name in os.listdir(tmp_path) if "collisions" in name or "partial" in name]
+
+
+def test_with_several_workers_only_the_dead_workers_own_last_request_cuts_the_crawl_short(recorded):
+    """A start ends when all its workers have: the start's last request may be a live worker's. The cut
+    reads the dead process's own requests (by pid), and cuts nothing when the site could not tell whose."""
+    from killtest.fixture_site.recorded_site import load_recorded_site
+    from killtest.harness.check.stale_recording import cut_short
+    from killtest.harness.history import History
+    spec, made = recorded
+    site = load_recorded_site(made.recording, "http://creds.test/", need_reference=False)
+    page, missing = "/http://creds.test/items?page=0&api_key=" + PLACEHOLDER, "/http://creds.test/new-arrivals"
+
+    def history(dead_pid, requests):
+        made_up = History()
+        for at, (path, pid) in enumerate(requests):
+            made_up.add("request", at * 0.1, path=path, status=200, start=0, pid=pid)
+        made_up.add("crash", 1.0, start=0, returncode=1, stderr_tail=["HTTPError: HTTP Error 404: NOT FOUND"],
+                    pid=dead_pid, workers=2)
+        return made_up.sorted()
+    assert site.recorded(page) and not site.recorded(missing)
+    cut = cut_short(history(11, [(missing, 11), (page, 12)]), site)  # worker 11 died on the 404, 12 went on
+    assert cut is not None and cut.url == missing[1:]
+    assert cut_short(history(11, [(page, 11), (missing, 12)]), site) is None  # 12 met it; 11 died of its own
+    assert cut_short(history(11, [(page, None), (missing, None)]), site) is None  # whose, the site could not tell

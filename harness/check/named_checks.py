@@ -280,9 +280,13 @@ def compose(evidence: Evidence, checks: tuple[tuple[str, Check], ...] | None = N
             result = CheckResult(Validity.UNKNOWN, {}, [(
                 Finding.CHECK_FAILED, f"check {name} failed: {type(error).__name__}: {error}")])
         composed.results[name] = _held_to_its_promises(result, evidence.design)
-    cut = cut_short(evidence.history, evidence.catalog) if "recording" in composed.results else None
-    if cut is not None:  # a start died on a page the recording lacks: check/stale_recording.py
-        composed.results = judged_without_the_cut(composed.results, cut)
+    try:  # a start died on a page the recording lacks: check/stale_recording.py
+        cut = cut_short(evidence.history, evidence.catalog) if "recording" in composed.results else None
+        if cut is not None:
+            composed.results = judged_without_the_cut(composed.results, cut)
+    except Exception as error:  # the harness's error, as a check's: unknown
+        composed.results["recording"] = CheckResult(Validity.UNKNOWN, {}, [(
+            Finding.CHECK_FAILED, f"check stale_recording failed: {type(error).__name__}: {error}")])
     composed.findings = [finding for result in composed.results.values() for finding in result.findings]
     composed.validity = Validity.merge(r.validity for r in composed.results.values())
     return composed

@@ -7,12 +7,15 @@ recording's doing: what such a run says of the promises to finish and to lose no
 (unknown: record the site again). What it found of every other promise (a duplicate, a wrong value, a
 zombie write, excess requests) stands: those broke whatever the recording held.
 
-Only a death right after the 404 is the recording's: a start that met a missing page, carried on and
-died later, on a page the recording holds, crashed by itself (`crashed`, as on the live site).
+Only a death right after the 404 is the recording's: the dead process's last request was the missing
+page, and its last words name the 404 ("404" or "not found"). A start that met a missing page, carried on
+and died later of something else crashed by itself (`crashed`, as on the live site). With several workers
+a start's requests are told apart by pid; where the site could not tell whose a request was, nothing is cut.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from killtest.fixture_site.catalog import Catalog
@@ -24,6 +27,7 @@ from killtest.harness.history import History
 from killtest.harness.promises import Promise
 
 # What a crawl cut short cannot be judged on.
+_NAMES_A_404 = re.compile(r"\b404\b|not found", re.IGNORECASE)
 NOT_JUDGED = frozenset({Promise.FINISHES, Promise.NO_LOST_RECORDS})
 
 
@@ -51,9 +55,12 @@ def cut_short(history: History, catalog: Catalog) -> CutShort | None:
     if crash is None:
         return None
     asked = [r for r in history.of_type("request") if r.get("start") == crash["start"]]
-    if not asked or catalog.recorded(asked[-1]["path"]):
+    if crash.get("workers", 1) > 1:  # the dead worker's own requests, or none when they cannot be told apart
+        asked = [r for r in asked if crash.get("pid") is not None and r.get("pid") == crash["pid"]]
+    said = crash.get("stderr_tail") or []
+    if not asked or catalog.recorded(asked[-1]["path"]) or not any(_NAMES_A_404.search(line) for line in said):
         return None
-    return CutShort(crash["start"] + 1, crash["returncode"], complaint(crash["stderr_tail"] or ["(no output)"]),
+    return CutShort(crash["start"] + 1, crash["returncode"], complaint(said or ["(no output)"]),
                     asked[-1]["path"][1:])
 
 
@@ -67,7 +74,8 @@ def judged_without_the_cut(results: dict[str, CheckResult], cut: CutShort,
     for name, result in results.items():
         findings = [(finding, said) for finding, said in result.findings if finding.promise not in NOT_JUDGED]
         validity = result.validity
-        if validity == Validity.INVALID and not any(f.promise != Promise.PROVES_SOMETHING for f, _ in findings):
+        if len(findings) < len(result.findings) and validity == Validity.INVALID and \
+                not any(f.promise != Promise.PROVES_SOMETHING for f, _ in findings):
             validity = Validity.UNKNOWN if findings else Validity.VALID
         kept[name] = CheckResult(validity, result.figures, findings)
     said = kept[recording_check]

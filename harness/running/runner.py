@@ -290,8 +290,8 @@ def _exited(run: _Run, current: Start, returncode: int, crawl: int) -> bool:
     run.current = None
     if failed is not None:
         run.outcome = "crashed"
-        run.history.add("crash", run.since_began(), start=current.index, returncode=returncode,
-                        stderr_tail=stderr_tail(failed.stderr_path, run.site))
+        run.history.add("crash", run.since_began(), start=current.index, returncode=returncode, pid=failed.process.pid,
+                        stderr_tail=stderr_tail(failed.stderr_path, run.site), workers=len(current.workers))
         return False
     run.crawl_done = crawl  # the crawl ended by itself; the next planned crawl, if any, starts afresh
     assert run.drift is not None
