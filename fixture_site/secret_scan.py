@@ -131,6 +131,28 @@ def scan_url(url: str, kept: set[str]) -> list[tuple[str, str, str]]:
     return found
 
 
+# The URLs a response's headers name: Location and Content-Location whole, each `<...>` of a Link, a Refresh's url=.
+_LINK_TARGET = re.compile(r"<([^>]*)>")
+_REFRESH_TARGET = re.compile(r"url\s*=\s*['\"]?([^'\"\s;]+)", re.IGNORECASE)
+
+
+def urls_in_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(header name, URL) for each URL a response header names, relative ones included; unparsable ones left out."""
+    found = []
+    for name, value in headers:
+        lower = name.lower()
+        targets = [value] if lower in ("location", "content-location") else \
+            _LINK_TARGET.findall(value) if lower == "link" else \
+            _REFRESH_TARGET.findall(value) if lower == "refresh" else []
+        for target in targets:
+            try:
+                urlsplit(target)
+            except ValueError:
+                continue
+            found.append((name, target))
+    return found
+
+
 def scan_body(headers: list[tuple[str, str]], body: bytes, kept: set[str]) -> list[tuple[str, str, str]]:
     text = body.decode("utf-8", errors="replace")
     found = [("request body", "an e-mail address", m.group(0)) for m in EMAIL.finditer(text)]
@@ -213,8 +235,8 @@ def scan_recording(path: str) -> list[Suspect]:
                     found += scan_body(headers, record.content_stream().read(), kept)
                 elif record.rec_type in ("response", "revisit"):
                     found = scan_headers("response", headers, kept)
-                    location = next((v for k, v in headers if k.lower() == "location"), "")
-                    found += [(f"Location {w}", what, v) for w, what, v in scan_url(location, kept)]
+                    for name, target in urls_in_headers(headers):
+                        found += [(f"{name} {w}", what, v) for w, what, v in scan_url(target, kept)]
                 else:
                     continue
                 shown = shown_url(url, [value for _, _, value in found])

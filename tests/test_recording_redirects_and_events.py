@@ -73,7 +73,9 @@ class RedirectingSite:
                     return self._redirect(f"http://{self.headers['Host']}/list/{query['page'][0]}?api_key={API_KEY}")
                 page = int(url.path.rsplit("/", 1)[-1])
                 items = [{"sku": f"sku-{page}-{n}", "price": f"{page}.{n}0"} for n in range(2)]
-                self._send(200, json.dumps({"items": items, "next": page + 1 if page + 1 < PAGES else None}).encode())
+                self._send(200, json.dumps({"items": items, "next": page + 1 if page + 1 < PAGES else None}).encode(),
+                           [("Link", f'</next?page={page + 1}&api_key={API_KEY}>; rel="next"'),  # relative URLs
+                            ("Refresh", f"300; url=/list/{page}?api_key={API_KEY}")])
 
             def _redirect(self, location: str) -> None:
                 self.send_response(302)
@@ -81,8 +83,10 @@ class RedirectingSite:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-            def _send(self, status: int, body: bytes) -> None:
+            def _send(self, status: int, body: bytes, headers: list[tuple[str, str]] = ()) -> None:
                 self.send_response(status)
+                for name, value in headers:
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -126,7 +130,9 @@ def test_a_redirects_location_is_masked_in_the_recording_and_still_replays(repla
     assert API_KEY.encode() not in warc and API_KEY.encode() not in reference
     assert f"Location: /list/0?api_key={PLACEHOLDER}".encode() in warc  # relative, its shape kept
     assert f"Location: http://redirects.test/list/1?api_key={PLACEHOLDER}".encode() in warc  # absolute
-    assert scan_recording(made.recording) == []  # the scan, which reads Location, finds nothing left
+    assert f'Link: </next?page=1&api_key={PLACEHOLDER}>; rel="next"'.encode() in warc  # relative, in other headers
+    assert f"Refresh: 300; url=/list/0?api_key={PLACEHOLDER}".encode() in warc
+    assert scan_recording(made.recording) == []  # the scan, which reads Location, Link and Refresh, finds nothing
     assert (made.records, made.exchanges) == (2 * PAGES, 2 * PAGES)
     # The replayed redirect names the masked URL; the scraper follows it and the replay answers it.
     with open(os.path.join(out, "killtest.json")) as src:
@@ -139,12 +145,16 @@ def test_a_response_headers_urls_are_masked_as_a_requests():
     mask = Redaction(unredacted=("session",))
     headers = [("Location", "/list/0?page=2&api_key=k1&session=keep"), ("Content-Location", "http://a.test/x?token=t"),
                ("Link", '<http://a.test/p?page=3&accessToken=t2>; rel="next"'), ("Content-Type", "text/html"),
-               ("Location-Hint", "/no/query"), ("Set-Cookie", "sid=9; Path=/")]
+               ("Location-Hint", "/no/query"), ("Set-Cookie", "sid=9; Path=/"),
+               ("Link", '</p?page=4&api_key=k3>; rel="next", </p?page=0>; rel="first"'),
+               ("Refresh", "0; url=/x?token=t3&page=1"), ("Cache-Control", "max-age=0")]
     assert mask.response_headers(headers) == [
         ("Location", f"/list/0?page=2&api_key={PLACEHOLDER}&session=keep"),
         ("Content-Location", f"http://a.test/x?token={PLACEHOLDER}"),
         ("Link", f'<http://a.test/p?page=3&accessToken={PLACEHOLDER}>; rel="next"'), ("Content-Type", "text/html"),
-        ("Location-Hint", "/no/query"), ("Set-Cookie", f"sid={PLACEHOLDER}; Path=/")]
+        ("Location-Hint", "/no/query"), ("Set-Cookie", f"sid={PLACEHOLDER}; Path=/"),
+        ("Link", f'</p?page=4&api_key={PLACEHOLDER}>; rel="next", </p?page=0>; rel="first"'),  # relative: by name
+        ("Refresh", f"0; url=/x?token={PLACEHOLDER}&page=1"), ("Cache-Control", "max-age=0")]
     assert mask.response_headers(mask.response_headers(headers)) == mask.response_headers(headers)
 
 
@@ -174,3 +184,18 @@ def test_a_url_that_does_not_parse_is_masked_as_text_not_dropped():
     assert redaction.url("http://[bad/x?api_key=K&page=2") == f"http://[bad/x?api_key={PLACEHOLDER}&page=2"
     assert redaction.response_headers([("Location", "http://[bad/x?api_key=K"), ("X-Debug", "see http://[x]/y")]) == [
         ("Location", f"http://[bad/x?api_key={PLACEHOLDER}"), ("X-Debug", "see http://[x]/y")]
+
+
+def test_the_scan_reads_every_url_a_response_header_names_relative_ones_included():
+    """What the scan of a recording checks beside Location: each `<...>` of a Link and a Refresh's url=; a
+    credential left in one is a suspect, as in a Location."""
+    from killtest.fixture_site.secret_scan import scan_url, urls_in_headers
+
+    headers = [("Link", '</p?api_key=k1>; rel="next", <http://a.test/q?page=2>; rel="last"'),
+               ("Refresh", "5; URL='/r?token=t2'"), ("Location", "/l?x=1"), ("Content-Type", "text/html"),
+               ("Link", "<http://[bad/x>; rel=next")]
+    named = urls_in_headers(headers)
+    assert named == [("Link", "/p?api_key=k1"), ("Link", "http://a.test/q?page=2"), ("Refresh", "/r?token=t2"),
+                     ("Location", "/l?x=1")]  # an unparsable URL is left out, not a traceback
+    found = [(name, where, value) for name, url in named for where, _, value in scan_url(url, set())]
+    assert found == [("Link", "URL parameter api_key", "k1"), ("Refresh", "URL parameter token", "t2")]
