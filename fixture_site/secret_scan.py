@@ -153,6 +153,23 @@ def urls_in_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return found
 
 
+# A query parameter of a URL in a page's text: after `?`, `&` or HTML's `&amp;`, up to what ends a URL in HTML or JSON.
+_QUERY_PARAM = re.compile(r"(?:[?&]|&amp;)([A-Za-z_][A-Za-z0-9_.-]*)=([^\s&'\"<>#\\]+)")
+
+
+def scan_response_body(headers: list[tuple[str, str]], body: bytes, kept: set[str]) -> list[tuple[str, str, str]]:
+    """A credential parameter in a URL a text answer names (a link, a 302's `Redirecting to /p?api_key=...`):
+    the recording keeps a body as the site sent it, so the scan says where to look. URLs' queries only: a
+    page's own words (`token=` in a script) are not read."""
+    kind = next((v for k, v in headers if k.lower() == "content-type"), "").lower()
+    if body and kind and not kind.startswith(("text/", "application/json", "application/xml", "application/xhtml")):
+        return []
+    text = body.decode("utf-8", errors="replace")
+    return [(f"response body parameter {name}", CREDENTIAL_PARAMETER, value.rstrip(ENDS))
+            for name, value in _QUERY_PARAM.findall(text)
+            if looks_like_credential(name) and name.lower() not in kept and value.rstrip(ENDS) != PLACEHOLDER]
+
+
 def scan_body(headers: list[tuple[str, str]], body: bytes, kept: set[str]) -> list[tuple[str, str, str]]:
     text = body.decode("utf-8", errors="replace")
     found = [("request body", "an e-mail address", m.group(0)) for m in EMAIL.finditer(text)]
@@ -237,6 +254,7 @@ def scan_recording(path: str) -> list[Suspect]:
                     found = scan_headers("response", headers, kept)
                     for name, target in urls_in_headers(headers):
                         found += [(f"{name} {w}", what, v) for w, what, v in scan_url(target, kept)]
+                    found += scan_response_body(headers, record.content_stream().read(), kept)
                 else:
                     continue
                 shown = shown_url(url, [value for _, _, value in found])

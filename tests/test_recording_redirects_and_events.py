@@ -199,3 +199,20 @@ def test_the_scan_reads_every_url_a_response_header_names_relative_ones_included
                      ("Location", "/l?x=1")]  # an unparsable URL is left out, not a traceback
     found = [(name, where, value) for name, url in named for where, _, value in scan_url(url, set())]
     assert found == [("Link", "URL parameter api_key", "k1"), ("Refresh", "URL parameter token", "t2")]
+
+
+def test_the_scan_names_a_credential_in_a_url_a_text_answers_body_names():
+    """A recording keeps a body as the site sent it: a 302's `Redirecting to /p?api_key=...` (Express, Werkzeug)
+    or a link with the key holds it there, and check-recording says so. Only URLs' queries are read: a script's
+    own `token=` is the page's words, and a picture's bytes are not text."""
+    from killtest.fixture_site.secret_scan import CREDENTIAL_PARAMETER, scan_response_body
+
+    body = (b'Found. Redirecting to /list/0?page=1&api_key=k1. <a href="/p?x=1&amp;token=t2#top">next</a>'
+            b" <script>var token=abc; fetch('/q?sort=price')</script>")
+    found = scan_response_body([("Content-Type", "text/html; charset=utf-8")], body, set())
+    assert found == [("response body parameter api_key", CREDENTIAL_PARAMETER, "k1"),
+                     ("response body parameter token", CREDENTIAL_PARAMETER, "t2")]
+    assert scan_response_body([("Content-Type", "text/html")], body, {"api_key", "token"}) == []  # kept by name
+    assert scan_response_body([("Content-Type", "image/png")], body, set()) == []
+    masked = body.replace(b"k1", PLACEHOLDER.encode()).replace(b"t2", PLACEHOLDER.encode())
+    assert scan_response_body([("Content-Type", "text/html")], masked, set()) == []
