@@ -2,8 +2,8 @@
 
 By default (issue 27; VCR.py's `filter_headers` / `filter_query_parameters` do the same for cassettes):
 - request headers Authorization, Proxy-Authorization and Cookie, and the response's Set-Cookie;
-- in a response's Location (a redirect) and Content-Location, and in any URL in its other headers (Link,
-  Refresh; relative ones by their `name=value` pairs), the query parameters masked in a request's URL;
+- in a response's Location (a redirect) and Content-Location, each target of a Link and a Refresh's url=
+  (relative or not), and any absolute URL in its other headers, the query parameters masked in a request's URL;
 - request headers whose name looks like a credential (X-Api-Key, X-Auth-Token, X-Session-Id), as
   parameters' names are read below;
 - query parameters whose name looks like a credential: one of its words (`api_key` is api + key,
@@ -40,7 +40,10 @@ URL_IN_TEXT = re.compile(r"https?://[^\s'\"<>]+")
 HEADER_IN_TEXT = re.compile(r"\b([A-Za-z][A-Za-z0-9-]*)(['\"]?\s*:\s*['\"]?)([^'\"\r\n]+)")
 SCHEME_IN_TEXT = re.compile(r"\b(Bearer|Basic)(\s+)([A-Za-z0-9._~+/=-]+)", re.IGNORECASE)
 ENDS = ".,;:!?)]}"  # what may close a sentence or a bracket after a URL or a value
-PARAM_IN_TEXT = re.compile(r"(?<![\w.-])([A-Za-z_][A-Za-z0-9_.-]*)=([^\s&'\";,=(<>?]+)")  # `url=/p?token=...`: 2
+PARAM_IN_TEXT = re.compile(r"(?<![\w.-])([A-Za-z_][A-Za-z0-9_.-]*)=([^\s&'\";,=(]+)")
+# The URLs, maybe relative, in a Link header (each `<...>`) and in a Refresh header (`url=...`).
+LINK_TARGET = re.compile(r"<([^>]*)>")
+REFRESH_TARGET = re.compile(r"(url\s*=\s*['\"]?)([^'\"\s;]+)", re.IGNORECASE)
 
 
 def words_of(name: str) -> list[str]:
@@ -136,15 +139,20 @@ class Redaction:
     def response_headers(self, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """Set-Cookie and the named headers masked; a redirect's Location (and Content-Location) through url(),
         relative or not, and every absolute URL in another header (a `Link: <...?api_key=...>; rel=next`) through
-        urls(), then each masked parameter's `name=value` left in it (a relative `Link: </p?api_key=...>`, a
-        `Refresh: 0; url=/p?token=...`). The replayed redirect then names the masked URL: the scraper follows it,
+        urls(); each target of a Link and a Refresh's url=, relative or not, through url() (`</p?api_key=...>`,
+        `0; url=/p?token=...`). The replayed redirect then names the masked URL: the scraper follows it,
         and the replay, which masks each request before matching it, answers it as the recorded one."""
         def masked(name: str, value: str) -> str:
             if self.header(name, response=True):
                 return masked_value(name, value)
-            if name.lower() in URL_HEADERS:
+            lower = name.lower()
+            if lower in URL_HEADERS:
                 return self.url(value)
-            return self._params_in_text(self.urls(value))  # a relative URL too: `</p?api_key=...>`, `url=/p?...`
+            if lower == "link":  # each target, relative or not: `</p?api_key=...>; rel=next`
+                return LINK_TARGET.sub(lambda m: f"<{self.url(m.group(1))}>", value)
+            if lower == "refresh":  # `0; url=/p?token=...`
+                return REFRESH_TARGET.sub(lambda m: m.group(1) + self.url(m.group(2)), value)
+            return self.urls(value)
 
         return [(k, masked(k, v)) for k, v in headers]
 

@@ -7,7 +7,9 @@ then the header, the URL or the body):
   than the placeholder, and a Set-Cookie that sets a value;
 - a bearer token (`Bearer <token>`) in any header or request body;
 - a long random-looking string in a request header or in a URL (a path segment or a parameter);
-- an e-mail address in a request body.
+- an e-mail address in a request body;
+- a credential-named parameter in a response's Location, in the query of a Link's or Refresh's URL, and in
+  the URL a redirect's body repeats (`Found. Redirecting to /p?api_key=...`: the recording keeps bodies).
 A suspect is shown by its first characters and its length, never in full: the scan's output goes to
 CI logs. So is the URL a line names: each suspect's value in it, and the value of every parameter
 whose name looks like a credential, is replaced by its hint (`?api_key=<live... 8 chars>&page=2`).
@@ -27,7 +29,16 @@ from collections import Counter
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
 
-from killtest.fixture_site.redaction import ENDS, FORM, PLACEHOLDER, REQUEST_HEADERS, URL_IN_TEXT, looks_like_credential
+from killtest.fixture_site.redaction import (
+    ENDS,
+    FORM,
+    LINK_TARGET,
+    PLACEHOLDER,
+    REFRESH_TARGET,
+    REQUEST_HEADERS,
+    URL_IN_TEXT,
+    looks_like_credential,
+)
 
 CREDENTIAL_PARAMETER = "a credential parameter, not masked"
 INFO_UNREDACTED = "killtest-unredacted"  # the warcinfo field naming the names kept verbatim
@@ -131,41 +142,33 @@ def scan_url(url: str, kept: set[str]) -> list[tuple[str, str, str]]:
     return found
 
 
-# The URLs a response's headers name: Location and Content-Location whole, each `<...>` of a Link, a Refresh's url=.
-_LINK_TARGET = re.compile(r"<([^>]*)>")
-_REFRESH_TARGET = re.compile(r"url\s*=\s*['\"]?([^'\"\s;]+)", re.IGNORECASE)
-
-
 def urls_in_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """(header name, URL) for each URL a response header names, relative ones included; unparsable ones left out."""
+    """(header name, URL) for each URL a response header names, relative ones included: Location whole (as
+    before), and of each `<...>` of a Link and a Refresh's url= the query alone (a Link's path is often a hashed
+    asset's name, `/assets/app-<64 hex>.css`, not a secret); unparsable ones left out."""
     found = []
     for name, value in headers:
         lower = name.lower()
-        targets = [value] if lower in ("location", "content-location") else \
-            _LINK_TARGET.findall(value) if lower == "link" else \
-            _REFRESH_TARGET.findall(value) if lower == "refresh" else []
+        targets = [value] if lower == "location" else LINK_TARGET.findall(value) if lower == "link" else \
+            [m.group(2) for m in REFRESH_TARGET.finditer(value)] if lower == "refresh" else []
         for target in targets:
             try:
-                urlsplit(target)
+                query = urlsplit(target).query
             except ValueError:
                 continue
-            found.append((name, target))
+            found.append((name, target if lower == "location" else "?" + query))
     return found
 
 
-# A query parameter of a URL in a page's text: after `?`, `&` or HTML's `&amp;`, up to what ends a URL in HTML or JSON.
-_QUERY_PARAM = re.compile(r"(?:[?&]|&amp;)([A-Za-z_][A-Za-z0-9_.-]*)=([^\s&'\"<>#\\]+)")
+# A redirect's words (`Found. Redirecting to /p?api_key=...`, as Express and Werkzeug write them): its query.
+_QUERY_PARAM = re.compile(r"[?&]([A-Za-z_][A-Za-z0-9_.-]*)=([^\s&'\"<>#]+)")
 
 
-def scan_response_body(headers: list[tuple[str, str]], body: bytes, kept: set[str]) -> list[tuple[str, str, str]]:
-    """A credential parameter in a URL a text answer names (a link, a 302's `Redirecting to /p?api_key=...`):
-    the recording keeps a body as the site sent it, so the scan says where to look. URLs' queries only: a
-    page's own words (`token=` in a script) are not read."""
-    kind = next((v for k, v in headers if k.lower() == "content-type"), "").lower()
-    if body and kind and not kind.startswith(("text/", "application/json", "application/xml", "application/xhtml")):
-        return []
+def scan_redirect_body(body: bytes, kept: set[str]) -> list[tuple[str, str, str]]:
+    """A credential parameter in the URL a redirect's body repeats: the recording keeps a body as the site sent
+    it, though its Location is masked. Redirects only: a page's links and scripts are the site's words."""
     text = body.decode("utf-8", errors="replace")
-    return [(f"response body parameter {name}", CREDENTIAL_PARAMETER, value.rstrip(ENDS))
+    return [(f"redirect body parameter {name}", CREDENTIAL_PARAMETER, value.rstrip(ENDS))
             for name, value in _QUERY_PARAM.findall(text)
             if looks_like_credential(name) and name.lower() not in kept and value.rstrip(ENDS) != PLACEHOLDER]
 
@@ -254,7 +257,8 @@ def scan_recording(path: str) -> list[Suspect]:
                     found = scan_headers("response", headers, kept)
                     for name, target in urls_in_headers(headers):
                         found += [(f"{name} {w}", what, v) for w, what, v in scan_url(target, kept)]
-                    found += scan_response_body(headers, record.content_stream().read(), kept)
+                    if str(record.http_headers.get_statuscode() if record.http_headers else "").startswith("3"):
+                        found += scan_redirect_body(record.content_stream().read(), kept)
                 else:
                     continue
                 shown = shown_url(url, [value for _, _, value in found])
