@@ -84,19 +84,26 @@ class Redaction:
         return {n.lower() for n in self.unredacted}
 
     def url(self, url: str) -> str:
-        """The URL with the value of every masked query parameter replaced; the others keep their order and text.
+        """The URL with the value of every masked query parameter replaced, and of every such `name=value` of
+        its fragment (an OAuth redirect's `#access_token=...`); the others keep their order and text.
         A URL that does not parse (`http://[bad/x?api_key=...`) gets its `name=value` pairs masked as text."""
         try:
             parts = urlsplit(url)
         except ValueError:
             return self._params_in_text(url)
-        if not parts.query:
-            return url
-        pairs = parse_qsl(parts.query, keep_blank_values=True)
-        if not any(self.param(k) for k, _ in pairs):
+        query, fragment = self._masked_pairs(parts.query), self._masked_pairs(parts.fragment)
+        if (query, fragment) == (parts.query, parts.fragment):
             return url  # untouched, byte for byte: no re-encoding of a query that holds nothing to mask
-        masked = urlencode([(k, PLACEHOLDER if self.param(k) else v) for k, v in pairs])
-        return urlunsplit((parts.scheme, parts.netloc, parts.path, masked, parts.fragment))
+        return urlunsplit((parts.scheme, parts.netloc, parts.path, query, fragment))
+
+    def _masked_pairs(self, text: str) -> str:
+        """`a=1&api_key=<p>` for a query or a fragment holding a masked name; the text itself otherwise."""
+        if "=" not in text:
+            return text
+        pairs = parse_qsl(text, keep_blank_values=True)
+        if not any(self.param(k) for k, _ in pairs):
+            return text
+        return urlencode([(k, PLACEHOLDER if self.param(k) else v) for k, v in pairs])
 
     def urls(self, text: str) -> str:
         """Text with every http(s) URL in it through url() (the punctuation that ends a sentence kept out):

@@ -136,6 +136,9 @@ def scan_url(url: str, kept: set[str]) -> list[tuple[str, str, str]]:
             found.append((f"URL parameter {name}", CREDENTIAL_PARAMETER, value))
         elif randoms := random_strings(value):
             found.append((f"URL parameter {name}", "a long random string" + _kept(name.lower(), kept), randoms[0]))
+    for name, value in parse_qsl(parts.fragment, keep_blank_values=True) if "=" in parts.fragment else []:
+        if looks_like_credential(name) and name.lower() not in kept and value and value != PLACEHOLDER:
+            found.append((f"URL fragment parameter {name}", CREDENTIAL_PARAMETER, value))  # `#access_token=...`
     for randoms in [random_strings(unquote(parts.path))]:
         if randoms:
             found.append(("URL path", "a long random string", randoms[0]))

@@ -216,3 +216,18 @@ def test_the_scan_names_a_credential_in_the_url_a_redirects_body_repeats():
     assert scan_redirect_body(body.replace(b"k1", PLACEHOLDER.encode()).replace(b"t2", PLACEHOLDER.encode()),
                               set()) == []
     assert Redaction().text("login failed: password=p?ss<w>0rd") == f"login failed: password={PLACEHOLDER}"
+
+
+def test_a_credential_in_a_urls_fragment_is_masked_and_scanned_as_a_querys():
+    """An OAuth redirect names its token in the fragment (`Location: .../cb#access_token=...`): masked by name as
+    a query's parameters are, and a suspect of the scan while it is not. A fragment that is not pairs stays."""
+    from killtest.fixture_site.secret_scan import scan_url
+
+    redaction = Redaction()
+    location = "https://app.test/cb?state=s1#access_token=tok-1&expires_in=3600"
+    assert redaction.url(location) == f"https://app.test/cb?state=s1#access_token={PLACEHOLDER}&expires_in=3600"
+    assert redaction.url(redaction.url(location)) == redaction.url(location)
+    assert redaction.url("/p?page=1#section-2") == "/p?page=1#section-2"
+    assert scan_url(location, set()) == [("URL fragment parameter access_token", "a credential parameter, not masked",
+                                          "tok-1")]
+    assert scan_url(redaction.url(location), set()) == []
