@@ -127,17 +127,22 @@ def scan_headers(side: str, headers: list[tuple[str, str]], kept: set[str]) -> l
     return found
 
 
+def _unmasked_credential(name: str, value: str, kept: set[str]) -> bool:
+    """A parameter whose name looks like a credential, not kept on purpose, holding a value other than the mask."""
+    return looks_like_credential(name) and name.lower() not in kept and bool(value) and value != PLACEHOLDER
+
+
 def scan_url(url: str, kept: set[str]) -> list[tuple[str, str, str]]:
     found = []
     parts = urlsplit(url)
     pairs = parse_qsl(parts.query, keep_blank_values=True)
     for name, value in pairs:
-        if looks_like_credential(name) and name.lower() not in kept and value and value != PLACEHOLDER:
+        if _unmasked_credential(name, value, kept):
             found.append((f"URL parameter {name}", CREDENTIAL_PARAMETER, value))
         elif randoms := random_strings(value):
             found.append((f"URL parameter {name}", "a long random string" + _kept(name.lower(), kept), randoms[0]))
     for name, value in parse_qsl(parts.fragment, keep_blank_values=True) if "=" in parts.fragment else []:
-        if looks_like_credential(name) and name.lower() not in kept and value and value != PLACEHOLDER:
+        if _unmasked_credential(name, value, kept):
             found.append((f"URL fragment parameter {name}", CREDENTIAL_PARAMETER, value))  # `#access_token=...`
     for randoms in [random_strings(unquote(parts.path))]:
         if randoms:
@@ -173,7 +178,7 @@ def scan_redirect_body(body: bytes, kept: set[str]) -> list[tuple[str, str, str]
     text = body.decode("utf-8", errors="replace")
     return [(f"redirect body parameter {name}", CREDENTIAL_PARAMETER, value.rstrip(ENDS))
             for name, value in _QUERY_PARAM.findall(text)
-            if looks_like_credential(name) and name.lower() not in kept and value.rstrip(ENDS) != PLACEHOLDER]
+            if _unmasked_credential(name, value.rstrip(ENDS), kept)]
 
 
 def scan_body(headers: list[tuple[str, str]], body: bytes, kept: set[str]) -> list[tuple[str, str, str]]:
@@ -183,9 +188,9 @@ def scan_body(headers: list[tuple[str, str]], body: bytes, kept: set[str]) -> li
               if m.group(1) != PLACEHOLDER]
     kind = next((v for k, v in headers if k.lower() == "content-type"), "")
     if kind.lower().startswith(FORM):
-        found += [(f"request body parameter {name}", "a credential parameter, not masked", value)
+        found += [(f"request body parameter {name}", CREDENTIAL_PARAMETER, value)
                   for name, value in parse_qsl(text, keep_blank_values=True)
-                  if looks_like_credential(name) and name.lower() not in kept and value and value != PLACEHOLDER]
+                  if _unmasked_credential(name, value, kept)]
     return found
 
 

@@ -16,8 +16,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -30,6 +28,7 @@ from killtest.fixture_site.secret_scan import scan_recording  # noqa: E402
 from killtest.harness.design.specfile import load_spec  # noqa: E402
 from killtest.harness.running.record_site import record_design  # noqa: E402
 from tests.test_recording_secrets import SPEC as CREDENTIALS_SPEC  # noqa: E402
+from tests.test_recording_secrets import LoopbackSite, QuietHandler  # noqa: E402
 
 API_KEY = "ak-Rd7Xq2Lm9Vb4Nz1Kc6Wp3Ty8Gh5Js0F"
 PAGES = 3
@@ -54,14 +53,13 @@ while page is not None:
 SPEC = CREDENTIALS_SPEC.replace('"creds"', '"redirects"').replace("creds.", "redirects.")
 
 
-class RedirectingSite:
+class RedirectingSite(LoopbackSite):
     """Every page behind a redirect that carries the api_key; 404 without the right key."""
 
-    def __init__(self) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:
-                pass
+    host = "redirects.test"
 
+    def __init__(self) -> None:
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 url = urlsplit(self.path)
                 query = parse_qs(url.query)
@@ -92,15 +90,7 @@ class RedirectingSite:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def resolve(self) -> list[str]:
-        return [f"redirects.test:80=127.0.0.1:{self.server.server_address[1]}"]
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(Handler)
 
 
 @pytest.fixture(scope="module")

@@ -76,17 +76,38 @@ start_url = "http://creds.test/"
 '''
 
 
-class CredentialSite:
+class QuietHandler(BaseHTTPRequestHandler):
+    def log_message(self, *args) -> None:  # no line on stderr per request
+        pass
+
+
+class LoopbackSite:
+    """A test site on a loopback port of its own, reached under `host` through the recording proxy's --resolve."""
+
+    host = ""
+
+    def serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def resolve(self) -> list[str]:
+        return [f"{self.host}:80=127.0.0.1:{self.server.server_address[1]}"]
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class CredentialSite(LoopbackSite):
     """The JSON API: `pages` pages of 3 items; 401 unless all three credentials come with the request."""
+
+    host = "creds.test"
 
     def __init__(self, pages: int = 3, prices: dict[str, str] | None = None) -> None:
         self.pages, self.prices = pages, prices or {}
         site = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 url = urlsplit(self.path)
                 query = parse_qs(url.query)
@@ -111,15 +132,7 @@ class CredentialSite:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def resolve(self) -> list[str]:
-        return [f"creds.test:80=127.0.0.1:{self.server.server_address[1]}"]
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(Handler)
 
 
 def _design_folder(folder) -> str:

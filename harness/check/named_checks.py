@@ -277,19 +277,23 @@ def compose(evidence: Evidence, checks: tuple[tuple[str, Check], ...] | None = N
         try:
             result = check(evidence)
         except Exception as error:  # any error of a check is the harness's, not the design's: unknown
-            result = CheckResult(Validity.UNKNOWN, {}, [(
-                Finding.CHECK_FAILED, f"check {name} failed: {type(error).__name__}: {error}")])
+            result = _failed(name, error)
         composed.results[name] = _held_to_its_promises(result, evidence.design)
     try:  # a start died on a page the recording lacks: check/stale_recording.py
         cut = cut_short(evidence.history, evidence.catalog) if "recording" in composed.results else None
         if cut is not None:
             composed.results = judged_without_the_cut(composed.results, cut)
     except Exception as error:  # the harness's error, as a check's: unknown
-        composed.results["recording"] = CheckResult(Validity.UNKNOWN, {}, [(
-            Finding.CHECK_FAILED, f"check stale_recording failed: {type(error).__name__}: {error}")])
+        composed.results["recording"] = _failed("stale_recording", error)
     composed.findings = [finding for result in composed.results.values() for finding in result.findings]
     composed.validity = Validity.merge(r.validity for r in composed.results.values())
     return composed
+
+
+def _failed(name: str, error: Exception) -> CheckResult:
+    """A check that raised: the harness's error, not the design's, so the run is unknown (Jepsen's check-safe)."""
+    said = f"check {name} failed: {type(error).__name__}: {error}"
+    return CheckResult(Validity.UNKNOWN, {}, [(Finding.CHECK_FAILED, said)])
 
 
 def _held_to_its_promises(result: CheckResult, design: DesignTraits) -> CheckResult:
