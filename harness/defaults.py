@@ -53,7 +53,7 @@ EXACT_PER_PAGE = 3
 EXACT_LEASE_S = 0.2
 EXACT_TIME_LIMIT_S = 60.0
 
-# --- `killtest fuzz` (harness/running/fuzzing.py): Hypothesis over mixed schedules on small catalogs.
+# --- `killtest fuzz` (harness/campaigns/fuzzing.py): Hypothesis over mixed schedules on small catalogs.
 # 60 schedules of about 0.5 s each: a search of a minute or two on two cores, which finds the zoo's
 # lost-record designs in its first dozen examples.
 FUZZ_EXAMPLES = 60

@@ -54,7 +54,7 @@ def crash_points(design: DesignLike, **options: Any) -> list[str]:
     """Every crash point `killtest explore` would try on `design` with these options (`listing_pages=`,
     `per_page=`, `lease=`, ...), as the text `explore(design, only=point)` takes."""
     from killtest.fixture_site.catalog import build_catalog
-    from killtest.harness.running.exploration import all_crash_points, refuse_power_cut
+    from killtest.harness.campaigns.exploration import all_crash_points, refuse_power_cut
     from killtest.harness.running.orchestrator import stage
     from killtest.harness.running.runner import RunSettings
 
@@ -70,8 +70,8 @@ def crash_points(design: DesignLike, **options: Any) -> list[str]:
 def fuzz_examples(design: DesignLike, *, examples: int | None = None, seed: int | None = None,
                   **options: Any) -> list[FuzzExample]:
     """The cases `killtest fuzz --examples N --seed S` would run on `design`, drawn but not run."""
-    from killtest.harness.running.exploration import refuse_power_cut
-    from killtest.harness.running.fuzzing import bench, draw_cases
+    from killtest.harness.campaigns.exploration import refuse_power_cut
+    from killtest.harness.campaigns.fuzzing import bench, draw_cases
     from killtest.harness.running.runner import RunSettings
 
     options.update(_given_only(examples=examples, seed=seed))
@@ -89,7 +89,7 @@ def fuzz_example(design: DesignLike, example: FuzzExample, *, out: str | os.Path
                  log: TextIO | None = None, **options: Any) -> Result:
     """Run one fuzzed case as `killtest fuzz` runs it, held to the design's promises (every idempotence
     promise with strict=True)."""
-    from killtest.harness.running.fuzzing import Case, bench
+    from killtest.harness.campaigns.fuzzing import Case, bench
     from killtest.harness.running.runner import RunSettings
 
     if not isinstance(example, FuzzExample):

@@ -24,8 +24,9 @@ MAY_IMPORT = {
     "servers": {"floor", "design"},
     "report": {"floor", "check", "design"},
     "running": {"floor", "design", "check", "faults", "report", "servers"},
-    "bench": {"floor", "design", "check", "faults", "report", "servers", "running"},
-    "cli": {"floor", "design", "check", "faults", "report", "servers", "running", "bench"},
+    "campaigns": {"floor", "design", "check", "faults", "report", "servers", "running"},
+    "bench": {"floor", "design", "check", "faults", "report", "servers", "running", "campaigns"},
+    "cli": {"floor", "design", "check", "faults", "report", "servers", "running", "campaigns", "bench"},
 }
 LONGEST_MODULE = 320  # lines; "a few hundred lines at most" (STYLE.md), with a little slack
 
@@ -66,7 +67,7 @@ def _imports(path: str) -> list[str]:
 def test_the_import_rule_sees_the_imports():
     """The rule above reads real imports: a renamed package must not make it pass by seeing none."""
     seen = Counter(_room_of_import(module) for _, path in _modules() for module in _imports(path))
-    assert seen["floor"] > 20 and seen["check"] > 10 and seen["running"] > 10, seen
+    assert seen["floor"] > 20 and seen["check"] > 10 and seen["running"] > 10 and seen["campaigns"] > 10, seen
 
 
 def test_no_module_imports_the_old_top_level_names():

@@ -33,9 +33,9 @@ import pytest
 import tomllib
 
 from killtest.harness import cgroups
+from killtest.harness.campaigns.case_envs import ensure_env
 from killtest.harness.design.model import PROJECT_ROOT
 from killtest.harness.errors import KilltestError
-from killtest.harness.running.case_envs import ensure_env
 
 CASES = os.path.join(PROJECT_ROOT, "scrapers", "cases")
 CASE = os.path.join(CASES, "puppeteer-shop")

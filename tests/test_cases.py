@@ -18,12 +18,12 @@ import time
 
 import pytest
 
+from killtest.harness.campaigns.case_envs import ensure_env, env_hash
+from killtest.harness.campaigns.case_installed import installed
 from killtest.harness.check.findings import FINDINGS
 from killtest.harness.design.case_spec import CASES_FOLDER, load_case, load_cases
 from killtest.harness.errors import KilltestError
 from killtest.harness.report.case_table import ANALYSES_PAGE, RESULTS, analyses_page, cases_markdown, read_results
-from killtest.harness.running.case_envs import ensure_env, env_hash
-from killtest.harness.running.case_installed import installed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KILLTEST = [sys.executable, "-m", "killtest"]
@@ -157,7 +157,7 @@ def test_a_failed_install_leaves_no_env_and_says_why_in_one_line(tmp_path):
 
 def test_an_install_killed_midway_is_never_taken_for_an_env_and_is_cleared_by_the_next(tmp_path):
     pins = ("six==1.16.0",)
-    code = ("import sys; from killtest.harness.running.case_envs import ensure_env;"
+    code = ("import sys; from killtest.harness.campaigns.case_envs import ensure_env;"
             f" ensure_env('python', {pins!r}, root={str(tmp_path)!r})")
     builder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60

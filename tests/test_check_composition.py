@@ -76,7 +76,7 @@ def test_a_run_whose_check_crashed_is_reported_unknown_with_its_error(monkeypatc
 
 def test_a_crashed_check_is_a_broken_point_for_explore_not_a_run_that_proved_nothing(monkeypatch):
     """Only 'no kill landed' excuses an unknown verdict; a check that could not judge is never a pass."""
-    from killtest.harness.running.exploration import broken_promises
+    from killtest.harness.campaigns.exploration import broken_promises
 
     monkeypatch.setattr(named_checks, "CHECKS", CHECKS + (("boom", raises),))
     v = check(IDEMPOTENT, history(KILLED_TWICE, extra_requests=["/product/2"], reports_leases=True), truth())

@@ -1,7 +1,7 @@
 """Hypothesis fuzzes kill schedules of every kind; a failure shrinks to the smallest exact schedule.
 
-The properties run through `killtest fuzz`'s own code: the strategies of harness/running/fuzz_schedules.py
-and the search and shrink of harness/running/fuzzing.py, on the same bench (store servers, launcher,
+The properties run through `killtest fuzz`'s own code: the strategies of harness/campaigns/fuzz_schedules.py
+and the search and shrink of harness/campaigns/fuzzing.py, on the same bench (store servers, launcher,
 a site per catalog)."""
 
 import contextlib
@@ -12,12 +12,12 @@ from hypothesis import settings
 
 from killtest.fixture_site.catalog import build_catalog
 from killtest.fixture_site.server import SiteServer
+from killtest.harness.campaigns.exploration import commit_path_lines, explore
+from killtest.harness.campaigns.fuzzing import bench, search, shrink
 from killtest.harness.check.checker import check_run
 from killtest.harness.design.registry import design_named
 from killtest.harness.faults.points.line import AtLine, anchor_for
 from killtest.harness.faults.schedule import parse_schedule
-from killtest.harness.running.exploration import commit_path_lines, explore
-from killtest.harness.running.fuzzing import bench, search, shrink
 from killtest.harness.running.orchestrator import Stage
 from killtest.harness.running.prefork import Zygote
 from killtest.harness.running.runner import RunSettings, run_kill_test

@@ -1,4 +1,4 @@
-"""The fuzz failure database (harness/running/fuzz_database.py): failures kept per design fingerprint and
+"""The fuzz failure database (harness/campaigns/fuzz_database.py): failures kept per design fingerprint and
 replayed first, as Hypothesis' example database keeps and replays failing examples.
 
 Real fuzzes through the installed command (a subprocess, its exit status and output), real runs of the
@@ -13,10 +13,10 @@ import sys
 
 import pytest
 
+from killtest.harness.campaigns.fuzz_database import FailureDatabase, fingerprint
+from killtest.harness.campaigns.fuzzing import Case, Trial
 from killtest.harness.design.model import PROJECT_ROOT
 from killtest.harness.design.registry import design_named
-from killtest.harness.running.fuzz_database import FailureDatabase, fingerprint
-from killtest.harness.running.fuzzing import Case, Trial
 
 needs_strace = pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
 
@@ -104,8 +104,8 @@ def test_the_fingerprint_follows_the_spec_and_the_program_not_the_folder(tmp_pat
 _SAVE_SOME = """
 import sys
 from killtest.harness.design.registry import design_named
-from killtest.harness.running.fuzz_database import FailureDatabase
-from killtest.harness.running.fuzzing import Case, Trial
+from killtest.harness.campaigns.fuzz_database import FailureDatabase
+from killtest.harness.campaigns.fuzzing import Case, Trial
 root, worker = sys.argv[1], int(sys.argv[2])
 database = FailureDatabase(root, design_named("zoo-done-before-record"))
 for n in range(20):

@@ -22,11 +22,11 @@ pytest.importorskip("warcio", reason="pip install -e '.[record]'")
 from killtest import fuzz_example, fuzz_examples  # noqa: E402
 from killtest.fixture_site.catalog import build_catalog  # noqa: E402
 from killtest.fixture_site.server import SiteServer  # noqa: E402
+from killtest.harness.campaigns.fuzzing import Case, _smaller  # noqa: E402
+from killtest.harness.campaigns.record_site import record_design  # noqa: E402
 from killtest.harness.design.model import PROJECT_ROOT  # noqa: E402
 from killtest.harness.design.specfile import load_spec  # noqa: E402
 from killtest.harness.errors import KilltestError  # noqa: E402
-from killtest.harness.running.fuzzing import Case, _smaller  # noqa: E402
-from killtest.harness.running.record_site import record_design  # noqa: E402
 from killtest.spread import FuzzExample  # noqa: E402
 
 ZOO_POINT = "l:scrapers/zoo/done_before_record.py:complete+3:2"  # between its two commits: a record is lost

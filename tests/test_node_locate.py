@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from killtest.harness.running.locate import NO_JS_FRAME, innermost_js
+from killtest.harness.campaigns.locate import NO_JS_FRAME, innermost_js
 
 FIXTURE = os.path.realpath(os.path.join(os.path.dirname(__file__), "scraper_fixtures", "node_writer.cjs"))
 SAVE_RECORD_LINE = next(n for n, line in enumerate(open(FIXTURE, encoding="utf-8"), 1)

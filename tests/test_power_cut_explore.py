@@ -23,10 +23,10 @@ import pytest
 
 import killtest
 from killtest import crash_points, fuzz_examples
+from killtest.harness.campaigns.fuzzing import _lower, _renumbered
 from killtest.harness.design.model import PROJECT_ROOT
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults import power_loss
-from killtest.harness.running.fuzzing import _lower, _renumbered
 
 REASON = power_loss.unavailable_reason() or (None if shutil.which("strace") else "strace is not installed")
 if REASON is not None and os.environ.get("KILLTEST_REQUIRE_SERVERS") == "1":

@@ -1,6 +1,6 @@
 """Bring your own site: record a site once through mitmproxy, replay it as the fixture, kill-test the scraper.
 
-No internet: the site is killtest.fixture_site.second_site's bookshop on loopback ports, reached as
+No internet: the site is killtest.fixture_site.recordings.second_site's bookshop on loopback ports, reached as
 books.test through the recording proxy's --resolve; the scraper is an unchanged Scrapy spider
 (examples/recorded-site/).
 """
@@ -22,23 +22,23 @@ pytest.importorskip("scrapy", reason="pip install -e '.[peers]'")
 import requests  # noqa: E402
 from warcio.warcwriter import WARCWriter  # noqa: E402
 
-from killtest.fixture_site.recorded_site import (  # noqa: E402
+from killtest.fixture_site.recordings.recorded_site import (  # noqa: E402
     load_recorded_site,
     match_key,
     write_exchange,
     write_reference,
 )
-from killtest.fixture_site.replay import UNRECORDED, ReplaySite  # noqa: E402
-from killtest.fixture_site.second_site import BookshopServer  # noqa: E402
+from killtest.fixture_site.recordings.replay import UNRECORDED, ReplaySite  # noqa: E402
+from killtest.fixture_site.recordings.second_site import BookshopServer  # noqa: E402
 from killtest.fixture_site.toxics import parse_toxics  # noqa: E402
 from killtest.harness import lifeline  # noqa: E402
+from killtest.harness.campaigns.record_site import _refuse_disagreement, record_design  # noqa: E402
 from killtest.harness.check.findings import Finding  # noqa: E402
 from killtest.harness.check.named_checks import Evidence, recording  # noqa: E402
 from killtest.harness.design.site_spec import one_site  # noqa: E402
 from killtest.harness.design.specfile import load_spec  # noqa: E402
 from killtest.harness.errors import KilltestError  # noqa: E402
 from killtest.harness.history import History  # noqa: E402
-from killtest.harness.running.record_site import _refuse_disagreement, record_design  # noqa: E402
 
 EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "recorded-site")
 

@@ -23,10 +23,10 @@ import pytest
 pytest.importorskip("mitmproxy", reason="pip install -e '.[record]'")
 pytest.importorskip("warcio", reason="pip install -e '.[record]'")
 
-from killtest.fixture_site.redaction import PLACEHOLDER, Redaction  # noqa: E402
-from killtest.fixture_site.secret_scan import scan_recording  # noqa: E402
+from killtest.fixture_site.recordings.redaction import PLACEHOLDER, Redaction  # noqa: E402
+from killtest.fixture_site.recordings.secret_scan import scan_recording  # noqa: E402
+from killtest.harness.campaigns.record_site import record_design  # noqa: E402
 from killtest.harness.design.specfile import load_spec  # noqa: E402
-from killtest.harness.running.record_site import record_design  # noqa: E402
 from tests.test_recording_secrets import SPEC as CREDENTIALS_SPEC  # noqa: E402
 from tests.test_recording_secrets import LoopbackSite, QuietHandler  # noqa: E402
 
@@ -168,7 +168,7 @@ def test_a_scrapers_events_have_their_urls_masked_in_the_history_and_reports(rep
 def test_a_url_that_does_not_parse_is_masked_as_text_not_dropped():
     """urlsplit raises on a bracketed host left open: in the recorder's response hook that lost the exchange from
     the WARC, in a scraper's events a traceback. Its name=value pairs are masked as text instead."""
-    from killtest.fixture_site.redaction import PLACEHOLDER, Redaction
+    from killtest.fixture_site.recordings.redaction import PLACEHOLDER, Redaction
 
     redaction = Redaction()
     assert redaction.url("http://[bad/x?api_key=K&page=2") == f"http://[bad/x?api_key={PLACEHOLDER}&page=2"
@@ -179,7 +179,7 @@ def test_a_url_that_does_not_parse_is_masked_as_text_not_dropped():
 def test_the_scan_reads_every_url_a_response_header_names_relative_ones_included():
     """What the scan of a recording checks beside Location: each `<...>` of a Link and a Refresh's url=; a
     credential left in one is a suspect, as in a Location."""
-    from killtest.fixture_site.secret_scan import scan_url, urls_in_headers
+    from killtest.fixture_site.recordings.secret_scan import scan_url, urls_in_headers
 
     headers = [("Link", '</p?api_key=k1>; rel="next", <http://a.test/q?page=2>; rel="last"'),
                ("Refresh", "5; URL='/r?token=t2'"), ("Location", "/l?x=1"), ("Content-Type", "text/html"),
@@ -197,7 +197,7 @@ def test_the_scan_names_a_credential_in_the_url_a_redirects_body_repeats():
     """A recording keeps a body as the site sent it: a 302's `Redirecting to /p?api_key=...` (Express, Werkzeug)
     holds the key though its Location is masked, and check-recording says so. Redirects' bodies only (a page's
     links and scripts are the site's words), and a credential in a scraper's error is masked whole."""
-    from killtest.fixture_site.secret_scan import CREDENTIAL_PARAMETER, scan_redirect_body
+    from killtest.fixture_site.recordings.secret_scan import CREDENTIAL_PARAMETER, scan_redirect_body
 
     body = b"Found. Redirecting to /list/0?page=1&api_key=k1. See /p?x=1&token=t2#top"
     assert scan_redirect_body(body, set()) == [("redirect body parameter api_key", CREDENTIAL_PARAMETER, "k1"),
@@ -211,7 +211,7 @@ def test_the_scan_names_a_credential_in_the_url_a_redirects_body_repeats():
 def test_a_credential_in_a_urls_fragment_is_masked_and_scanned_as_a_querys():
     """An OAuth redirect names its token in the fragment (`Location: .../cb#access_token=...`): masked by name as
     a query's parameters are, and a suspect of the scan while it is not. A fragment that is not pairs stays."""
-    from killtest.fixture_site.secret_scan import scan_url
+    from killtest.fixture_site.recordings.secret_scan import scan_url
 
     redaction = Redaction()
     location = "https://app.test/cb?state=s1#access_token=tok-1&expires_in=3600"

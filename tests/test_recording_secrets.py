@@ -27,12 +27,12 @@ pytest.importorskip("warcio", reason="pip install -e '.[record]'")
 from warcio.archiveiterator import ArchiveIterator  # noqa: E402
 from warcio.warcwriter import WARCWriter  # noqa: E402
 
-from killtest.fixture_site.recorded_site import write_exchange, write_reference  # noqa: E402
-from killtest.fixture_site.redaction import PLACEHOLDER, Redaction  # noqa: E402
-from killtest.fixture_site.secret_scan import scan_recording, scan_reference  # noqa: E402
+from killtest.fixture_site.recordings.recorded_site import write_exchange, write_reference  # noqa: E402
+from killtest.fixture_site.recordings.redaction import PLACEHOLDER, Redaction  # noqa: E402
+from killtest.fixture_site.recordings.secret_scan import scan_recording, scan_reference  # noqa: E402
+from killtest.harness.campaigns.record_site import record_design  # noqa: E402
 from killtest.harness.design.specfile import load_spec  # noqa: E402
 from killtest.harness.errors import KilltestError  # noqa: E402
-from killtest.harness.running.record_site import record_design  # noqa: E402
 
 TOKEN = "sk-live-Q7f3KpX9wM2zR8vT4nB6yJ1cD5hL0gA"
 SESSION = "sess-8Hq2Lz5Wn0Rt3Yx6Vb9Kc4Mf7Pd1Sg"
@@ -205,7 +205,7 @@ def test_identical_payloads_are_stored_once_and_replayed_from_the_first(recorded
         types = [record.rec_type for record in ArchiveIterator(src)]
     assert types.count("revisit") == 2 and types.count("response") == 4  # the logo is stored once of three
     assert made.warc_bytes < 2 * len(ASSET)  # three copies would not fit: the asset does not compress
-    from killtest.fixture_site.recorded_site import read_exchanges
+    from killtest.fixture_site.recordings.recorded_site import read_exchanges
 
     logos = [e for k, e in read_exchanges(made.recording).items() if "/static/logo.png" in k]
     assert len(logos) == 3 and all(e.body == ASSET and e.status == 200 for e in logos)
@@ -608,7 +608,7 @@ while page is not None:''')
 def test_with_several_workers_only_the_dead_workers_own_last_request_cuts_the_crawl_short(recorded):
     """A start ends when all its workers have: the start's last request may be a live worker's. The cut
     reads the dead process's own requests (by pid), and cuts nothing when the site could not tell whose."""
-    from killtest.fixture_site.recorded_site import load_recorded_site
+    from killtest.fixture_site.recordings.recorded_site import load_recorded_site
     from killtest.harness.check.stale_recording import cut_short
     from killtest.harness.history import History
     spec, made = recorded

@@ -11,6 +11,7 @@ import pytest
 
 from killtest.fixture_site.catalog import build_catalog
 from killtest.fixture_site.server import SiteServer
+from killtest.harness.campaigns.exploration import explore_design
 from killtest.harness.check.checker import check_run
 from killtest.harness.design.registry import design_named
 from killtest.harness.errors import KilltestError
@@ -18,7 +19,6 @@ from killtest.harness.faults.points import parse_point
 from killtest.harness.faults.points.store_write import AtStoreWrite
 from killtest.harness.faults.schedule import parse_schedule
 from killtest.harness.faults.store_writes import parse_recording
-from killtest.harness.running.exploration import explore_design
 from killtest.harness.running.orchestrator import Stage
 from killtest.harness.running.runner import RunSettings, run_kill_test
 from killtest.harness.running.write_plans import resolve_schedule, store_write_points

@@ -19,10 +19,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from killtest.harness.campaigns.locate import innermost, py_spy
 from killtest.harness.check.distinct import Broken, group_failures, header, point_ranges
 from killtest.harness.faults.store_writes import parse_recording
 from killtest.harness.report.triage import failure_lines, trial_failures
-from killtest.harness.running.locate import innermost, py_spy
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 LINE = "l:scrapers/zoo/done_before_record.py:complete+3:2"
@@ -125,7 +125,7 @@ def test_a_fuzz_failure_is_shown_by_its_smallest_case_first():
 
 
 def test_fuzzed_schedules_group_by_where_their_kills_landed_not_by_their_text():
-    from killtest.harness.running.fuzzing import Case, Trial
+    from killtest.harness.campaigns.fuzzing import Case, Trial
 
     def failed(schedule: str, place: str, pages: int = 2) -> Trial:
         return Trial(Case(pages, 3, schedule), ["lost 1 of 6 records (broke no_lost_records)"], True,

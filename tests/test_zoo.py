@@ -2,9 +2,9 @@
 
 import pytest
 
+from killtest.harness.campaigns.zoo_runs import run_zoo
 from killtest.harness.check.findings import FINDINGS
 from killtest.harness.faults.zoo_scenarios import zoo_entries
-from killtest.harness.running.zoo_runs import run_zoo
 
 ENTRIES = zoo_entries()
 

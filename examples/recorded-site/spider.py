@@ -1,4 +1,4 @@
-"""A plain Scrapy spider for the bookshop at books.test (killtest.fixture_site.second_site), as its author wrote it.
+"""A plain Scrapy spider for the bookshop at books.test (fixture_site/recordings/second_site.py), as written.
 
 It knows nothing of killtest: it starts at the URL it is given, obeys robots.txt, follows the
 catalogue's query-string pages and its relative and absolute book links, and yields one item per

@@ -28,12 +28,12 @@ from typing import Any
 from killtest.fixture_site.catalog import build_catalog
 from killtest.fixture_site.server import SiteServer
 from killtest.harness import defaults
+from killtest.harness.campaigns.exploration import all_crash_points, explore_design
 from killtest.harness.design.model import Launch
 from killtest.harness.design.registry import design_named
 from killtest.harness.faults.points.store_write import GATE
 from killtest.harness.faults.store_writes import recording_prefix
 from killtest.harness.files import write_atomically
-from killtest.harness.running.exploration import all_crash_points, explore_design
 from killtest.harness.running.orchestrator import stage
 from killtest.harness.running.runner import RunSettings
 

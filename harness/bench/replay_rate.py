@@ -22,10 +22,10 @@ from killtest.fixture_site.catalog import build_catalog
 from killtest.fixture_site.server import SiteServer
 from killtest.harness import lifeline
 from killtest.harness.bench.site_rate import measure
+from killtest.harness.campaigns.record_site import record_design
 from killtest.harness.design.model import PROJECT_ROOT
 from killtest.harness.design.site_spec import site_of
 from killtest.harness.design.specfile import load_spec
-from killtest.harness.running.record_site import record_design
 from killtest.harness.running.recorded import load_site, replaying
 
 HOST = "shop.test"

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from killtest.fixture_site.catalog import Catalog
-from killtest.fixture_site.recorded_site import RecordedSite
+from killtest.fixture_site.recordings.recorded_site import RecordedSite
 from killtest.harness.check.categories import EXAMPLES, RecordSets, fetched_again_after_commit, required_event
 from killtest.harness.check.complaint import complaint
 from killtest.harness.check.findings import Finding

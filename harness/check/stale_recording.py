@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from killtest.fixture_site.catalog import Catalog
-from killtest.fixture_site.recorded_site import RecordedSite
+from killtest.fixture_site.recordings.recorded_site import RecordedSite
 from killtest.harness.check.complaint import complaint
 from killtest.harness.check.findings import Finding
 from killtest.harness.check.verdict import CheckResult, Validity

@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 
+from killtest.harness.campaigns.case_plan import ReleaseOutcome, check_requirements, run_cases
 from killtest.harness.check.findings import FINDINGS
 from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
 from killtest.harness.cli.shared import command_line
 from killtest.harness.design.case_spec import load_cases
 from killtest.harness.errors import KilltestError
 from killtest.harness.report.case_table import merged, read_results, verdict_text, write_results
-from killtest.harness.running.case_plan import ReleaseOutcome, check_requirements, run_cases
 from killtest.harness.running.progress import Progress
 
 

@@ -1,6 +1,6 @@
 """`killtest check-recording FILE`: scan a recording for likely secrets before it is committed (issue 27).
 
-One line per suspect, saying where it is (killtest.fixture_site.secret_scan), in the WARC and in the
+One line per suspect, saying where it is (killtest.fixture_site.recordings.secret_scan), in the WARC and in the
 reference records beside it (`x.reference.json`); exit 1 when there is any, so CI can run it on the
 recordings a repository holds. `killtest record` runs the same scan on the WARC it has just written.
 With --out, the suspects are also written as JSON (check-recording.json), each shown as its line
@@ -14,8 +14,8 @@ import dataclasses
 import json
 import os
 
-from killtest.fixture_site.recorded_site import reference_path
-from killtest.fixture_site.secret_scan import Suspect, scan_recording, scan_reference, unredacted_names
+from killtest.fixture_site.recordings.recorded_site import reference_path
+from killtest.fixture_site.recordings.secret_scan import Suspect, scan_recording, scan_reference, unredacted_names
 from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
 from killtest.harness.cli.shared import command_line
 from killtest.harness.errors import KilltestError

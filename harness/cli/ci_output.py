@@ -95,7 +95,7 @@ def fuzz_cases(result, replay: str | None, replay_of: Callable[[Broken], str],
                failures: list[Failure] | None = None) -> list[Case]:
     """The shrunk failure first, with its replay line; then a failing case per distinct failure (as explore's:
     report/triage.trial_failures), naming the schedules it covers and the replay line of its smallest; a case
-    per schedule that kept every promise (running/fuzzing.FuzzResult)."""
+    per schedule that kept every promise (campaigns/fuzzing.FuzzResult)."""
     suite = f"killtest.fuzz.{result.design}"
     cases = []
     if result.shrunk is not None:
@@ -115,7 +115,7 @@ def fuzz_cases(result, replay: str | None, replay_of: Callable[[Broken], str],
 
 
 def zoo_cases(outcomes: Iterable) -> list[Case]:
-    """A case per zoo design (running/zoo_runs.ZooOutcome): passed when its mistake is flagged and the
+    """A case per zoo design (campaigns/zoo_runs.ZooOutcome): passed when its mistake is flagged and the
     control is clean."""
     cases = []
     for o in outcomes:

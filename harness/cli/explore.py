@@ -9,6 +9,8 @@ import os
 import shlex
 
 from killtest.fixture_site.catalog import build_catalog
+from killtest.harness.campaigns.exploration import Exploration, explore_design, refuse_power_cut
+from killtest.harness.campaigns.parallel import default_jobs
 from killtest.harness.cli.ci_output import point_cases, publish
 from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
 from killtest.harness.cli.plans_from_args import typed_command
@@ -29,8 +31,6 @@ from killtest.harness.report.triage import (
     waived_line,
 )
 from killtest.harness.report.triage_page import exploration_page
-from killtest.harness.running.exploration import Exploration, explore_design, refuse_power_cut
-from killtest.harness.running.parallel import default_jobs
 from killtest.harness.running.progress import Progress
 from killtest.harness.running.runner import RunSettings
 

@@ -8,6 +8,8 @@ import os
 import time
 from typing import TYPE_CHECKING
 
+from killtest.harness.campaigns.exploration import refuse_power_cut
+from killtest.harness.campaigns.parallel import default_jobs
 from killtest.harness.cli.ci_output import fuzz_cases, publish
 from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
 from killtest.harness.cli.explore import add_short_flag, replay_line
@@ -19,13 +21,11 @@ from killtest.harness.errors import KilltestError
 from killtest.harness.files import write_atomically
 from killtest.harness.report.triage import failure_lines, failures_json, failures_markdown, trial_failures
 from killtest.harness.report.triage_page import failure_view, triage_page
-from killtest.harness.running.exploration import refuse_power_cut
-from killtest.harness.running.parallel import default_jobs
 from killtest.harness.running.progress import Progress
 from killtest.harness.running.runner import RunSettings
 
 if TYPE_CHECKING:  # Hypothesis is imported only when fuzz runs
-    from killtest.harness.running.fuzzing import FuzzResult
+    from killtest.harness.campaigns.fuzzing import FuzzResult
 
 
 class FuzzCommand(Command):
@@ -63,8 +63,8 @@ def fuzz_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Design
     smallest failing schedule (None: none failed) and the base path of the result files it wrote
     (killtest.api.fuzz calls it too)."""
     try:
-        from killtest.harness.running import fuzz_database as db  # Hypothesis, imported only by this command
-        from killtest.harness.running.fuzz_plan import fuzz_design
+        from killtest.harness.campaigns import fuzz_database as db  # Hypothesis, imported only by this command
+        from killtest.harness.campaigns.fuzz_plan import fuzz_design
     except ImportError as error:
         raise KilltestError(f"killtest fuzz needs Hypothesis ({error.name} is not installed):"
                             " pip install 'hypothesis>=6.80'") from None
@@ -76,7 +76,7 @@ def fuzz_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Design
     # By the spec's promises; --strict: every idempotence promise, as fuzz always judged (replay lines say so).
     judged = design.strict() if args.strict else design
     # The failures saved by earlier fuzzes of this very design run first; one that still fails is the
-    # verdict, without a search (harness/running/fuzz_database.py).
+    # verdict, without a search (harness/campaigns/fuzz_database.py).
     began = time.monotonic()
     database = db.FailureDatabase(args.database or os.path.join(args.out, "fuzz-database"), judged)
     replayed = db.replay_first(database, judged, settings, prefork=not args.no_prefork, work_dir=args.work_dir,

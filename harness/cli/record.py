@@ -2,7 +2,7 @@
 
 The spec's [site] table names the WARC file and the start URL (harness/design/site_spec.py); the
 reference records land beside the WARC. Then `killtest run --design SPEC` kill-tests the design,
-unchanged, against the replay (harness/running/record_site.py says how). The new WARC is then
+unchanged, against the replay (harness/campaigns/record_site.py says how). The new WARC is then
 scanned for likely secrets (check_recording.py): exit 1 when it holds any. With --out, what was made
 is also written as record.json and record.md: sizes and counts, what changed, the scan's suspects.
 """
@@ -13,12 +13,12 @@ import argparse
 import dataclasses
 import os
 
+from killtest.harness.campaigns.record_site import Recorded, record_design
 from killtest.harness.cli.check_recording import report_suspects, suspects_json, write_report
 from killtest.harness.cli.command import Command
 from killtest.harness.cli.shared import command_line, designs_named
 from killtest.harness.files import write_atomically
 from killtest.harness.running.progress import Progress
-from killtest.harness.running.record_site import Recorded, record_design
 
 
 class RecordCommand(Command):

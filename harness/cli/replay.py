@@ -29,7 +29,7 @@ class ReplayCommand(Command):
 
     def run(self, args: argparse.Namespace, progress: Progress) -> int:
         designs = designs_named(args.design)
-        if args.strict:  # as explore and fuzz judged them (harness/running/exploration.py)
+        if args.strict:  # as explore and fuzz judged them (harness/campaigns/exploration.py)
             designs = [design.strict() for design in designs]
         # A bad spec is refused before anything starts; `l:complete+3:2` is in the one design's file.
         schedule = parse_schedule(args.schedule, designs[0] if len(designs) == 1 else None)

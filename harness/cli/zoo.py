@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 
+from killtest.harness.campaigns.zoo_runs import run_zoo
 from killtest.harness.cli.ci_output import publish, zoo_cases
 from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
 from killtest.harness.cli.shared import command_line, prepare_dirs
@@ -13,7 +14,6 @@ from killtest.harness.faults.zoo_scenarios import selected, zoo_entries
 from killtest.harness.files import write_atomically
 from killtest.harness.report.zoo_table import zoo_markdown
 from killtest.harness.running.progress import Progress
-from killtest.harness.running.zoo_runs import run_zoo
 
 
 class ZooCommand(Command):

@@ -10,7 +10,7 @@
 
 The table is read from the spec file itself, so a Design needs no field for it: `site_of(design)`
 answers for any design loaded from a spec (None for the shop). The reference records live beside
-the recording (killtest.fixture_site.recorded_site.reference_path).
+the recording (killtest.fixture_site.recordings.recorded_site.reference_path).
 """
 
 from __future__ import annotations

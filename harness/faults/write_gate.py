@@ -102,7 +102,7 @@ def kill_start(tracer: int = 0) -> None:
 
 
 def locate(tid: int) -> None:
-    """With KILLTEST_LOCATE_TO set (harness/running/locate.py), dump the held process's Python stack there
+    """With KILLTEST_LOCATE_TO set (harness/campaigns/locate.py), dump the held process's Python stack there
     before the kill: `py-spy dump --nonblocking` reads its memory without attaching (strace already traces it,
     and a tracee cannot have two tracers), while the thread waits in strace's delay, at the very write.
     With KILLTEST_LOCATE_NODE too, node_stack.py reads the JavaScript frames, and deletes the start's maps."""

@@ -4,7 +4,7 @@ Each zoo design's spec (scrapers/zoo/*.toml) carries a [zoo] table: the mistake,
 checker must report, and the scenario that exposes it (a kill schedule, and where needed a lease,
 a slow page or a re-crawl). The keys a [zoo] table may hold are killtest.harness.options.ZOO_KEYS, so each
 scenario key is an option of `killtest replay`, and a scenario's replay line is made by the same
-table (killtest.harness.options.replay_words). running/zoo_runs.py runs them;
+table (killtest.harness.options.replay_words). campaigns/zoo_runs.py runs them;
 report/zoo_table.py shows them.
 """
 

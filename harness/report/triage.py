@@ -2,7 +2,7 @@
 terminal, Markdown, JSON and JUnit read the same groups (harness/check/distinct.py groups; this module
 words them), and the triage page (triage_page.py) draws them.
 
-An exploration reaches here as any object with `.outcomes` (running/exploration.PointOutcome: point,
+An exploration reaches here as any object with `.outcomes` (campaigns/exploration.PointOutcome: point,
 valid, landed, findings, problems, waived, where, place): report/ never imports running/.
 """
 
@@ -77,7 +77,7 @@ def failures_markdown(failures: list[Failure], replay: Callable[[Broken], str]) 
 
 
 def trial_failures(trials: Iterable) -> list[Failure]:
-    """The distinct failures among a fuzz's failing schedules (running/fuzzing.Trial), grouped as explore's
+    """The distinct failures among a fuzz's failing schedules (campaigns/fuzzing.Trial), grouped as explore's
     points are: by promises, findings and the kinds of place the schedule's kills landed at, in the user's
     terms (`r3,w9` and `w12,r4` at the same kinds of place are one); the smallest case first. A schedule none
     of whose points could be described (timed kills only) is placed by its folded text (`tN,rN`)."""

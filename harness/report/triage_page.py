@@ -92,7 +92,7 @@ def triage_page(title: str, lines: list[str], failures: list[dict], passing: lis
 
 
 def exploration_page(exploration, command: str, failures: list[Failure], replay, name: str) -> str:
-    """explore-DESIGN.html: an exploration's distinct failures (running/exploration.Exploration, duck-typed)."""
+    """explore-DESIGN.html: an exploration's distinct failures (campaigns/exploration.Exploration, duck-typed)."""
     by_point = {o.point: o for o in exploration.outcomes}
     views = [failure_view(f, replay(f.example), by_point[f.example.point].timeline,
                           by_point[f.example.point].keys) for f in failures]

@@ -8,7 +8,7 @@ from killtest.harness.defaults import ZOO_LISTING_PAGES, ZOO_PER_PAGE
 
 
 def zoo_markdown(outcomes: list[Any], command: str) -> str:
-    """The zoo's verdicts as Markdown; `outcomes` are killtest.harness.running.zoo_runs.ZooOutcome (report/ reads
+    """The zoo's verdicts as Markdown; `outcomes` are killtest.harness.campaigns.zoo_runs.ZooOutcome (report/ reads
     them as plain records and does not import running/)."""
     lines = ["# The bug zoo", "", f"Command: `{command}`", "",
              "Each design below is the idempotent design with one classic mistake. It runs the scenario that"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 
-from killtest.fixture_site.recorded_site import RecordedSite
+from killtest.fixture_site.recordings.recorded_site import RecordedSite
 from killtest.fixture_site.server import SiteServer
 from killtest.harness.check.complaint import ERROR_LINE
 from killtest.harness.design.model import Design, Launch

@@ -13,7 +13,7 @@ Phases, in the order they nest:
    (killtest.harness.report.writer).
 
 The plans that go through them: `run_campaign` (run, replay, scale, calibrate, bench) below,
-`explore_design` (killtest.harness.running.exploration), `run_zoo` (killtest.harness.running.zoo_runs).
+`explore_design` (killtest.harness.campaigns.exploration), `run_zoo` (killtest.harness.campaigns.zoo_runs).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from killtest.fixture_site.catalog import Catalog
-from killtest.fixture_site.recorded_site import RecordedSite
+from killtest.fixture_site.recordings.recorded_site import RecordedSite
 from killtest.fixture_site.server import SiteServer
 from killtest.harness import lifeline
 from killtest.harness.check.baseline import compare

@@ -1,8 +1,8 @@
 """A recorded site in the orchestrator's phases: its catalog, its replay as the site, its scrapers' proxy.
 
 When the designs of a plan name a recording (a spec's [site] table, killtest.harness.design.site_spec),
-`site_catalog` loads it (killtest.fixture_site.recorded_site.RecordedSite, a Catalog the checker reads
-unchanged), `replaying` serves it (killtest.fixture_site.replay.ReplaySite, behind a mitmproxy process
+`site_catalog` loads it (killtest.fixture_site.recordings.recorded_site.RecordedSite, a Catalog the checker reads
+unchanged), `replaying` serves it (killtest.fixture_site.recordings.replay.ReplaySite, behind a mitmproxy process
 whose CA lives in a temporary directory the run owns), and `through_the_proxy` gives each design
 the proxy and CA variables for its starts.
 """
@@ -14,9 +14,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from killtest.fixture_site.catalog import Catalog
-from killtest.fixture_site.recorded_site import RecordedSite, load_recorded_site
-from killtest.fixture_site.redaction import Redaction
-from killtest.fixture_site.replay import ReplaySite
+from killtest.fixture_site.recordings.recorded_site import RecordedSite, load_recorded_site
+from killtest.fixture_site.recordings.redaction import Redaction
+from killtest.fixture_site.recordings.replay import ReplaySite
 from killtest.fixture_site.server import SiteServer
 from killtest.harness import lifeline
 from killtest.harness.design.model import Design

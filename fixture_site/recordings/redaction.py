@@ -177,7 +177,7 @@ class Redaction:
         return urlencode([(k, PLACEHOLDER if self.param(k) else v) for k, v in pairs]).encode()
 
     def as_args(self) -> list[str]:
-        """The proxy process's command-line words for this redaction (killtest.fixture_site.replay_proxy)."""
+        """The proxy process's command-line words for this redaction (killtest.fixture_site.recordings.replay_proxy)."""
         return [f"--{flag}={name}" for flag, names in (("redact-param", self.params), ("redact-header", self.headers),
                                                         ("unredacted", self.unredacted)) for name in names]
 

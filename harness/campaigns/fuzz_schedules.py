@@ -11,7 +11,7 @@ other kind: without `power_cut` the list of kinds, and so every draw of a seed, 
 
 `exact` tells whether a point gives the same outcome on every repeat: a timed point, a redeploy, a
 pause, a server restart, and an `r5+` that could not be aimed at a write (a server store) race the scraper.
-Only exact points are shrunk (harness/running/fuzzing.py), so a shrunk failure always reproduces.
+Only exact points are shrunk (harness/campaigns/fuzzing.py), so a shrunk failure always reproduces.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from hypothesis import strategies as st
 
+from killtest.harness.campaigns.exploration import commit_path_lines
 from killtest.harness.design.model import Design
 from killtest.harness.design.stores import kind_of
 from killtest.harness.faults.points import KillPoint
@@ -33,7 +34,6 @@ from killtest.harness.faults.points.server_restart import ServerRestart
 from killtest.harness.faults.points.store_write import AtStoreWrite
 from killtest.harness.faults.points.timed import AfterDelay
 from killtest.harness.faults.schedule import KillSchedule, order_problem
-from killtest.harness.running.exploration import commit_path_lines
 
 LISTING_PAGES = (1, 3)  # the range of a fuzzed catalog's listing pages
 PER_PAGE = (1, 4)  # and of its products per page

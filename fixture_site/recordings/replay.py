@@ -2,7 +2,7 @@
 
 The scraper is told to use a proxy (HTTP_PROXY and friends) and to trust the proxy's CA
 (SSL_CERT_FILE, REQUESTS_CA_BUNDLE, NODE_EXTRA_CA_CERTS, CURL_CA_BUNDLE), so its own URLs work
-unchanged, over HTTP and HTTPS. The proxy (killtest.fixture_site.replay_proxy, mitmproxy in a process
+unchanged, over HTTP and HTTPS. The proxy (killtest.fixture_site.recordings.replay_proxy, mitmproxy in a process
 of its own) rewrites every request to the site's server on 127.0.0.1, the URL quoted into the
 path; that server is SiteServer itself, the shop's app with one more route: so the request log,
 the doors (one per start), the request kill points, toxics, pacing and slow pages work as on the
@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 from flask import Response, request
 
-from killtest.fixture_site.recorded_site import RecordedSite
+from killtest.fixture_site.recordings.recorded_site import RecordedSite
 from killtest.fixture_site.server import SiteServer
 
 PROXY_START_S = 30.0  # mitmproxy imports a lot and writes its CA on first use
@@ -42,7 +42,7 @@ class ProxyProcess:
 
     def __init__(self, args: list[str], confdir: str, register: Callable[[int], None] = lambda pid: None) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "killtest.fixture_site.replay_proxy", *args, "--confdir", confdir],
+            [sys.executable, "-m", "killtest.fixture_site.recordings.replay_proxy", *args, "--confdir", confdir],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
             env={k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")})
         register(self.process.pid)

@@ -147,7 +147,7 @@ class Locator:
 
 
 def with_locations(outcomes: list, found: dict[str, str]) -> None:
-    """Each kind of failure's first point's words (running/exploration.PointOutcome.where) end with its
+    """Each kind of failure's first point's words (campaigns/exploration.PointOutcome.where) end with its
     location in `found`. With -j N each process locates the first it met of each kind: the first of all is
     one of them, and only its location is kept, so the words are those of -j 1."""
     seen: set[tuple] = set()

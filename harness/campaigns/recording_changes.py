@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from killtest.fixture_site.recorded_site import RecordedSite, load_recorded_site, reference_path
+from killtest.fixture_site.recordings.recorded_site import RecordedSite, load_recorded_site, reference_path
 
 EXAMPLES = 3
 

@@ -14,7 +14,7 @@ recorded before (the same bytes: a logo, a script, a page fetched twice) is writ
 answers are revisit records (WARC 1.0's identical-payload-digest profile, warcio's
 create_revisit_record) holding their own status and headers and the first record's payload digest.
 
-Credentials are masked before an exchange reaches write_exchange (killtest.fixture_site.redaction);
+Credentials are masked before an exchange reaches write_exchange (killtest.fixture_site.recordings.redaction);
 a RecordedSite masks a request the same way before it looks it up.
 """
 
@@ -30,7 +30,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from killtest.fixture_site.catalog import Catalog, Product
-from killtest.fixture_site.redaction import DEFAULT_REDACTION, Redaction
+from killtest.fixture_site.recordings.redaction import DEFAULT_REDACTION, Redaction
 
 # Hop-by-hop headers (RFC 9110 7.6.1) and the framing the WARC payload no longer has (it is de-chunked).
 NOT_REPLAYED = {"transfer-encoding", "connection", "keep-alive", "proxy-connection", "content-length"}

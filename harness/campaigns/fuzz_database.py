@@ -33,8 +33,8 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from killtest.harness.campaigns.fuzzing import Bench, Case, FuzzResult, Trial, bench
 from killtest.harness.design.model import Design
-from killtest.harness.running.fuzzing import Bench, Case, FuzzResult, Trial, bench
 from killtest.harness.running.runner import RunSettings
 
 FORMAT = 1  # the version of a failure file; a file of another version is left alone, never read

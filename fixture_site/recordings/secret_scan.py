@@ -1,6 +1,6 @@
 """Likely secrets left in a recording: what `killtest check-recording FILE` and `killtest record` report.
 
-Redaction (killtest.fixture_site.redaction) masks the names it knows; this scan looks for what it
+Redaction (killtest.fixture_site.recordings.redaction) masks the names it knows; this scan looks for what it
 may have missed, record by record, and says where each suspect is (the record's number and URL,
 then the header, the URL or the body):
 - a header or query (or form-body) parameter whose name looks like a credential, with a value other
@@ -29,7 +29,7 @@ from collections import Counter
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
 
-from killtest.fixture_site.redaction import (
+from killtest.fixture_site.recordings.redaction import (
     ENDS,
     FORM,
     LINK_TARGET,

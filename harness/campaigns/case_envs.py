@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import psutil
 
+from killtest.harness.campaigns.case_installed import installed
 from killtest.harness.errors import KilltestError
-from killtest.harness.running.case_installed import installed
 
 # The pip and npm flags: quiet, no version check or audit (the registry is reachable, nothing else is).
 _PIP = ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-input"]

@@ -1,7 +1,7 @@
 """`killtest fuzz`: Hypothesis searches kill schedules that break a promise, and the failure is shrunk.
 
 1. search: Hypothesis draws a small catalog and a schedule that mixes every kind of point the design takes
-   (harness/running/fuzz_schedules.py); each is one run, held to the idempotent promises as explore holds its
+   (harness/campaigns/fuzz_schedules.py); each is one run, held to the idempotent promises as explore holds its
    points. Hypothesis only generates here (no shrinking, no replay of its own), so a timed point that races
    the scraper cannot make it report a FlakyFailure;
 2. shrink: the first failure is made smaller by our own greedy steps over exact points only (drop the timed
@@ -13,7 +13,7 @@ On a recorded site (a design whose spec names a recording: docs/how-to/record-yo
 the catalog: no catalog size is drawn, a case's catalog is 0x0 (`Case.recorded`), every case runs on one
 replay served by the orchestrator's `stage` for the whole search, and shrinking never tries a smaller catalog.
 
-With `jobs` above 1, that many searches run at once in their own processes (harness/running/parallel.py), on
+With `jobs` above 1, that many searches run at once in their own processes (harness/campaigns/parallel.py), on
 seeds seed, seed+1, ...; each has its own site, work dirs and servers. The property tests of
 tests/test_fuzz.py call `search` and `shrink` as the command does.
 """
@@ -34,13 +34,14 @@ from hypothesis import strategies as st
 
 from killtest.fixture_site.catalog import build_catalog
 from killtest.fixture_site.server import SiteServer
+from killtest.harness.campaigns.exploration import broken_promises, triage_of
+from killtest.harness.campaigns.fuzz_schedules import catalog_sizes, exact, file_store, kill_schedules, line_points
+from killtest.harness.campaigns.point_words import schedule_words
 from killtest.harness.design.model import Design
 from killtest.harness.design.site_spec import one_site
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults.points import parse_point
 from killtest.harness.faults.schedule import KillSchedule
-from killtest.harness.running.exploration import broken_promises, triage_of
-from killtest.harness.running.fuzz_schedules import catalog_sizes, exact, file_store, kill_schedules, line_points
 from killtest.harness.running.orchestrator import (
     Stage,
     check_phase,
@@ -49,7 +50,6 @@ from killtest.harness.running.orchestrator import (
     stage,
     store_servers_phase,
 )
-from killtest.harness.running.point_words import schedule_words
 from killtest.harness.running.recorded import load_site
 from killtest.harness.running.runner import RunSettings
 from killtest.harness.running.write_plans import RecordingCache, record, resolve_schedule

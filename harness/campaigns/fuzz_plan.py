@@ -1,10 +1,10 @@
 """The plan of `killtest fuzz`: search (in `jobs` processes), then shrink the first failure, once.
 
 Search j of J draws `examples / J` cases with Hypothesis seed `seed + j - 1` on a bench of its own
-(harness/running/fuzzing.py); the failures are taken in search order, and the first is shrunk in this
+(harness/campaigns/fuzzing.py); the failures are taken in search order, and the first is shrunk in this
 process. The same seed and jobs give the same cases. A design that names a recording is fuzzed on
 its replay, one per bench (so one per job), with only the schedule drawn. With `power_cut` the power-cut
-points are drawn too (harness/running/fuzz_schedules.py).
+points are drawn too (harness/campaigns/fuzz_schedules.py).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from killtest.harness.campaigns.fuzzing import FuzzResult, Trial, bench, search, shrink
+from killtest.harness.campaigns.parallel import run_jobs
 from killtest.harness.design.model import Design
-from killtest.harness.running.fuzzing import FuzzResult, Trial, bench, search, shrink
-from killtest.harness.running.parallel import run_jobs
 from killtest.harness.running.runner import RunSettings
 
 SHRINK_TRIES = 3  # failures a fuzz tries to shrink to an exact schedule before it reports one as found

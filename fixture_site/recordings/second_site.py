@@ -148,7 +148,7 @@ class BookshopServer:
         self.stop()
 
 
-if __name__ == "__main__":  # python -m killtest.fixture_site.second_site DIR: serve it until Ctrl+C
+if __name__ == "__main__":  # python -m killtest.fixture_site.recordings.second_site DIR: serve it until Ctrl+C
     import sys
     import time
 

@@ -22,11 +22,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from killtest.harness import lifeline
+from killtest.harness.campaigns.case_envs import CaseEnv, ensure_env
+from killtest.harness.campaigns.case_installed import installed
 from killtest.harness.design.case_spec import Case, Release
 from killtest.harness.design.registry import PROJECT_ROOT, design_named
 from killtest.harness.options import options_of
-from killtest.harness.running.case_envs import CaseEnv, ensure_env
-from killtest.harness.running.case_installed import installed
 from killtest.harness.servers.for_stores import StoreServers
 
 EXIT_INTERRUPTED = 130

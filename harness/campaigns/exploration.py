@@ -10,7 +10,7 @@ is followed by its power-cut twin `xw5` (harness/faults/points/power_cut.py): th
 gone instead of a SIGKILL, so what no fsync made durable is lost. No `xr5`: a file's durable state
 changes only at a store write (fsync counts as one), so a cut at a request loses what a cut at the next
 store write loses. With `jobs` above 1 the points are dealt to that many processes,
-each with its own site, work dirs and servers (harness/running/parallel.py); the outcomes are the same.
+each with its own site, work dirs and servers (harness/campaigns/parallel.py); the outcomes are the same.
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from killtest.fixture_site.catalog import Catalog
+from killtest.harness.campaigns.locate import Locator, with_locations
+from killtest.harness.campaigns.parallel import chunks, run_jobs
+from killtest.harness.campaigns.point_words import describe
 from killtest.harness.check.distinct import triage_of
 from killtest.harness.check.findings import Finding
 from killtest.harness.check.verdict import RunVerdict, Validity
@@ -34,10 +37,7 @@ from killtest.harness.faults.points.power_cut import PowerCutAtStoreWrite, refus
 from killtest.harness.faults.points.request import AtRequest
 from killtest.harness.faults.points.store_write import AtStoreWrite, require_strace
 from killtest.harness.faults.schedule import KillSchedule
-from killtest.harness.running.locate import Locator, with_locations
 from killtest.harness.running.orchestrator import Stage, check_phase, run_phase, stage
-from killtest.harness.running.parallel import chunks, run_jobs
-from killtest.harness.running.point_words import describe
 from killtest.harness.running.runner import RunSettings
 from killtest.harness.running.write_plans import RecordingCache, resolve_schedule, store_write_points
 
@@ -83,7 +83,7 @@ class PointOutcome:
     requests: int
     findings: list[str] = field(default_factory=list)  # a code per problem (check/findings.py)
     waived: list[str] = field(default_factory=list)  # what it broke of the promises the spec waives (not broken)
-    where: str = ""  # where the kill landed, in the user's terms (harness/running/point_words.py)
+    where: str = ""  # where the kill landed, in the user's terms (harness/campaigns/point_words.py)
     place: str = ""  # the kind of place, which distinct failures are grouped by (harness/check/distinct.py)
     keys: dict = field(default_factory=dict)  # lost, duplicated and unexpected keys (a broken point's)
     timeline: dict = field(default_factory=dict)  # what the triage page draws (a broken point's)
@@ -97,7 +97,7 @@ class Exploration:
     prefork: bool = False
     outcomes: list[PointOutcome] = field(default_factory=list)
     elapsed_s: float = 0.0  # every point's run, and the locating runs among them
-    locate_runs: int = 0  # points run once more to locate their store write in the program (running/locate.py)
+    locate_runs: int = 0  # points run once more to locate their store write in the program (campaigns/locate.py)
     locate_s: float = 0.0  # their time (summed over -j's processes), part of elapsed_s
 
     @property
@@ -180,7 +180,7 @@ def explore(design: Design, on: Stage, settings: RunSettings, work_dir: str | No
 def explore_located(design: Design, on: Stage, settings: RunSettings, point: KillPoint, work_dir: str | None,
                     cache: RecordingCache, strict: bool, locator: Locator | None, index: int) -> PointOutcome:
     """`explore_point`, then, with a `locator`, the program's line of its store write when it is the first
-    point of a kind of failure (one more run of the same point, here: running/locate.py)."""
+    point of a kind of failure (one more run of the same point, here: campaigns/locate.py)."""
     outcome = explore_point(design, on, settings, point, work_dir, cache, strict)
     if locator is not None:
         locator.after(index, point, outcome,
@@ -261,7 +261,7 @@ def _explore_part(design: Design, catalog: Catalog, settings: RunSettings, numbe
                   work_dir: str | None, prefork: bool, total: int, strict: bool, locate: bool,
                   lines: Any, claims: Any) -> tuple[list[tuple[int, PointOutcome]], dict]:
     """One process's share of the points, on a stage of its own; what its locator found, its runs and time
-    (`claims`: the kinds of failure the jobs are locating, shared by them: running/locate.Locator)."""
+    (`claims`: the kinds of failure the jobs are locating, shared by them: campaigns/locate.Locator)."""
     cache: RecordingCache = {}
     outcomes = []
     locator = Locator(design, claims) if locate else None

@@ -1,10 +1,11 @@
 """The proxy process of a recorded site: mitmproxy, run programmatically with one addon of ours.
 
-    python -m killtest.fixture_site.replay_proxy replay --confdir DIR --upstream-file FILE [REDACTION]
-    python -m killtest.fixture_site.replay_proxy record --confdir DIR --warc OUT [--resolve HOST[:PORT]=IP:PORT]
-        [REDACTION]    (REDACTION: --redact-param NAME, --redact-header NAME, --unredacted NAME, each repeatable)
+    python -m killtest.fixture_site.recordings.replay_proxy replay --confdir DIR --upstream-file FILE [REDACTION]
+    python -m killtest.fixture_site.recordings.replay_proxy record --confdir DIR --warc OUT
+        [--resolve HOST[:PORT]=IP:PORT] [REDACTION]
+    (REDACTION: --redact-param NAME, --redact-header NAME, --unredacted NAME, each repeatable)
 
-Both modes mask credentials here, in the proxy (killtest.fixture_site.redaction): the recorder before
+Both modes mask credentials here, in the proxy (killtest.fixture_site.recordings.redaction): the recorder before
 it writes an exchange, the replay before the request reaches the harness's server. So neither the
 WARC nor the request log, the history or a report ever holds one, and the masked request the replay
 matches is the masked request the recorder wrote.
@@ -24,7 +25,7 @@ Replay does not use mitmproxy's server-side replay (mitmproxy/addons/serverplayb
 default for a request not in the recording is `server_replay_extra = "forward"` (to the network),
 it forwards everything while it holds no flow, and it answers inside the proxy, where the harness's
 request log, kill points and toxics cannot see. Instead every request goes, rewritten, to the
-harness's own server (killtest.fixture_site.replay), which answers from the WARC, 404 when the
+harness's own server (killtest.fixture_site.recordings.replay), which answers from the WARC, 404 when the
 recording does not hold the URL: fail closed.
 """
 
@@ -38,8 +39,8 @@ import os
 import sys
 from urllib.parse import quote
 
-from killtest.fixture_site.redaction import PLACEHOLDER, Redaction
-from killtest.fixture_site.secret_scan import INFO_UNREDACTED
+from killtest.fixture_site.recordings.redaction import PLACEHOLDER, Redaction
+from killtest.fixture_site.recordings.secret_scan import INFO_UNREDACTED
 
 # Where Chromium goes of its own accord (component updates, Safe Browsing, sync, optimization hints,
 # variations): answered 204 by the proxy itself, neither recorded nor replayed nor logged, since they are
@@ -108,7 +109,7 @@ class Recorder:
             flow.request.host_header = host_header  # the site still sees the name the scraper used
 
     def response(self, flow) -> None:
-        from killtest.fixture_site.recorded_site import write_exchange
+        from killtest.fixture_site.recordings.recorded_site import write_exchange
 
         if flow.metadata.get("killtest_blocked"):
             return

@@ -1,17 +1,17 @@
 """`killtest record`: run a design once against its real site through a recording proxy, then make the reference.
 
 1. record: the design runs once, uninterrupted, with its HTTP and HTTPS traffic going through
-   mitmproxy (killtest.fixture_site.replay_proxy, record mode), which writes every exchange to the
+   mitmproxy (killtest.fixture_site.recordings.replay_proxy, record mode), which writes every exchange to the
    WARC file the spec's [site] table names;
 2. replay twice: two uninterrupted runs against the replay of that WARC. They must agree record for
    record (else the scraper or the recording is nondeterministic: one line naming the records that
    differ), and ask for nothing the recording does not hold;
 3. the reference: their records and request count, written beside the WARC; every later run is
-   checked against it by key and field (killtest.fixture_site.recorded_site.RecordedSite).
+   checked against it by key and field (killtest.fixture_site.recordings.recorded_site.RecordedSite).
 
 The new WARC and reference are written as `x.partial.*` and renamed over the old ones only once both
 are complete; before that, what changed against the old recording is said (recording_changes.py).
-The proxy masks credentials before it writes anything (killtest.fixture_site.redaction).
+The proxy masks credentials before it writes anything (killtest.fixture_site.recordings.redaction).
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from killtest.fixture_site.recorded_site import record_counts, reference_path, write_reference
-from killtest.fixture_site.replay import ProxyProcess
+from killtest.fixture_site.recordings.recorded_site import record_counts, reference_path, write_reference
+from killtest.fixture_site.recordings.replay import ProxyProcess
 from killtest.harness import lifeline
+from killtest.harness.campaigns.recording_changes import Changes, compare
 from killtest.harness.design.model import Design, Launch
 from killtest.harness.design.site_spec import SiteSpec, site_of
 from killtest.harness.design.stores import stored_records
@@ -37,7 +38,6 @@ from killtest.harness.running.collect import stderr_tail
 from killtest.harness.running.orchestrator import run_phase, stage
 from killtest.harness.running.processes import spawn
 from killtest.harness.running.recorded import load_site, redaction_of
-from killtest.harness.running.recording_changes import Changes, compare
 from killtest.harness.running.runner import RunSettings
 
 UNINTERRUPTED = KillSchedule(seed=None, points=())
