@@ -55,6 +55,7 @@ def test_explore_finds_the_lost_record_and_says_how_to_replay_it(tmp_path):
     assert "broke no_lost_records" in str(failed.value) and result.replay in str(failed.value)
 
 
+@pytest.mark.slow
 def test_a_run_on_an_exact_schedule_replays_exactly(tmp_path):
     log = io.StringIO()
     result = killtest.run(ZOO, schedule=ZOO_LINE, out=tmp_path, log=log, **SMALL)
@@ -73,6 +74,7 @@ def test_a_run_on_an_exact_schedule_replays_exactly(tmp_path):
     assert f"[{ZOO} run 1/1" in log.getvalue()
 
 
+@pytest.mark.slow
 def test_a_correct_design_passes_with_no_findings(tmp_path):
     result = killtest.run("idempotent", schedule="r3,r6", out=str(tmp_path), log=io.StringIO(), **SMALL)
     assert (result.validity, result.passed, result.findings, result.replay) == ("valid", True, (), None)
@@ -81,6 +83,7 @@ def test_a_correct_design_passes_with_no_findings(tmp_path):
     result.assert_passed()
 
 
+@pytest.mark.slow
 def test_fuzz_returns_its_search_as_data(tmp_path):
     result = killtest.fuzz("idempotent", examples=2, seed=3, jobs=1, out=tmp_path, log=io.StringIO())
     assert (result.command, result.validity, result.findings, result.replay) == ("fuzz", "valid", (), None)

@@ -161,3 +161,38 @@ def test_the_public_api_sits_above_every_room():
         path = os.path.join(root, "killtest", f"{name}.py")
         assert ast.get_docstring(ast.parse(open(path, encoding="utf-8").read())), f"killtest/{name}.py says nothing"
         assert sum(1 for _ in open(path, encoding="utf-8")) <= LONGEST_MODULE, f"killtest/{name}.py is too long"
+
+
+def _fast_lane_faults() -> dict[str, list[str]]:
+    """kind -> the tests marked `@pytest.mark.fault(kind)` that make check runs (marked neither slow, serial nor
+    hosts, on the function or the module)."""
+    tests = os.path.join(os.path.dirname(HARNESS), "tests")
+    found: dict[str, list[str]] = {}
+    for name in sorted(os.listdir(tests)):
+        if not (name.startswith("test_") and name.endswith(".py")):
+            continue
+        tree = ast.parse(open(os.path.join(tests, name), encoding="utf-8").read())
+        module_marks = {ast.unparse(node.value) for node in tree.body if isinstance(node, ast.Assign)
+                        and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets)}
+        for node in tree.body:
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            marks = [ast.unparse(d) for d in node.decorator_list] + sorted(module_marks)
+            if any(f"pytest.mark.{tier}" in mark for mark in marks for tier in ("slow", "serial", "hosts")):
+                continue
+            for decorator in node.decorator_list:
+                if (isinstance(decorator, ast.Call) and ast.unparse(decorator.func) == "pytest.mark.fault"
+                        and decorator.args and isinstance(decorator.args[0], ast.Constant)):
+                    found.setdefault(str(decorator.args[0].value), []).append(f"{name}::{node.name}")
+    return found
+
+
+def test_the_fast_lane_kills_once_with_every_kind_of_fault():
+    """make check (the tests not marked slow, serial or hosts) holds one end-to-end kill test per kill-point kind
+    and one for the network toxics: a new kind lands with its fast test (docs/reference/tests.md)."""
+    from killtest.harness.faults.points import kinds
+
+    wanted = {kind.PREFIX for kind in kinds()} | {"toxics"}
+    found = _fast_lane_faults()
+    assert sorted(wanted - set(found)) == [], f"kinds with no fast end-to-end test: {sorted(wanted - set(found))}"
+    assert sorted(set(found) - wanted) == [], "a fault mark names no kind of fault"

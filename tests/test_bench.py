@@ -6,6 +6,8 @@ import shlex
 import subprocess
 import sys
 
+import pytest
+
 from killtest.harness.bench.catalog_scale import kills_at_quarters
 from killtest.harness.bench.frontier_cost import frontier_seconds_per_page
 from killtest.harness.bench.overhead_run import MAKE_KILLTEST_ARGS
@@ -65,6 +67,7 @@ def test_the_frontier_benchmark_runs_the_design_over_the_whole_catalog(tmp_path)
     assert not list(tmp_path.iterdir())  # its store is removed
 
 
+@pytest.mark.slow
 def test_a_small_scaling_bench_writes_json_markdown_and_a_plot(tmp_path):
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "killtest", "bench", "--only", "scale", "--sizes", "40,80",

@@ -207,12 +207,14 @@ def _three_starts_leave_nothing(harness: subprocess.Popen, out) -> Tree:
     return tree
 
 
+@pytest.mark.slow
 def test_three_starts_of_a_puppeteer_crawl_leave_no_browser_and_count_no_favicon(node_modules, tmp_path):
     environ = {**os.environ, "NODE_PATH": node_modules}
     harness = _run(os.path.join(CASE, "design.toml"), environ, tmp_path / "out", "--schedule", "r5,r12")
     _three_starts_leave_nothing(harness, tmp_path / "out")
 
 
+@pytest.mark.slow
 def test_three_starts_of_a_playwright_python_crawl_leave_no_browser_driver_or_python(playwright_env, tmp_path):
     harness = _run(os.path.join(PLAYWRIGHT_CASE, "design.toml"), playwright_env.environ(), tmp_path / "out",
                    "--schedule", "r5,r12")
@@ -225,6 +227,7 @@ def test_three_starts_of_a_playwright_python_crawl_leave_no_browser_driver_or_py
     assert tree.named(("node",)) >= 1
 
 
+@pytest.mark.slow
 def test_sigkill_of_killtest_mid_crawl_leaves_no_browser(node_modules, tmp_path):
     environ = {**os.environ, "NODE_PATH": node_modules}
     harness = _run(os.path.join(CASE, "design.toml"), environ, tmp_path / "out", "--schedule", "t60")
@@ -243,6 +246,7 @@ def test_sigkill_of_killtest_mid_crawl_leaves_no_browser(node_modules, tmp_path)
     assert _gone(tree, [harness.pid]) == ([], [])
 
 
+@pytest.mark.slow
 def test_sigkill_of_killtest_cases_mid_browser_crawl_leaves_nothing(chromium, tmp_path):
     """The outer `killtest cases` SIGKILLed while its `killtest run` (a session of its own) drives Chromium."""
     if shutil.which("npm") is None:

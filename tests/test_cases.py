@@ -147,6 +147,7 @@ def test_the_env_hash_is_of_the_pins_in_any_order_and_of_the_interpreter():
     assert a != env_hash("node", ["a==1", "b==2"], "python-3.11")
 
 
+@pytest.mark.slow
 def test_a_failed_install_leaves_no_env_and_says_why_in_one_line(tmp_path):
     # crawlee has no release 0.0.0: pip fails after the venv was made.
     with pytest.raises(KilltestError) as error:
@@ -155,6 +156,7 @@ def test_a_failed_install_leaves_no_env_and_says_why_in_one_line(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_an_install_killed_midway_is_never_taken_for_an_env_and_is_cleared_by_the_next(tmp_path):
     pins = ("six==1.16.0",)
     code = ("import sys; from killtest.harness.campaigns.case_envs import ensure_env;"
@@ -178,6 +180,7 @@ def test_an_install_killed_midway_is_never_taken_for_an_env_and_is_cleared_by_th
     assert ensure_env("python", pins, root=str(tmp_path), say=pytest.fail) == env  # cached: nothing said or built
 
 
+@pytest.mark.slow
 def test_a_built_env_records_what_its_pins_resolved_to_and_a_cached_one_gets_it_back(tmp_path):
     """python-dateutil pins nothing of six (`six>=1.5`): what was installed is read from the env, not the pin."""
     env = ensure_env("python", ("python-dateutil==2.9.0.post0",), root=str(tmp_path), say=lambda _: None)
@@ -200,6 +203,7 @@ def test_a_node_env_records_its_node_modules_nested_ones_included(tmp_path):
     assert recorded == {"all": sorted(["debug==4.3.4", f"ms=={ms}"]), "direct": [f"ms=={ms}"]}
 
 
+@pytest.mark.slow
 def test_crawlee_python_1825_buggy_flagged_lost_fixed_clean_and_the_replay_line_reproduces_it(tmp_path):
     out = tmp_path / "results"
     done = subprocess.run([*KILLTEST, "cases", "--only", "crawlee-python-1825", "--out", str(out)],

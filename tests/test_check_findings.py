@@ -102,6 +102,7 @@ def test_a_tail_that_ends_with_the_errors_properties_is_named_by_the_error():
     ("--props", 1, "start 2 exited by itself with status 1: SyntaxError: Unexpected end of JSON input"),
     ("--at-once --props", 2, "before its first request: SyntaxError: Unexpected end of JSON input"),
 ])
+@pytest.mark.slow
 def test_a_node_start_that_prints_its_error_and_stack_then_exits_is_named_by_the_error(tmp_path, mode, status, says):
     """Real processes: the stack's last frame is not what killtest quotes, in the crash finding (a restart
     crashes) nor in the one line of a design that crashes before its first request (runner.py)."""

@@ -13,6 +13,8 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from killtest.harness.report.junit import Case, junit_xml
 
 SMALL = ["--listing-pages", "2", "--per-page", "3"]
@@ -35,6 +37,7 @@ def test_a_failed_case_carries_its_findings_and_escapes_them():
     assert "replay: killtest replay --schedule 'w5'" in failure.text
 
 
+@pytest.mark.slow
 def test_explore_reports_each_crash_point_and_the_replay_line_of_a_broken_one(tmp_path):
     summary = tmp_path / "summary.md"
     done = killtest("explore", "--design", "zoo-done-before-record", "--only", "r2,w68", *SMALL,
@@ -55,6 +58,7 @@ def test_explore_reports_each_crash_point_and_the_replay_line_of_a_broken_one(tm
     assert summary.read_text().startswith("# ")  # the explore report's Markdown, appended to the job summary
 
 
+@pytest.mark.slow
 def test_a_passing_run_writes_a_passing_report(tmp_path):
     done = killtest("run", "--design", "idempotent", "--runs", "2", "--schedule", "r3,r5", *SMALL,
                     "--no-plot", "--out", str(tmp_path), "--junit-xml", str(tmp_path / "run.xml"), cwd=str(tmp_path))
@@ -81,6 +85,7 @@ def test_version_is_the_installed_distributions(tmp_path):
     assert done.returncode == 0 and done.stdout.strip() == f"killtest {version('killtest')}"
 
 
+@pytest.mark.slow
 def test_a_failed_run_of_a_users_design_gets_a_replay_line_that_works_as_printed(tmp_path):
     """The report speaks of the design that ran: no article columns, each failed run's replay line, which
     reproduces the failure when pasted in another directory."""

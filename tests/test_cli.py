@@ -50,6 +50,7 @@ def test_bad_input_is_one_line_and_exit_status_2(args, says, tmp_path):
     assert done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_campaign_writes_json_markdown_html_and_plots(tmp_path):
     out = tmp_path / "out"
     done = run_killtest("run", "--design", "naive,idempotent", "--runs", "2", "--kills", "2",
@@ -80,6 +81,7 @@ def test_a_campaign_writes_json_markdown_html_and_plots(tmp_path):
     assert "Health: requests per stored record" in markdown
 
 
+@pytest.mark.slow
 @pytest.mark.serial  # timing-sensitive: failed under load (make test runs it after the rest, beside one other at most)
 @pytest.mark.parametrize("signum, times", [(signal.SIGINT, 1), (signal.SIGTERM, 1), (signal.SIGTERM, 3)])
 def test_an_interrupted_campaign_keeps_finished_runs_and_leaves_nothing_behind(signum, times, tmp_path):
@@ -113,6 +115,7 @@ def test_an_interrupted_campaign_keeps_finished_runs_and_leaves_nothing_behind(s
     assert all(not p.is_running() or p.status() == psutil.STATUS_ZOMBIE for p in scrapers)
 
 
+@pytest.mark.slow
 def test_explore_exits_1_and_prints_a_replay_when_a_design_that_claims_idempotence_breaks(tmp_path):
     bad_line = "l:scrapers/zoo/done_before_record.py:complete+3:2"
     done = run_killtest("explore", "--design", "zoo-done-before-record", "--only", f"r3,{bad_line}",
@@ -126,6 +129,7 @@ def test_explore_exits_1_and_prints_a_replay_when_a_design_that_claims_idempoten
     assert replayed.returncode == 1 and "lost 1 of 6 records" in replayed.stderr
 
 
+@pytest.mark.slow
 def test_explore_passes_the_idempotent_design(tmp_path):
     done = run_killtest("explore", "--design", "idempotent", "--only", "r3,r5,l:scrapers/idempotent.py:complete+8:2",
                         "--out", str(tmp_path))
@@ -133,6 +137,7 @@ def test_explore_passes_the_idempotent_design(tmp_path):
     assert "3 crash points, 0 broken" in done.stderr
 
 
+@pytest.mark.slow
 def test_replaying_the_naive_control_on_an_exact_schedule_writes_its_report(tmp_path):
     done = run_killtest("replay", "--design", "naive", "--schedule", "r5", "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr
@@ -142,6 +147,7 @@ def test_replaying_the_naive_control_on_an_exact_schedule_writes_its_report(tmp_
     assert "naive control" in (tmp_path / "replay.md").read_text()
 
 
+@pytest.mark.slow
 def test_a_bad_design_spec_is_one_line_naming_its_line_and_exit_status_2(tmp_path):
     spec = tmp_path / "mine.toml"
     spec.write_text('[design]\nname = "mine"\nmodule = "m"\n[store]\nkind = "sqlite"\npath = "{work_dir}/s"\n'
@@ -164,6 +170,7 @@ def test_bad_options_of_the_newer_commands_are_one_line(args, says, tmp_path):
     assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("node") is None, reason="the example design is a Node.js program")
 def test_a_design_in_another_language_is_kill_tested_from_its_spec(tmp_path):
     done = run_killtest("run", "--design", "examples/node-resume/design.toml", "--runs", "1", "--kills", "2",
@@ -175,6 +182,7 @@ def test_a_design_in_another_language_is_kill_tested_from_its_spec(tmp_path):
     assert verdict["rows"] == 500 and verdict["valid"]  # held to no duplicates, as the README says
 
 
+@pytest.mark.slow
 def test_a_regressed_design_fails_against_the_baseline_with_a_side_by_side_diff(tmp_path):
     small = ["--runs", "1", "--schedule", "r6,r14", "--listing-pages", "3", "--per-page", "5", "--lease", "0.5",
              "--no-plot"]
@@ -225,6 +233,7 @@ def test_the_control_is_the_design_whose_spec_says_so_whatever_its_name(monkeypa
     assert printed.getvalue().startswith("plain rows per product 2.00–3.00 against the published 2.6–4.3")
 
 
+@pytest.mark.slow
 def test_explores_replay_line_judges_a_design_that_waives_promises_as_explore_did(tmp_path):
     """explore --strict holds every design to the idempotence promises; its replay line says --strict so the
     replay fails where explore did, not PASS on the promises the spec waives."""

@@ -89,6 +89,7 @@ def test_a_point_with_a_tracer_of_its_own_is_refused_in_one_line_and_a_line_poin
     assert under_the_disk_model(None, None, None) is None
 
 
+@pytest.mark.slow
 @needs_strace
 def test_a_private_postgres_runs_under_the_model_with_fsync_on_and_stops_whole():
     from killtest.harness.servers.common import ServerUnavailable

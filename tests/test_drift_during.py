@@ -7,6 +7,8 @@ excused when the crawl was never served the change, flagged when it was; then tw
 import json
 from pathlib import Path
 
+import pytest
+
 from killtest.api import run as killtest_run
 from killtest.fixture_site.catalog import build_catalog, changes_between, drifted, parse_drift
 from killtest.harness.check.checker import check_run
@@ -299,6 +301,7 @@ def test_the_idempotent_design_passes_a_drift_during_its_killed_crawl(tmp_path):
     assert result.passed and result.data["runs"][0]["site_changes"] == 1, result.report()
 
 
+@pytest.mark.slow
 def test_a_design_that_ignores_changes_still_fails_after_a_recrawl(tmp_path):
     result = killtest_run("zoo-never-updates", schedule="r8", runs=1, out=tmp_path, recrawls=1,
                           drift="changed=0.5,removed=0,added=0", drift_during=1.5, **SMALL)

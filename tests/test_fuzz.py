@@ -49,6 +49,7 @@ def kill_test(design, schedule, site, launchers=None):
     return history, check_run(design, 1, history, site.catalog)
 
 
+@pytest.mark.slow
 def test_idempotent_design_keeps_its_promises_at_any_crash_points_on_any_catalog():
     examples = settings.default.max_examples
     with bench(design_named("idempotent"), SETTINGS) as on:
@@ -87,6 +88,7 @@ def test_a_pre_forked_start_behaves_like_a_new_interpreter(small_site, launchers
     assert outcomes[0] == outcomes[1]
 
 
+@pytest.mark.slow
 def test_fuzzing_catches_the_design_that_marks_done_before_saving_and_shrinks_to_one_kill():
     broken = design_named("zoo-done-before-record")
     # New interpreters and a lease far below their boot: a killed start's claim has always expired when the
@@ -107,6 +109,7 @@ def test_fuzzing_catches_the_design_that_marks_done_before_saving_and_shrinks_to
     assert again.problems == smallest.problems  # an exact schedule: the replay reproduces it
 
 
+@pytest.mark.fault("l:")
 def test_explore_names_the_crash_points_that_lose_a_record(small_site, launchers):
     broken = design_named("zoo-done-before-record")
     points = [AtLine(path, line, 2, anchor=anchor_for(path, line)) for path, line in commit_path_lines(broken)]

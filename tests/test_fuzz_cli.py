@@ -27,6 +27,7 @@ def printed_replay(stderr: str) -> list[str]:
     return words[1:]
 
 
+@pytest.mark.slow
 @needs_strace
 def test_fuzz_finds_the_lost_record_shrinks_it_and_its_replay_line_works_from_another_directory(tmp_path):
     # 12 examples: 2 fail here and shrink to w68 in 31 runs (37 s on two quiet cores; 24 examples took twice that)
@@ -42,6 +43,7 @@ def test_fuzz_finds_the_lost_record_shrinks_it_and_its_replay_line_works_from_an
     assert "lost" in again.stderr
 
 
+@pytest.mark.slow
 @needs_strace
 def test_explore_prints_a_design_given_by_path_as_a_path_that_replays_from_anywhere(tmp_path):
     if not (shutil.which("sqlite3") and shutil.which("curl")):

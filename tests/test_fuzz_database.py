@@ -27,6 +27,7 @@ def fuzz(*args):
                           env={**os.environ, "PYTHONPATH": PROJECT_ROOT})
 
 
+@pytest.mark.slow
 @needs_strace
 def test_a_second_fuzz_replays_the_saved_failures_first_and_stops_at_one_that_still_fails(tmp_path):
     database = tmp_path / "db"
@@ -57,6 +58,7 @@ def test_a_second_fuzz_replays_the_saved_failures_first_and_stops_at_one_that_st
     assert again["database"]["new_failures_saved"] == 0
 
 
+@pytest.mark.slow
 def test_a_saved_failure_that_now_passes_is_said_and_forgotten_and_the_search_runs(tmp_path):
     # A failure as a broken build of the design left it (the design has the fingerprint it has today): r3
     # on 1x2 products. The idempotent design keeps every promise there, so the failure is fixed.
@@ -74,6 +76,7 @@ def test_a_saved_failure_that_now_passes_is_said_and_forgotten_and_the_search_ru
     assert database.saved() == []  # fixed: forgotten, as Hypothesis deletes an example that passes
 
 
+@pytest.mark.slow
 def test_the_default_database_is_under_the_results_folder(tmp_path):
     done = fuzz("--design", "idempotent", "--examples", "1", "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr[-2000:]
@@ -114,6 +117,7 @@ for n in range(20):
 """
 
 
+@pytest.mark.slow
 def test_processes_saving_into_one_database_at_once_leave_whole_files_one_per_failure(tmp_path):
     root = str(tmp_path / "db")
     workers = [subprocess.Popen([sys.executable, "-c", _SAVE_SOME, root, str(w)], cwd=PROJECT_ROOT) for w in range(4)]

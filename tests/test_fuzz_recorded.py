@@ -59,6 +59,7 @@ def killtest(*args: str, cwd: str = PROJECT_ROOT) -> subprocess.CompletedProcess
                           cwd=cwd, env={**os.environ, "PYTHONPATH": PROJECT_ROOT})
 
 
+@pytest.mark.slow
 def test_fuzz_on_the_recording_of_a_correct_design_passes_drawing_no_catalog(recorded_shop, tmp_path):
     correct, _ = recorded_shop
     done = killtest("fuzz", "--design", correct, "--examples", "4", "--seed", "1", "--jobs", "1",
@@ -72,6 +73,7 @@ def test_fuzz_on_the_recording_of_a_correct_design_passes_drawing_no_catalog(rec
     assert done.stderr.count("catalog recording, schedule") == 4, done.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_fuzz_on_the_recording_of_a_broken_design_prints_a_replay_line_that_fails_elsewhere(recorded_shop, tmp_path):
     _, broken = recorded_shop
     # Seed 3 draws a commit-path point between the zoo design's two commits among its 4 cases (seed 1 does not).
@@ -98,6 +100,7 @@ def test_fuzz_on_the_recording_of_a_broken_design_prints_a_replay_line_that_fail
     assert "lost 1" in again.stderr, again.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_spread_draws_and_runs_fuzz_cases_on_the_recording(recorded_shop, tmp_path):
     correct, broken = recorded_shop
     examples = fuzz_examples(correct, examples=2, seed=1)

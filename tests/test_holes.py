@@ -73,6 +73,7 @@ def run(design: str, schedule: str, tmp_path) -> list[str]:
         return check_run(chosen, 1, h, on.site.catalog).findings
 
 
+@pytest.mark.fault("x")
 @needs_fuse
 def test_the_zoo_pair_a_power_cut_makes_holes_in_the_sync_off_design_and_nothing_in_its_twin(tmp_path):
     assert run("zoo-split-stores", "r5", tmp_path) == []  # a SIGKILL at the same request loses nothing

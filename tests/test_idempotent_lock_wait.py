@@ -23,6 +23,8 @@ import threading
 import time
 from contextlib import contextmanager
 
+import pytest
+
 from killtest.scrapers import idempotent
 
 # A peer that takes the write lock, says so, and commits when it is let go (after its pause).
@@ -78,6 +80,7 @@ def paused_for_6_s_holding_the_lock(path: str, begin: str):
             peer.wait()
 
 
+@pytest.mark.slow
 def test_eight_workers_opening_a_new_store_at_once_all_open_it(tmp_path):
     """Workers started together on a new file race to switch it to WAL, and SQLite answers a loser "database
     is locked" at once, not after busy_timeout (it holds a read lock and wants the write lock). Seen in make

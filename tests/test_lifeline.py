@@ -108,6 +108,7 @@ def _killtest_dirs(*roots) -> set[str]:
     ("idempotent", None, "explore"),  # explore pre-forks: the zygote and its orphaned starts too
     ("idempotent", None, "explore -j 2"),  # two job processes and their queue's manager (they had explored on)
 ])
+@pytest.mark.slow
 def test_sigkill_of_killtest_mid_run_leaves_no_process_and_no_temp_dir(design, server, command, tmp_path):
     if server is not None:
         _server_or_skip(server)
@@ -203,6 +204,7 @@ def test_two_live_campaigns_never_sweep_each_other(tmp_path):
     assert lifeline.sweep_dead_temp_dirs([str(tmp_path)]) == [theirs]
 
 
+@pytest.mark.slow
 def test_an_interrupt_in_the_middle_of_removing_a_temp_dir_still_removes_it_whole(tmp_path):
     """Ctrl+C or SIGTERM raises KeyboardInterrupt wherever the harness is, the middle of a run's cleanup
     included: a plain rmtree stopped there left the run's directory half removed (seen once in make test,

@@ -58,6 +58,7 @@ def _explore(tmp_path, *extra: str, before: tuple[str, ...] = ()) -> str:
     return where
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("node") is None or shutil.which("strace") is None, reason="needs node and strace")
 def test_a_synchronous_write_is_located_in_the_function_that_made_it(tmp_path):
     where = _explore(tmp_path)
@@ -65,12 +66,14 @@ def test_a_synchronous_write_is_located_in_the_function_that_made_it(tmp_path):
     assert where.endswith(f", in saveRecord ({FIXTURE}:{SAVE_RECORD_LINE}, the function's first line)"), where
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("node") is None or shutil.which("strace") is None, reason="needs node and strace")
 def test_a_write_from_libuvs_worker_thread_says_in_one_line_that_no_location_was_found(tmp_path):
     where = _explore(tmp_path, "--async")
     assert where.endswith(f", {NO_JS_FRAME}"), where
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("node") is None or shutil.which("strace") is None, reason="needs node and strace")
 def test_a_command_that_starts_with_env_is_located_in_the_node_program_env_runs(tmp_path):
     """`env NAME=VALUE node ...`: node, not env, is the program; it gets V8's map and its write is located."""

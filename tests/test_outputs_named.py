@@ -12,6 +12,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from killtest.harness.design.model import PROJECT_ROOT
 
 SMALL = ["--listing-pages", "2", "--per-page", "3"]
@@ -49,6 +51,7 @@ def documented(page: str, command: str, design: str) -> set[str]:
     return names
 
 
+@pytest.mark.slow
 def test_run_names_every_file_it_writes_on_its_results_line(tmp_path):
     out = tmp_path / "out"
     done = killtest("run", "--design", "idempotent", "--runs", "1", "--schedule", "r3", *SMALL, "--out", str(out),
@@ -61,6 +64,7 @@ def test_run_names_every_file_it_writes_on_its_results_line(tmp_path):
     assert "<h2>No run broke a promise</h2>" in (out / "killtest.html").read_text()
 
 
+@pytest.mark.slow
 def test_explore_and_fuzz_write_what_the_reference_pages_say(tmp_path):
     explored = tmp_path / "explore"
     done = killtest("explore", "--design", "idempotent", "--only", "r2", *SMALL, "-j", "1", "--out", str(explored),

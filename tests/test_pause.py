@@ -83,6 +83,7 @@ def test_the_zoo_replay_line_of_the_pause_scenario_parses_back_to_the_same_setti
 
 # A real run: worker 1 is stopped (state T) and continued; the other worker never stops.
 
+@pytest.mark.fault("p")
 def test_a_paused_worker_is_stopped_for_its_seconds_then_resumed_and_the_start_goes_on(tmp_path):
     design = design_named("idempotent")
     stopped: dict[int, list[float]] = {}  # pid -> when psutil saw it stopped ('T')
@@ -218,6 +219,7 @@ def lease_events(history: History) -> list[tuple]:
                                                                                               "fenced")]
 
 
+@pytest.mark.slow
 def test_the_unfenced_design_writes_as_a_zombie_the_same_way_on_every_repeat(tmp_path):
     outcomes = []
     for repeat in (1, 2):
@@ -231,6 +233,7 @@ def test_the_unfenced_design_writes_as_a_zombie_the_same_way_on_every_repeat(tmp
     assert outcomes[0] == outcomes[1] == (["zombie_write"], 1, [True], len(CATALOG.products)), outcomes
 
 
+@pytest.mark.slow
 def test_the_fenced_design_refuses_the_zombie_commit_and_comes_out_clean(tmp_path):
     history, verdict = zoo_scenario_run("fenced-lease", tmp_path)
     assert verdict.validity == "valid" and verdict.findings == [], verdict.problems

@@ -26,6 +26,7 @@ def peer_site():
         yield site
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", PEERS)
 def test_an_unkilled_peer_crawl_stores_every_product_once(name, peer_site, tmp_path):
     verdict = check_run(design_named(name), 1, run_kill_test(design_named(name), parse_schedule(""), peer_site,
@@ -36,6 +37,7 @@ def test_an_unkilled_peer_crawl_stores_every_product_once(name, peer_site, tmp_p
     assert verdict.requests == peer_site.catalog.full_crawl_requests
 
 
+@pytest.mark.slow
 @pytest.mark.serial  # timing-sensitive: failed under load (make test runs it after the rest, beside one other at most)
 def test_scrapy_resumes_from_its_job_directory_after_a_graceful_stop(peer_site, tmp_path):
     """SIGTERM once is Scrapy's graceful shutdown: it closes the spider and writes requests.queue/active.json."""

@@ -171,6 +171,7 @@ def test_exact_points_fire_by_themselves():
     assert AtRequest(5).wait_s is None and AtLine("f.py", 3, 1).wait_s is None
 
 
+@pytest.mark.fault("r")
 @pytest.mark.parametrize("repeat", range(3))
 def test_a_kill_at_the_first_request_lands_though_the_start_asks_before_it_is_watched(repeat, tmp_path):
     """r1 on a pre-forked start: the start asks for its first page at once, before the runner has told the

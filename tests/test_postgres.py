@@ -28,6 +28,7 @@ def postgres():
     server.stop()
 
 
+@pytest.mark.slow
 def test_the_private_server_listens_on_loopback_only_and_leaves_nothing_behind():
     try:
         server = PrivatePostgres().start()
@@ -43,6 +44,7 @@ def test_the_private_server_listens_on_loopback_only_and_leaves_nothing_behind()
     assert not os.path.exists(directory) and not psutil.pid_exists(pid)
 
 
+@pytest.mark.slow
 def test_the_idempotent_design_on_postgresql_keeps_one_correct_row_per_product_after_kills(postgres, site, tmp_path):
     design = design_named("idempotent-pg")
     # In complete(), before the page is marked done: inside the transaction that also saves the record.
@@ -73,6 +75,7 @@ def test_a_postgres_records_query_that_fails_names_its_spec_line(postgres, tmp_p
         stored_records(design, dsn)
 
 
+@pytest.mark.slow
 def test_the_idempotent_design_on_postgresql_survives_a_crash_and_restart_of_the_server_itself(postgres, site,
                                                                                              tmp_path):
     design = design_named("idempotent-pg")

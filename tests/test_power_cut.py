@@ -127,6 +127,7 @@ def write_points(design, site, recordings):
                                                          cache=recordings)]
 
 
+@pytest.mark.slow
 @needs_fuse
 def test_a_power_cut_at_a_store_write_loses_the_records_synchronous_off_never_made_durable():
     design, recordings = load_spec(SYNC_OFF), {}
@@ -154,6 +155,7 @@ def test_a_power_cut_at_a_store_write_loses_the_records_synchronous_off_never_ma
             {k: v for k, v in lost[point][1][0].items() if k != "t"}
 
 
+@pytest.mark.slow
 @needs_fuse
 def test_the_idempotent_design_keeps_every_record_through_power_cuts_at_its_store_writes():
     design, recordings = design_named("idempotent"), {}
@@ -173,6 +175,7 @@ def killtest(*args: str) -> subprocess.CompletedProcess:
                            "--lease", "0.2"], capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 @needs_fuse
 def test_killtest_run_takes_a_power_cut_schedule_and_prints_a_replay_line_that_cuts_it_again(tmp_path):
     done = killtest("run", "--design", SYNC_OFF, "--schedule", "xr6", "--runs", "1", "--no-plot",

@@ -43,6 +43,7 @@ def killtest_cli(*args: str, cwd: str = PROJECT_ROOT) -> subprocess.CompletedPro
                           cwd=cwd, env={**os.environ, "PYTHONPATH": PROJECT_ROOT})
 
 
+@pytest.mark.slow
 def test_a_power_cut_is_refused_in_one_line_before_any_run_for_a_servers_store(tmp_path):
     for command in ("explore", "fuzz"):
         done = killtest_cli(command, "--design", "idempotent-pg", "--power-cut", "--out", str(tmp_path / "out"))
@@ -68,6 +69,7 @@ def test_a_store_outside_the_work_dir_is_refused_by_the_api_in_one_line(tmp_path
         fuzz_examples(str(spec), examples=2, seed=1, power_cut=True)
 
 
+@pytest.mark.slow
 @needs_fuse
 def test_explore_power_cut_finds_xw_points_that_lose_records_where_the_plain_write_does_not(tmp_path):
     # Every third of the later half of the store writes, where the records are written (the earlier ones make
@@ -87,6 +89,7 @@ def test_explore_power_cut_finds_xw_points_that_lose_records_where_the_plain_wri
     assert all(any("lost" in problem for problem in outcomes["x" + w]["problems"]) for w in only_cut)
 
 
+@pytest.mark.slow
 @needs_fuse
 def test_the_idempotent_design_loses_nothing_at_any_power_cut_and_the_flag_only_adds_twins(tmp_path):
     plain = crash_points("idempotent", **TINY)
@@ -103,6 +106,7 @@ def test_the_idempotent_design_loses_nothing_at_any_power_cut_and_the_flag_only_
     assert [o["point"] for o in result.data["outcomes"]] == sample and any(o["landed"] for o in result.data["outcomes"])
 
 
+@pytest.mark.slow
 @needs_fuse
 def test_fuzz_power_cut_draws_the_same_power_cuts_for_the_same_seed():
     drawn = fuzz_examples(SYNC_OFF, examples=6, seed=3, power_cut=True)
@@ -119,6 +123,7 @@ def test_shrinking_lowers_and_moves_a_power_cut_point_as_its_trigger_and_keeps_t
     assert _renumbered("x0.05", 0.5, 1) == "x0.05"
 
 
+@pytest.mark.slow
 @needs_fuse
 def test_fuzz_power_cut_shrinks_to_a_power_cut_whose_replay_line_fails_again_from_elsewhere(tmp_path):
     relative = os.path.relpath(SYNC_OFF, PROJECT_ROOT)

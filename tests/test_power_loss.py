@@ -105,6 +105,7 @@ os.kill(os.getpid(), signal.SIGKILL)  # the power cut takes the process first
     ("WAL", "NORMAL", None),  # the WAL is fsynced only at checkpoints: five commits and the table gone
     ("DELETE", "OFF", None),  # nothing fsynced: the database file itself never reached the disk
 ])
+@pytest.mark.slow
 def test_sqlite_under_a_power_cut_keeps_what_its_documentation_promises(tmp_path, journal, sync, rows_after):
     store = str(tmp_path / "store.sqlite")
     with PowerLossMount(str(tmp_path)) as mount:

@@ -30,6 +30,7 @@ def test_the_option_group_is_in_help(pytester):
     result.stdout.fnmatch_lines(["*killtest_seed (string):*", "*killtest_out (string):*"])
 
 
+@pytest.mark.slow
 def test_the_seed_is_in_the_header_from_the_option_or_the_ini(pytester):
     pytester.makepyfile("def test_nothing():\n    pass\n")
     assert DEFAULT_SEED == defaults.SEED  # the plugin writes the default out so as not to import Flask
@@ -52,6 +53,7 @@ def test_a_test_that_does_not_use_it_loads_nothing_of_the_harness(pytester):
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
+@pytest.mark.slow
 @pytest.mark.serial  # timing-sensitive: failed under load (make test runs it after the rest, beside one other at most)
 def test_the_users_example_project_passes_as_written(pytester):
     """examples/user-project (its own `scrapers` package, spec and test) copied out and run, so the docs cannot rot."""
@@ -63,6 +65,7 @@ def test_the_users_example_project_passes_as_written(pytester):
     assert [p.split("/", 1)[1] for p in written] == ["1-run/killtest.json", "2-explore/explore-my-shop-scraper.json"]
 
 
+@pytest.mark.slow
 def test_a_broken_design_fails_with_its_findings_and_a_replay_line_that_reproduces_it(pytester, tmp_path):
     pytester.makepyfile(f"""
         def test_zoo(killtest):
@@ -90,6 +93,7 @@ def test_a_broken_design_fails_with_its_findings_and_a_replay_line_that_reproduc
     assert "lost 1 of 6 records" in done.stderr
 
 
+@pytest.mark.slow
 def test_the_marker_states_what_the_spec_promises(pytester):
     pytester.makepyfile("""
         import pytest

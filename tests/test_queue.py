@@ -55,6 +55,7 @@ def paced_site(small_catalog):
         yield server
 
 
+@pytest.mark.slow
 @pytest.mark.serial  # timing-sensitive: failed under load (make test runs it after the rest, beside one other at most)
 def test_with_the_fixed_lock_settings_the_queue_recovers_from_kills_and_a_short_redeploy(paced_site, redis_server,
                                                                                        tmp_path):
@@ -75,12 +76,14 @@ def test_a_lock_far_longer_than_the_window_stalls_the_crawl_after_a_kill(site, r
     assert "still held" in verdict.problems[0]
 
 
+@pytest.mark.slow
 def test_the_same_kill_with_the_fixed_lock_recovers(site, redis_server, tmp_path):
     history, verdict = kill_test("queue-bullmq", "r12", site, redis_server, tmp_path)
     assert verdict.valid, verdict.problems
     assert 1.5 < verdict.longest_claim_stall_s < 10  # the 2 s lock ran out, then a stalled-job check moved it
 
 
+@pytest.mark.fault("s")
 def test_the_queue_survives_a_crash_and_restart_of_redis_itself_and_a_rolling_redeploy(paced_site, redis_server,
                                                                                      tmp_path):
     design = design_named("queue-bullmq")

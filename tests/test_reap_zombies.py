@@ -12,6 +12,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 # A parent that is a child subreaper and reaps nothing while killtest runs, as a pytest worker is.
 SUBREAPER = """
 import ctypes, subprocess, sys
@@ -20,6 +22,7 @@ sys.exit(subprocess.run(sys.argv[1:]).returncode)
 """
 
 
+@pytest.mark.slow
 def test_a_run_under_a_subreaper_that_does_not_reap_finishes(tmp_path, idempotent_behind_shell):
     spec = tmp_path / "design.toml"  # the scraper's start leaves a child behind in its group
     spec.write_text(idempotent_behind_shell("leaves-a-child", 'sleep 300 & exec "$0" "$@"'))

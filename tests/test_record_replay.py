@@ -120,6 +120,7 @@ def recorded_bookshop(tmp_path_factory):
     return folder, made, truth
 
 
+@pytest.mark.slow
 def test_recording_the_bookshop_gives_its_every_book_as_the_reference(recorded_bookshop):
     folder, made, truth = recorded_bookshop
     with open(made.reference) as src:
@@ -130,6 +131,7 @@ def test_recording_the_bookshop_gives_its_every_book_as_the_reference(recorded_b
     assert made.exchanges >= made.requests - 1 and made.warc_bytes > 0
 
 
+@pytest.mark.slow
 def test_the_unchanged_spider_is_kill_tested_against_the_replay(recorded_bookshop, tmp_path):
     folder, made, truth = recorded_bookshop
     out = str(tmp_path / "results")
@@ -167,6 +169,7 @@ def _with_site(folder: str, base: str, name: str) -> str:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.serial  # timing-sensitive: a lease zoo design's kill missed under xdist on a loaded machine
 def test_the_recorded_shop_gives_the_zoo_the_same_verdicts_as_the_shop(tmp_path):
     from killtest.fixture_site.catalog import build_catalog

@@ -111,6 +111,7 @@ def replayed(tmp_path_factory):
     return made, out, ran
 
 
+@pytest.mark.slow
 def test_a_redirects_location_is_masked_in_the_recording_and_still_replays(replayed):
     made, out, ran = replayed
     with open(made.recording, "rb") as src:

@@ -164,6 +164,7 @@ def recorded(tmp_path_factory):
     return spec, made
 
 
+@pytest.mark.slow
 def test_no_credential_reaches_the_warc_or_the_reference(recorded):
     spec, made = recorded
     warc, reference = _every_byte(made.recording), open(made.reference, "rb").read()
@@ -179,6 +180,7 @@ def test_no_credential_reaches_the_warc_or_the_reference(recorded):
     assert scan_recording(made.recording) == []
 
 
+@pytest.mark.slow
 def test_the_replay_answers_the_scraper_that_sends_its_real_credentials(recorded, tmp_path):
     spec, made = recorded
     out = str(tmp_path / "results")
@@ -229,6 +231,7 @@ def _planted(path: str) -> None:
                        [("ETag", '"5d41402abc4b2a76b9719d911017c592aa"')], b"clean")
 
 
+@pytest.mark.slow
 def test_record_with_out_writes_its_report_and_counts_exchanges_not_urls(tmp_path):
     spec = _design_folder(tmp_path)
     site, out = CredentialSite(), tmp_path / "out"
@@ -314,6 +317,7 @@ def test_the_scan_reads_the_reference_beside_the_recording_too(recorded, tmp_pat
     assert API_KEY not in said + report and TOKEN not in said + report
 
 
+@pytest.mark.slow
 def test_a_clean_recording_passes_and_a_bad_file_is_one_line(recorded, tmp_path):
     spec, made = recorded
     clean = subprocess.run([sys.executable, "-m", "killtest", "check-recording", made.recording],
@@ -355,6 +359,7 @@ def test_a_wildcard_opt_out_is_refused_in_one_line(tmp_path):
         load_spec(str(spec))
 
 
+@pytest.mark.slow
 def test_recording_again_says_what_went_stale_and_keeps_the_old_files_until_done(tmp_path):
     spec = _design_folder(tmp_path)
     site = CredentialSite(pages=2)
@@ -385,6 +390,7 @@ def test_recording_again_says_what_went_stale_and_keeps_the_old_files_until_done
     assert open(second.recording, "rb").read() != before[first.recording]
 
 
+@pytest.mark.slow
 def test_a_replay_asking_for_urls_the_recording_lacks_says_it_may_be_stale(recorded, tmp_path):
     spec, made = recorded
     with open(os.path.join(os.path.dirname(spec), "scraper.py")) as src:
@@ -425,6 +431,7 @@ for path in extra:  # what the live site grew since it was recorded: the replay 
 '''
 
 
+@pytest.mark.slow
 def test_urls_a_stale_recording_lacks_make_the_run_unknown_not_over_its_request_bound(recorded, tmp_path):
     """Five requests the replay answered 404 are the recording's staleness, not the design's excess requests."""
     spec, made = recorded
@@ -467,6 +474,7 @@ DIES_MIDWAY = RESUMING.replace("""    page = answer["next"]""", """    page = an
         opener.open(urllib.request.Request(base + extra[0], headers=headers), timeout=20).read()""")
 
 
+@pytest.mark.slow
 def test_a_start_that_dies_on_a_page_the_recording_lacks_is_unknown_not_a_crash_or_a_loss(recorded, tmp_path):
     """The live site would have served the page: the crash, and the records the crawl never reached after
     it, are the stale recording's doing. Unknown, saying so; not crashed or lost (a false alarm). A scraper
@@ -515,6 +523,7 @@ while page is not None:
 '''
 
 
+@pytest.mark.slow
 def test_a_design_keyed_by_urls_with_credentials_has_a_masked_reference_and_is_judged_masked(tmp_path):
     """The reference made from such a design holds no credential, and a run that used other credentials
     than the recording's is judged correct: its records are masked as the reference's were."""
@@ -551,6 +560,7 @@ sys.exit(f"giving up on {{base}}/items?page=9&api_key={API_KEY}: HTTP Error 404"
 '''
 
 
+@pytest.mark.slow
 def test_a_scrapers_stderr_is_masked_wherever_a_recorded_sites_run_quotes_it(recorded, tmp_path):
     """A scraper that quotes its credentials on stderr as it dies: neither the record's error nor the
     run's output, history and reports hold them (the site's redaction masks the quoted lines)."""
@@ -585,6 +595,7 @@ def test_a_scrapers_stderr_is_masked_wherever_a_recorded_sites_run_quotes_it(rec
     assert not [secret for secret in secrets if secret in str(failed.value)]
 
 
+@pytest.mark.slow
 def test_two_real_urls_one_masked_url_with_different_answers_are_warned_of(tmp_path):
     spec = _design_folder(tmp_path)
     with open(tmp_path / "scraper.py") as src:  # first a wrong key (a 404, ignored), then the right one

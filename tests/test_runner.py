@@ -32,6 +32,7 @@ def kill_test(design, schedule, site, tmp_path, **settings):
     return history, check_run(design, 1, history, site.catalog)
 
 
+@pytest.mark.slow
 def test_idempotent_design_keeps_one_correct_row_per_product_after_several_kills(default_site, tmp_path):
     history, verdict = kill_test(design_named("idempotent"), MIXED_KILLS, default_site, tmp_path, lease_s=1.0)
     assert verdict.kills >= 3, "the three exact points must land mid-crawl"
@@ -43,6 +44,7 @@ def test_idempotent_design_keeps_one_correct_row_per_product_after_several_kills
     no_process_left(history)
 
 
+@pytest.mark.slow
 def test_naive_design_ends_with_every_product_and_a_row_per_product_fetched(default_site, tmp_path):
     history, verdict = kill_test(design_named("naive"), EARLY_KILLS, default_site, tmp_path)
     product_requests = sum(1 for r in history.of_type("request") if r["path"].startswith("/product/"))
@@ -54,6 +56,7 @@ def test_naive_design_ends_with_every_product_and_a_row_per_product_fetched(defa
     no_process_left(history)
 
 
+@pytest.mark.slow
 def test_every_request_is_credited_to_the_start_that_made_it(default_site, tmp_path):
     history, _ = kill_test(design_named("naive"), EARLY_KILLS, default_site, tmp_path)
     started = {e["start"]: e["t"] for e in history.of_type("process_started")}
@@ -100,6 +103,7 @@ def test_kills_that_land_before_the_scraper_starts_work_are_reported_and_fail_th
     assert verdict.rows == verdict.correct_records == len(site.catalog.products)  # the last start still finished
 
 
+@pytest.mark.slow
 def test_the_history_holds_every_stored_record(default_site, tmp_path):
     history, verdict = kill_test(design_named("idempotent"), EARLY_KILLS, default_site, tmp_path, lease_s=1.0)
     stored = history.of_type("store_record")
@@ -107,6 +111,7 @@ def test_the_history_holds_every_stored_record(default_site, tmp_path):
     assert all(r["stamped"] and 0 <= r["t"] <= verdict.wall_s for r in stored)
 
 
+@pytest.mark.fault("t")
 def test_three_workers_on_one_store_keep_one_row_per_product_and_die_together(site, tmp_path):
     design = design_named("idempotent")
     history = run_kill_test(design, parse_schedule("r10,r25,t0.3"), site, str(tmp_path),
@@ -123,6 +128,7 @@ def test_three_workers_on_one_store_keep_one_row_per_product_and_die_together(si
     no_process_left(history)
 
 
+@pytest.mark.fault("d")
 def test_a_rolling_redeploy_and_a_single_worker_kill_leave_the_other_workers_running(small_catalog, tmp_path):
     design = design_named("idempotent")
     schedule = parse_schedule("d0.25:0.05@1,d0.1:0.05@2,t0.1@1")

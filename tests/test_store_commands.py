@@ -117,6 +117,7 @@ with psycopg.connect({dsn!r}, autocommit=True) as db:
 """
 
 
+@pytest.mark.slow
 def test_a_real_psycopg_session_frames_into_its_statements_and_counts_the_writes(postgres):
     tap = Tap(postgres.fresh_database())
     subprocess.run([sys.executable, "-c", PSYCOPG_SESSION.format(dsn=tap.dsn)], check=True, timeout=60)

@@ -105,6 +105,7 @@ def kill_test(design, schedule_text, site):
     return kills, records, check_run(design, 1, history, site.catalog)
 
 
+@pytest.mark.slow
 @needs_strace
 @pytest.mark.parametrize("name", ["zoo-done-before-record-cmd", "zoo-done-before-record-sh"])
 def test_the_same_store_write_point_gives_the_same_outcome_on_every_repeat(name):
@@ -126,6 +127,7 @@ def store_writes(design, site):
         return [p.spec for p in store_write_points(design, Stage(site, servers, {}), SETTINGS)]
 
 
+@pytest.mark.slow
 @needs_strace
 def test_a_store_write_point_finds_the_record_the_progress_first_mistake_loses():
     design = design_named("zoo-done-before-record-cmd")
@@ -138,6 +140,7 @@ def test_a_store_write_point_finds_the_record_the_progress_first_mistake_loses()
     assert lost, "no store write between the two commits lost a record"
 
 
+@pytest.mark.slow
 @needs_strace
 def test_r_plus_kills_at_the_first_store_write_after_the_answer_every_time():
     design = design_named("idempotent")
@@ -147,6 +150,7 @@ def test_r_plus_kills_at_the_first_store_write_after_the_answer_every_time():
     assert outcomes[0][0] == [-9]
 
 
+@pytest.mark.slow
 @needs_strace
 def test_explore_with_two_jobs_gives_the_points_and_verdicts_of_one_job():
     design = design_named("zoo-done-before-record")
@@ -192,6 +196,7 @@ def pg_kill_test(design, schedule_text, on):  # a PostgreSQL or a Redis store
     return [k["returncode"] for k in history.of_type("kill")], records, check_run(design, 1, history, on.site.catalog)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["idempotent-pg", "zoo-done-before-record-pg"])
 def test_the_same_statement_point_gives_the_same_outcome_on_every_repeat(pg_stage, name):
     design = design_named(name)
@@ -203,6 +208,7 @@ def test_the_same_statement_point_gives_the_same_outcome_on_every_repeat(pg_stag
         assert outcomes[0][0] == [-9], point
 
 
+@pytest.mark.slow
 def test_explore_finds_no_broken_statement_point_in_the_idempotent_design_and_some_in_its_zoo_twin(pg_stage):
     correct, broken = design_named("idempotent-pg"), design_named("zoo-done-before-record-pg")
     # Every statement of the correct design, on a crawl of one listing page and two products: every kind of
@@ -220,6 +226,7 @@ def test_explore_finds_no_broken_statement_point_in_the_idempotent_design_and_so
     assert lost and all("lost 1 of 6 records" in " ".join(o.problems) for o in lost), lost
 
 
+@pytest.mark.slow
 @pytest.mark.serial  # timing-sensitive: BullMQ's timer writes shift w<n>:c<k> on a loaded machine
 def test_a_connections_write_point_on_redis_repeats_and_finds_the_gap_between_the_set_and_the_queue(redis_stage):
     """BullMQ's queue (connection 2) adds each link's job after the design's own client (connection 1) put it
@@ -239,6 +246,7 @@ def killtest(*args: str) -> subprocess.CompletedProcess:
                            "--no-plot", "--lease", "0.2"], capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, schedule", [pytest.param("idempotent", "w60,w75", marks=needs_strace),
                                             ("idempotent-pg", "w5,w20")])
 def test_run_takes_a_schedule_of_store_write_points(tmp_path, name, schedule):
@@ -249,6 +257,7 @@ def test_run_takes_a_schedule_of_store_write_points(tmp_path, name, schedule):
     assert done.stderr.count("kills 2/2") == 2, done.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_run_refuses_a_file_stores_write_point_for_two_designs_at_once(tmp_path):
     done = killtest("run", "--design", "idempotent", "--design", "naive", "--schedule", "w5", "--out", str(tmp_path))
     assert done.returncode == 2 and "one --design at a time" in done.stderr and "Traceback" not in done.stderr

@@ -96,6 +96,7 @@ def test_each_fault_reaches_a_real_client_as_a_real_network_would_deliver_it():
             (0, "reset"), (0, "timeout"), (503, "error"), (429, "throttle"), (200, "truncate"), (200, None)]
 
 
+@pytest.mark.fault("toxics")
 def test_the_idempotent_design_retries_every_fault_safely_under_kills(tmp_path):
     design = design_named("idempotent")
     with SiteServer(build_catalog(4, 10, seed=5)) as site:

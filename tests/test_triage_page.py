@@ -155,6 +155,7 @@ def fuzzed(tmp_path_factory):
     return folder, done
 
 
+@pytest.mark.slow
 def test_fuzz_shows_each_distinct_failure_once_in_words_and_junit_has_a_case_for_each(fuzzed):
     folder, done = fuzzed
     out = folder / "results"
@@ -178,6 +179,7 @@ def test_fuzz_shows_each_distinct_failure_once_in_words_and_junit_has_a_case_for
         assert f"schedules ({failure['count']}): {failure['points']}" in text and failure["replay"] in text
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed (apt-get install chromium)")
 def test_fuzz_writes_the_same_triage_page_a_browser_renders_without_errors(fuzzed):
     folder, _ = fuzzed
@@ -187,6 +189,7 @@ def test_fuzz_writes_the_same_triage_page_a_browser_renders_without_errors(fuzze
     assert "schedules kept every promise" in dom
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed (apt-get install chromium)")
 def test_run_writes_the_triage_page_without_plots_and_a_browser_renders_it_without_errors(tmp_path):
     """`run --no-plot` (as on a core install, without matplotlib): the page is HTML and SVG, written all the same,
@@ -206,6 +209,7 @@ def test_run_writes_the_triage_page_without_plots_and_a_browser_renders_it_witho
     assert "Run by run" in dom  # the tables follow, as on the page with plots
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(py_spy() is None or shutil.which("strace") is None, reason="needs py-spy and strace")
 def test_a_command_that_starts_with_the_python_placeholder_is_located_in_its_source(tmp_path):
     """`command = ["{python}", ...]` (zoo-done-before-record-cmd) is a Python program: its store write is found
@@ -221,6 +225,7 @@ def test_a_command_that_starts_with_the_python_placeholder_is_located_in_its_sou
     assert re.search(r", in \S+ \(\S+/scrapers/(zoo/)?\w+\.py:\d+\)$", failure["where"]), failure["where"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(py_spy() is None or shutil.which("strace") is None, reason="needs py-spy and strace")
 @pytest.mark.parametrize("before", [("env", "PYTHONUNBUFFERED=1"), ("/usr/bin/env", "-u", "NO_SUCH_VAR", "-i", "--",
                                                                      "PATH=" + os.environ["PATH"], "A={work_dir}")])
@@ -247,6 +252,7 @@ def test_the_program_is_read_past_env_its_options_and_its_assignments():
     assert program_at(["env", "-S", "python3 -u", "x.py"]) is None  # the program is inside -S's string
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(py_spy() is None or shutil.which("strace") is None, reason="needs py-spy and strace")
 def test_locating_runs_within_the_exploration_in_its_jobs_and_counts_in_its_time(tmp_path):
     """Each kind of failure's first store write is located by one more run as the exploration goes, in the job
@@ -279,6 +285,7 @@ def test_locating_runs_within_the_exploration_in_its_jobs_and_counts_in_its_time
     assert ", in " not in where["1"]["w4"]  # the same kind of failure as w1's: located once
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Chromium is not installed (apt-get install chromium)")
 def test_explore_writes_a_triage_page_a_browser_renders_without_errors(tmp_path):
     out = tmp_path / "results"

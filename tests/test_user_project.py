@@ -12,6 +12,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from killtest.harness.design.model import PROJECT_ROOT, Design, StoreSpec
 from killtest.harness.design.specfile import load_spec
 
@@ -45,6 +47,7 @@ def _project(root) -> None:
     (root / "design.toml").write_text(SPEC)
 
 
+@pytest.mark.slow
 def test_a_module_design_in_the_users_own_scrapers_package_runs_from_the_users_directory(tmp_path):
     _project(tmp_path)
     done = subprocess.run([sys.executable, "-m", "killtest", "run", "--design", "design.toml", "--runs", "1",
@@ -56,6 +59,7 @@ def test_a_module_design_in_the_users_own_scrapers_package_runs_from_the_users_d
     assert (tmp_path / "results" / "killtest.json").exists()
 
 
+@pytest.mark.slow
 def test_explore_finds_the_users_commit_path_lines(tmp_path):
     _project(tmp_path)
     done = subprocess.run([sys.executable, "-m", "killtest", "explore", "--design", "design.toml",

@@ -70,6 +70,7 @@ def w1_run(tmp_path, take_the_port=False):
         return history, schedule, queues, check_run(design, 1, history, site.catalog)
 
 
+@pytest.mark.fault("w")
 @needs_strace
 def test_w1_kills_before_the_write_to_the_port_named_file_not_at_a_later_write(tmp_path):
     history, schedule, queues, verdict = w1_run(tmp_path)

@@ -49,6 +49,7 @@ def _outcomes(result) -> dict[str, str]:
     return found
 
 
+@pytest.mark.slow
 def test_xdist_workers_reach_the_same_verdicts_as_a_serial_run(pytester):
     pytester.makepyfile(test_user=USER_TEST)
     serial = pytester.runpytest_subprocess("-rA", "-p", "no:cacheprovider")
@@ -73,6 +74,7 @@ def test_fuzz(killtest, seed):
 '''
 
 
+@pytest.mark.slow
 def test_xdist_workers_share_one_fuzz_failure_database_across_sessions(pytester):
     pytester.makepyfile(test_fuzzing=FUZZ_TEST)
     database = pytester.path / "db"
@@ -113,6 +115,7 @@ def test_crashes_its_worker():
 '''
 
 
+@pytest.mark.slow
 def test_killtest_resume_keeps_verdicts_and_a_rerun_runs_only_the_items_without_one(pytester, monkeypatch):
     pytester.makepyfile(test_resumable=RESUMABLE)
     verdicts = pytester.path / "verdicts.jsonl"

@@ -17,6 +17,7 @@ def test_the_zoo_holds_every_classic_mistake_and_eight_kinds_of_finding():
 
 # A pause past the lease races two workers against the clock: those scenarios run in make test's serial step
 # (a loaded machine once made the fenced control fetch a page twice in one start).
+@pytest.mark.slow
 @pytest.mark.parametrize("entry", [pytest.param(entry, marks=[pytest.mark.serial] if entry.scenario.workers > 1 else [])
                                    for entry in ENTRIES], ids=[entry.design.name for entry in ENTRIES])
 def test_killtest_flags_the_mistake_and_passes_the_correct_design_on_the_same_scenario(entry, tmp_path):
