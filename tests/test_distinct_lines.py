@@ -182,3 +182,23 @@ def test_a_design_with_two_mistakes_gives_two_failures_each_at_its_own_line(tmp_
     assert [n for n, _ in commit["source"]] == list(range(COMMIT_LINE - 2, COMMIT_LINE + 3))
     assert f"> {COMMIT_LINE} |     db.execute(\"INSERT INTO done" in done.stderr  # the line's text, in the terminal
     assert "2 distinct failures" in done.stderr
+
+
+def test_a_scrapy_write_from_the_reactor_is_named_by_the_frameworks_frame_of_the_held_thread():
+    """What py-spy dumped of scrapy-jobdir held at an ftruncate of its request queue (Scrapy 2.19.0, in a virtual
+    environment, whose lib/python3.11 holds site-packages): every frame is Scrapy's, Twisted's or Python's, and a
+    pool thread is listed too. The held thread's framework frame is the line; no own frame is invented."""
+    venv = "/work/wt/x/.venv/lib/python3.11/site-packages"
+    dump = ("Thread 928 (idle): \"MainThread\"\n"
+            f"    LifoDiskQueue.pop ({venv}/queuelib/queue.py:259)\n"
+            f"    ScrapyPriorityQueue.pop ({venv}/scrapy/pqueues.py:198)\n"
+            "    BaseEventLoop.run_forever (/usr/lib/python3.11/asyncio/base_events.py:607)\n"
+            f"    <module> ({venv}/scrapy/__main__.py:5)\n"
+            "    _run_code (<frozen runpy>:88)\n"
+            "Thread 1566 (idle): \"PoolThread-twisted.internet.reactor-0\"\n"
+            f"    ThreadWorker.__init__.<locals>.work ({venv}/twisted/_threads/_threadworker.py:75)\n"
+            "\n# read in 0.1236 s\n# held thread 928\n")
+    found = frames_located(dump)
+    assert found.line == f"{venv}/queuelib/queue.py:259" and not found.own
+    assert found.words == (f"in LifoDiskQueue.pop ({venv}/queuelib/queue.py:259), the framework's frame; no frame"
+                           " of the program's own on the stack")

@@ -59,6 +59,7 @@ _JS_FRAME = re.compile(r"^(?:JS|Script|Eval|Function|LazyCompile):[~^+*]?(?:(?P<
 NO_JS_FRAME = ("no source location: no JavaScript frame of the program on the writing thread's stack"
                " (as when an asynchronous fs call writes from libuv's worker thread)")
 LIBRARY = tuple({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], "/usr/lib/python3"})
+_HELD = re.compile(r"^# held thread (\d+)$", re.M)
 _READ_IN = re.compile(r"^# read in ([\d.]+) s$", re.M)  # what faults/write_gate.locate appends to a dump
 _INSTALLED = ("/site-packages/", "/dist-packages/", "/node_modules/")  # a framework's frames, not the program's
 
@@ -106,14 +107,30 @@ class Located:
 
 def _own(path: str) -> bool:
     """A frame of the user's own program: not Python's library, not an installed package, not node_modules."""
-    return not path.startswith(LIBRARY) and not any(part in path for part in _INSTALLED)
+    return not _stdlib(path) and not any(part in path for part in _INSTALLED)
+
+
+def _stdlib(path: str) -> bool:
+    """Python's own library, or a frozen or generated module (`<frozen runpy>`, `<string>`). An installed
+    package is not: a virtual environment's platstdlib is its own lib/pythonX.Y, which holds site-packages."""
+    return path.startswith("<") or (path.startswith(LIBRARY) and not any(part in path for part in _INSTALLED))
+
+
+def held_thread(dump: str) -> str:
+    """The frames of the thread the write gate held (`# held thread TID`, faults/write_gate.locate) in a py-spy
+    dump of every thread; the whole dump when it does not say."""
+    tid = _HELD.search(dump)
+    if tid is None:
+        return dump
+    block = re.search(rf"^Thread {tid[1]} .*?(?=^Thread |^# |\Z)", dump, re.M | re.S)
+    return block[0] if block else dump
 
 
 def frames_located(dump: str) -> Located | None:
     """The program's own innermost frame in a py-spy dump, and the framework's frame that made the write when
     the write came from an installed package (Scrapy's exporter, a Crawlee storage client) below it."""
-    frames = [(found["function"], found["file"], found["line"]) for line in dump.splitlines()
-              if (found := _FRAME.match(line)) and not found["file"].startswith(LIBRARY)]
+    frames = [(found["function"], found["file"], found["line"]) for line in held_thread(dump).splitlines()
+              if (found := _FRAME.match(line)) and not _stdlib(found["file"])]
     return _named(frames, lambda f: f"{f[0]} ({f[1]}:{f[2]})")
 
 

@@ -119,7 +119,8 @@ def locate(tid: int) -> None:
         began = time.monotonic()
         dump = subprocess.run(reader, capture_output=True, text=True, timeout=10)
         # what reading the stack cost, for the exploration's count of what locating took (campaigns/locate.py)
-        text = dump.stdout + dump.stderr + f"\n# read in {time.monotonic() - began:.4f} s\n"
+        text = (dump.stdout + dump.stderr + f"\n# read in {time.monotonic() - began:.4f} s\n"
+                f"# held thread {tid}\n")  # py-spy lists every thread: the held one made the write
     except (OSError, StopIteration, subprocess.SubprocessError) as error:
         text = f"no stack: {error}"
     with open(target, "w", encoding="utf-8") as out:
