@@ -202,3 +202,17 @@ def test_a_scrapy_write_from_the_reactor_is_named_by_the_frameworks_frame_of_the
     assert found.line == f"{venv}/queuelib/queue.py:259" and not found.own
     assert found.words == (f"in LifoDiskQueue.pop ({venv}/queuelib/queue.py:259), the framework's frame; no frame"
                            " of the program's own on the stack")
+
+
+def test_fuzzed_schedules_whose_one_kill_landed_at_a_line_group_by_that_line():
+    from killtest.harness.campaigns.fuzzing import Case, Trial
+    from killtest.harness.report.triage import trial_failures
+
+    def failed(schedule: str, line: str) -> Trial:
+        return Trial(Case(2, 3, schedule), ["lost 1 of 6 records (broke no_lost_records)"], True,
+                     {"findings": ["lost"], "where": "...", "place": f"at {schedule}", "line": line})
+
+    failures = trial_failures([failed("l:s.py:9:1", "s.py:9"), failed("t0.2,l:s.py:9:2", "s.py:9"),
+                               failed("l:s.py:14:1", "s.py:14")])
+    assert [(f.line, [b.point for b in f.points]) for f in failures] == [
+        ("s.py:9", ["l:s.py:9:1", "t0.2,l:s.py:9:2"]), ("s.py:14", ["l:s.py:14:1"])]

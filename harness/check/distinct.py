@@ -112,15 +112,15 @@ def group_failures(broken: Sequence[Broken], shown: Callable[[str], str] = lambd
     the user's line where it is known, else by the kind of place. `shown(line)`: how a heading names a line
     (a shorter path)."""
     groups: dict[tuple, Failure] = {}
+    named = {finding.value: finding.promise.value for finding in Finding}
     for b in broken:
-        promises = promises_of(b.findings)
-        if b.line:
-            key: tuple = (promises, tuple(b.findings), "line", b.line)
-            groups.setdefault(key, Failure(promises, tuple(b.findings), shown(b.line), line=b.line)).points.append(b)
-        else:
-            place = b.place or place_of(b.point)
-            key = (promises, tuple(b.findings), "place", place)
-            groups.setdefault(key, Failure(promises, tuple(b.findings), place)).points.append(b)
+        promises = tuple(dict.fromkeys(named.get(code, code) for code in b.findings))
+        where = ("line", b.line) if b.line else ("place", b.place or place_of(b.point))
+        key = (promises, tuple(b.findings), *where)
+        if key not in groups:
+            groups[key] = (Failure(promises, tuple(b.findings), shown(b.line), line=b.line) if b.line
+                           else Failure(promises, tuple(b.findings), where[1]))
+        groups[key].points.append(b)
     return sorted(groups.values(), key=lambda f: (-len(f.points), min(b.order for b in f.points)))
 
 

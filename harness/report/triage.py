@@ -174,8 +174,8 @@ def trial_failures(trials: Iterable) -> list[Failure]:
             broken.append(Broken(case.schedule, tuple(trial.triage.get("findings", ())), tuple(trial.problems),
                                  where=f"{words} (on {catalog})" if words else f"on {catalog}",
                                  place=trial.triage.get("place") or ",".join(folded(p) for p in points),
-                                 size=len(points) * 100_000 + products, order=i))
-    return group_failures(broken)
+                                 size=len(points) * 100_000 + products, order=i, line=trial.triage.get("line", "")))
+    return group_failures(broken, shown=shown_line)
 
 
 def run_failures(verdicts: Iterable) -> list[Failure]:
