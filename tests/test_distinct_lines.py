@@ -216,3 +216,14 @@ def test_fuzzed_schedules_whose_one_kill_landed_at_a_line_group_by_that_line():
                                failed("l:s.py:14:1", "s.py:14")])
     assert [(f.line, [b.point for b in f.points]) for f in failures] == [
         ("s.py:9", ["l:s.py:9:1", "t0.2,l:s.py:9:2"]), ("s.py:14", ["l:s.py:14:1"])]
+
+
+def test_a_torn_row_says_which_key_it_was_when_its_text_still_does():
+    from killtest.harness.design.model import StoreSpec
+    from killtest.harness.design.stores import record_from_json
+
+    spec = StoreSpec(kind="json_files", path="{work_dir}/dataset", key="sku")
+    torn = record_from_json(spec, "file 000007.json", '{"sku": "SKU-000003", "pr')
+    assert torn.key is None and torn.unreadable == ('file 000007.json is not JSON (its sku reads SKU-000003):'
+                                                    ' {"sku": "SKU-000003", "pr')
+    assert record_from_json(spec, "file 000008.json", "").unreadable == "file 000008.json is not JSON: (empty)"

@@ -72,13 +72,15 @@ def excerpt_lines(line: str, indent: str = "    ") -> list[str]:
     return [f"{indent}{'>' if n == at else ' '} {n:>{width}} | {text}" for n, text in excerpt]
 
 
-def places_line(failure: Failure, most: int = TERMINAL_PARTS) -> str | None:
-    """For a failure grouped by its line: the kinds of place its points landed at, each with its points, the
-    detail a user cannot change (which write of SQLite's commit); None when it covers one kind."""
+def places_line(failure: Failure, most: int | None = TERMINAL_PARTS, parts: int | None = 3) -> str | None:
+    """For a failure grouped by its line: the kinds of place its points landed at (at most `most`), each with
+    its points (at most `parts` ranges), the detail a user cannot change (which write of SQLite's commit); None
+    when it covers one kind."""
     places = failure.by_place()
     if not failure.line or len(places) < 2:
         return None
-    shown = [f"{place} ({point_ranges((b.point for b in points), most=3)})" for place, points in places[:most]]
+    most = len(places) if most is None else most
+    shown = [f"{place} ({point_ranges((b.point for b in points), most=parts)})" for place, points in places[:most]]
     more = f"; and {len(places) - most} more" if len(places) > most else ""
     return "by kind: " + "; ".join(shown) + more
 
@@ -150,10 +152,10 @@ def failures_markdown(failures: list[Failure], replay: Callable[[Broken], str]) 
         lines += [f"### {number}. {failure.title}", "",
                   f"- promises broken: {', '.join(failure.promises)}; where: {failure.place or 'the kill point'}",
                   f"- {len(failure.points)} point(s): {point_ranges(b.point for b in failure.points)}",
-                  *([f"- {by_kind}"] if (by_kind := places_line(failure, most=len(failure.points))) else []),
+                  *([f"- {by_kind}"] if (by_kind := places_line(failure, most=None, parts=None)) else []),
                   f"- smallest and earliest: `{example.point}`" + (f", {example.where}" if example.where else ""),
-                  *(["", "```", *[f"{n:>4} | {text}" for n, text in excerpt], "```"]
-                    if failure.line and (excerpt := source_excerpt(failure.line)) else []),
+                  *(["", "```", *excerpt, "```", ""] if failure.line and (excerpt := excerpt_lines(failure.line, ""))
+                    else []),
                   f"- replay: `{replay(example)}`", ""]
     return lines
 
