@@ -21,8 +21,8 @@ HALF_FENCED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scraper_
 def test_an_aimed_pause_stops_its_worker_at_its_own_product_request_and_the_zombie_shows(tmp_path):
     out = tmp_path / "results"
     done = subprocess.run([sys.executable, "-m", "killtest", "run", "--design", HALF_FENCED, "--workers", "2",
-                           "--schedule", "p1:3@1", "--lease", "1", "--aim-pauses", "--runs", "1", "--listing-pages", "10",
-                           "--per-page", "20", "--no-plot", "--out", str(out)],
+                           "--schedule", "p1:3@1", "--lease", "1", "--aim-pauses", "--runs", "1",
+                           "--listing-pages", "10", "--per-page", "20", "--no-plot", "--out", str(out)],
                           capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
     assert done.returncode == 1, done.stderr[-2000:]  # the half-fenced design puts an old price back
     [history] = (out / "history").glob("*.jsonl")
