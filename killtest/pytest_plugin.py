@@ -11,8 +11,9 @@ Hypothesis's plugins:
   (per test: `.run(spec)`, `.explore(spec)`, `.fuzz(spec)`, each returning a killtest.api.Result);
 - the marker `@pytest.mark.killtest(promises=[...])` or `(does_not_promise=[...])`: what the design
   promises, which its spec must say too;
-- on a failed test that used `killtest`, a report section "killtest" with every verdict, its findings
-  and the `killtest replay ...` line that reproduces the first failure; the seed in the report header.
+- on a failed test that used `killtest`, a report section "killtest" with every verdict: for an explore or
+  a fuzz its distinct failures, one per bug at the program's own line with its text and replay line; for a
+  run its findings and the `killtest replay ...` line of the first failure; the seed in the report header.
 
 Importing this module imports nothing of the harness (that would load Flask into every pytest
 session): the fixtures import killtest.api when a test first asks for them, and a test that uses
