@@ -29,7 +29,9 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
 
     `app.config["ON_REQUEST"]`, when set, is called with each request's path as it arrives, before the
     site answers, and `app.config["ON_RESPONSE_SENT"]` once the server has written the answer: the
-    harness uses them to kill a scraper at an exact request.
+    harness uses them to kill a scraper at an exact request. `app.config["ON_REQUEST_BY"]`, when set, is
+    called first with the path and the pid of the worker the request is credited to (None when it could not
+    be told: killtest.fixture_site.socket_owner): an aimed pause stops that worker at its own request.
     """
     slow_paths = dict(slow_paths or {})
     if latency_s < 0 or pace_rps < 0 or any(seconds < 0 for seconds in slow_paths.values()):
@@ -50,6 +52,9 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
     @app.before_request
     def note_arrival() -> None:
         g.arrived = time.monotonic()
+        by_worker = app.config.get("ON_REQUEST_BY")
+        if by_worker is not None:
+            by_worker(request.path, request.environ.get(WORKER_PID))
         on_request = app.config.get("ON_REQUEST")
         if on_request is not None:
             on_request(request.path)

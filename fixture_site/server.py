@@ -72,6 +72,12 @@ class SiteServer:
         self._app.config["ON_REQUEST"] = hook
         self._app.config["ON_RESPONSE_SENT"] = after_sent
 
+    def set_worker_request_hook(self, hook) -> None:
+        """Call `hook(path, worker_pid)` as each request arrives, before it is answered and before the hook of
+        `set_request_hook`: `worker_pid` is the worker the site credits the request to, from its connection
+        (doors.Doors.credit), or None. None removes it."""
+        self._app.config["ON_REQUEST_BY"] = hook
+
     def open_door(self, workers: Callable[[], list[int]] | None = None) -> tuple[int, str]:
         """A door of its own for the next start, at the run's one address: (door, base URL). Every earlier
         start must be dead: what they sent is theirs, what comes in from now on is the new start's.

@@ -25,7 +25,8 @@ EVENTS: dict[str, str] = {
             " process) when one worker was hit, server_restart_s when the store's server was restarted",
     "worker_restarted": "start, worker, pid: a worker killed alone and started again at once",
     "paused": "start, worker (none: every worker), pids (the process groups sent SIGSTOP), seconds (planned),"
-              " point: a pause point stopped the start or one worker",
+              " point, and with --aim-pauses aimed_at (the product page the worker was stopped asking for, before"
+              " the site answered): a pause point stopped the start or one worker",
     "resumed": "start, worker, pids (the groups sent SIGCONT), seconds (how long they were stopped), point",
     "power_lost": "start, point, names_lost, names_restored, bytes_reverted (paths under the work dir), files and"
                   " bytes (how many of the design's files, and bytes, the cut took): a power-cut point SIGKILLed"

@@ -11,8 +11,9 @@ Hypothesis's plugins:
   (per test: `.run(spec)`, `.explore(spec)`, `.fuzz(spec)`, each returning a killtest.api.Result);
 - the marker `@pytest.mark.killtest(promises=[...])` or `(does_not_promise=[...])`: what the design
   promises, which its spec must say too;
-- on a failed test that used `killtest`, a report section "killtest" with every verdict, its findings
-  and the `killtest replay ...` line that reproduces the first failure; the seed in the report header.
+- on a failed test that used `killtest`, a report section "killtest" with every verdict: for an explore or
+  a fuzz its distinct failures, one per bug at the program's own line with its text and replay line; for a
+  run its findings and the `killtest replay ...` line of the first failure; the seed in the report header.
 
 Importing this module imports nothing of the harness (that would load Flask into every pytest
 session): the fixtures import killtest.api when a test first asks for them, and a test that uses
@@ -21,6 +22,7 @@ none of them runs exactly as it would without killtest.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -219,4 +221,31 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     report = outcome.get_result()  # type: ignore[attr-defined]
     results = item.stash.get(RESULTS, None)
     if results and report.when == "call" and report.failed:
-        report.sections.append(("killtest", "\n\n".join(result.report() for result in results)))
+        report.sections.append(("killtest", "\n\n".join(_section(result) for result in results)))
+
+
+def _section(result) -> str:
+    """A result's report; for an explore or a fuzz, its distinct failures (from its .json, as the terminal shows
+    them: one per bug, at the program's own line with its text) instead of every broken point's findings."""
+    failures = result.data.get("failures") if isinstance(result.data.get("failures"), list) else None
+    if failures is None:
+        found = next((path for path in result.files if path.endswith(".json")), None)
+        try:
+            with open(found or "", encoding="utf-8") as saved:
+                failures = json.load(saved).get("failures")
+        except (OSError, ValueError):
+            failures = None
+    if not failures:
+        return result.report()
+    lines = [result.summary, f"{len(failures)} distinct failure{'s' if len(failures) != 1 else ''}:"]
+    for number, failure in enumerate(failures, 1):
+        title = "; ".join(failure.get("problems", [])) or ", ".join(failure.get("findings", []))
+        line = failure.get("line") or ""
+        at = line.rpartition(":")[2]
+        lines += [f"failure {number}: {f'at {line}' if line else failure.get('place')}: {title}",
+                  f"  {failure.get('count')} covered: {failure.get('points')}",
+                  f"  {failure.get('example')}: {failure.get('where')}",
+                  *(f"    {'>' if str(n) == at else ' '} {n} | {text}" for n, text in failure.get("source", [])),
+                  f"  replay: {failure.get('replay')}"]
+    lines.append(f"results: {result.results_dir}")
+    return "\n".join(lines)

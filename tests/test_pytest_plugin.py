@@ -79,10 +79,13 @@ def test_a_broken_design_fails_with_its_findings_and_a_replay_line_that_reproduc
     result.stdout.fnmatch_lines(["*KilltestFailed: killtest explore zoo-done-before-record: 2 crash points,"
                                  " 1 broken — invalid*",
                                  "*- killtest -*",
-                                 f"*zoo-done-before-record crash point {ZOO_LINE}: lost 1 of 6 records*"
-                                 " (broke no_lost_records)"])
+                                 "*1 distinct failure:",  # one per bug, at the program's own line (issue 35)
+                                 "failure 1: at scrapers/zoo/done_before_record.py:*: lost 1 of 6 records*"
+                                 " (broke no_lost_records)",
+                                 "  1 covered: l:scrapers/zoo/done_before_record.py:complete+3:2",
+                                 "*>*|*"])  # the line's own text, marked
     section = out[out.index("- killtest -"):]
-    replay = re.search(r"^replay: (killtest replay .*)$", section, re.MULTILINE)
+    replay = re.search(r"^  replay: (killtest replay .*)$", section, re.MULTILINE)
     assert replay is not None, section
     words = shlex.split(replay.group(1))
     elsewhere = tmp_path / "elsewhere"

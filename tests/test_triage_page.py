@@ -9,6 +9,7 @@ hand-made points (check/distinct.py is pure).
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -255,9 +256,10 @@ def test_the_program_is_read_past_env_its_options_and_its_assignments():
 @pytest.mark.slow
 @pytest.mark.skipif(py_spy() is None or shutil.which("strace") is None, reason="needs py-spy and strace")
 def test_locating_runs_within_the_exploration_in_its_jobs_and_counts_in_its_time(tmp_path):
-    """Each kind of failure's first store write is located by one more run as the exploration goes, in the job
-    that found it: its time is part of the exploration's, a line says what it cost, and with -j 2 the words and
-    the runs are those of -j 1 (w4 breaks as w1 does, at the same place: only w1, the first, is located)."""
+    """Each kind of failure's first store write is located as the exploration goes, in the job that found it: by
+    one more run, or by reading the stack in the point's own run when the point before it broke (issue 35). Its
+    time is part of the exploration's, a line says what it cost, and with -j 2 the words and the kinds located are
+    those of -j 1 (w4 breaks as w1 does, at the same place: only w1, the first, is located)."""
     spec = two_mistakes(tmp_path)
     found = {}
     for jobs in ("1", "2"):
@@ -267,14 +269,19 @@ def test_locating_runs_within_the_exploration_in_its_jobs_and_counts_in_its_time
                               capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
         assert done.returncode == 1, done.stderr[-2000:]
         found[jobs] = json.loads((out / "explore-two-mistakes.json").read_text())
-        line = re.search(r"source locations: (\d+) points run once more to read the program's stack at the write:"
-                         r" ([\d.]+) s, within the exploration's ([\d.]+) s", done.stderr)
+        line = re.search(r"source locations: (3 kinds of failure located in the program: (\d+) from the stack read in"
+                         r" the point's own run, (\d+) points? run once more; ([\d.]+) s of the exploration's"
+                         r" ([\d.]+) s \([\d.]+%\))", done.stderr)
         assert line, done.stderr[-2000:]
-        # w1, w2, w3: three kinds of failure, one run each; with -j 2 the jobs share what they claimed, so the
-        # second job does not locate w4 again (it breaks as w1 did, which the first job has claimed)
-        assert int(line[1]) == found[jobs]["locate_runs"] == 3
-        assert f"3 points run once more to locate a store write in the program, {line[2]} s of it" in \
-            (out / "explore-two-mistakes.html").read_text()
+        # w1, w2, w3: three kinds of failure; with -j 2 the jobs share what they claimed, so the second job does
+        # not locate w4 again (it breaks as w1 did, which the first job has claimed). With -j 1, w1 is the first
+        # point: run once more; w2 follows a broken point at a new kind of place: read in its own run; w3 breaks
+        # differently at w1's kind of place, which was not expected of it: run once more
+        assert int(line[2]) == found[jobs]["located_in_run"] and int(line[3]) == found[jobs]["locate_runs"]
+        assert found[jobs]["located_in_run"] + found[jobs]["locate_runs"] == 3
+        if jobs == "1":
+            assert (found[jobs]["locate_runs"], found[jobs]["located_in_run"]) == (2, 1)
+        assert line[1] in html.unescape((out / "explore-two-mistakes.html").read_text())
         assert 0 < found[jobs]["locate_s"] < found[jobs]["elapsed_s"]
     # (a row's size varies by a byte or two: its time.time() stamp has as many digits as it needs)
     where = {jobs: {o["point"]: re.sub(r"\d+ bytes", "N bytes", o["where"]) for o in found[jobs]["outcomes"]}

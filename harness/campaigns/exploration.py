@@ -16,6 +16,7 @@ each with its own site, work dirs and servers (harness/campaigns/parallel.py); t
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable
@@ -37,6 +38,7 @@ from killtest.harness.faults.points.power_cut import PowerCutAtStoreWrite, refus
 from killtest.harness.faults.points.request import AtRequest
 from killtest.harness.faults.points.store_write import AtStoreWrite, require_strace
 from killtest.harness.faults.schedule import KillSchedule
+from killtest.harness.history import History
 from killtest.harness.running.orchestrator import Stage, check_phase, run_phase, stage
 from killtest.harness.running.runner import RunSettings
 from killtest.harness.running.write_plans import RecordingCache, resolve_schedule, store_write_points
@@ -84,7 +86,8 @@ class PointOutcome:
     findings: list[str] = field(default_factory=list)  # a code per problem (check/findings.py)
     waived: list[str] = field(default_factory=list)  # what it broke of the promises the spec waives (not broken)
     where: str = ""  # where the kill landed, in the user's terms (harness/campaigns/point_words.py)
-    place: str = ""  # the kind of place, which distinct failures are grouped by (harness/check/distinct.py)
+    place: str = ""  # the kind of place, which distinct failures are grouped by where no line is known
+    line: str = ""  # the user's own `FILE:LINE` of a broken point (its located write, its line): the grouping key
     keys: dict = field(default_factory=dict)  # lost, duplicated and unexpected keys (a broken point's)
     timeline: dict = field(default_factory=dict)  # what the triage page draws (a broken point's)
 
@@ -98,7 +101,8 @@ class Exploration:
     outcomes: list[PointOutcome] = field(default_factory=list)
     elapsed_s: float = 0.0  # every point's run, and the locating runs among them
     locate_runs: int = 0  # points run once more to locate their store write in the program (campaigns/locate.py)
-    locate_s: float = 0.0  # their time (summed over -j's processes), part of elapsed_s
+    locate_s: float = 0.0  # their time and the stacks read in points' own runs (summed over -j's processes)
+    located_in_run: int = 0  # kinds of failure located from the stack read in their first point's own run
 
     @property
     def broken(self) -> list[PointOutcome]:
@@ -113,6 +117,7 @@ class Exploration:
                 "prefork": self.prefork,
                 "points": len(self.outcomes), "broken": len(self.broken), "elapsed_s": round(self.elapsed_s, 2),
                 "locate_runs": self.locate_runs, "locate_s": round(self.locate_s, 2),
+                "located_in_run": self.located_in_run,
                 "schedules_per_minute": self.schedules_per_minute,
                 "outcomes": [dataclasses.asdict(o) for o in self.outcomes]}
 
@@ -172,8 +177,9 @@ def explore(design: Design, on: Stage, settings: RunSettings, work_dir: str | No
                                                     number - 1))
     exploration.elapsed_s = time.monotonic() - began
     if locator is not None:
-        with_locations(exploration.outcomes, locator.found)
+        with_locations(exploration.outcomes, locator.found, locator.lines)
         exploration.locate_runs, exploration.locate_s = locator.runs, locator.spent_s
+        exploration.located_in_run = locator.read_in_run
     return exploration
 
 
@@ -181,7 +187,7 @@ def explore_located(design: Design, on: Stage, settings: RunSettings, point: Kil
                     cache: RecordingCache, strict: bool, locator: Locator | None, index: int) -> PointOutcome:
     """`explore_point`, then, with a `locator`, the program's line of its store write when it is the first
     point of a kind of failure (one more run of the same point, here: campaigns/locate.py)."""
-    outcome = explore_point(design, on, settings, point, work_dir, cache, strict)
+    outcome = explore_point(design, on, settings, point, work_dir, cache, strict, locator)
     if locator is not None:
         locator.after(index, point, outcome,
                       lambda: explore_point(design, on, settings, point, work_dir, cache, strict))
@@ -189,12 +195,16 @@ def explore_located(design: Design, on: Stage, settings: RunSettings, point: Kil
 
 
 def explore_point(design: Design, on: Stage, settings: RunSettings, point: KillPoint, work_dir: str | None,
-                  cache: RecordingCache, strict: bool = False) -> PointOutcome:
+                  cache: RecordingCache, strict: bool = False, locator: Locator | None = None) -> PointOutcome:
     """One crash point: aimed (a store write, by a recording), run, and held to the design's promises (every
-    idempotence promise when `strict`); what it broke of a promise the spec waives is noted, not broken."""
+    idempotence promise when `strict`); what it broke of a promise the spec waives is noted, not broken. A
+    `locator` may read the held write's stack in this run (campaigns/locate.Locator.reading)."""
     schedule = resolve_schedule(KillSchedule(seed=None, points=(point,)), design, on, settings, work_dir=work_dir,
                                 cache=cache)
-    history = run_phase(on, design, schedule, settings, work_dir=work_dir, prefix="killtest-explore-")
+    reading = (locator.reading(point, describe(schedule.points[0], History(), cache.get((design.name, "")))[1])
+               if locator is not None else contextlib.nullcontext())
+    with reading:
+        history = run_phase(on, design, schedule, settings, work_dir=work_dir, prefix="killtest-explore-")
     verdict = check_phase(design.strict() if strict else design, 1, history, on.site.catalog)
     landed = verdict.kills + verdict.kills_before_work > 0
     problems = broken_promises(verdict)
@@ -209,6 +219,8 @@ def explore_point(design: Design, on: Stage, settings: RunSettings, point: KillP
     if problems:  # drawn only where a user will read it: a broken point
         found = triage_of(verdict, history)
         outcome.findings, outcome.keys, outcome.timeline = found["findings"], found["keys"], found["timeline"]
+        if isinstance(point, AtLine):  # the kill's line is the program's own: a located write there is the same bug
+            outcome.line = f"{point.path}:{point.line}"
     return outcome
 
 
@@ -251,8 +263,10 @@ def explore_design(design: Design, catalog: Catalog, settings: RunSettings, poin
     exploration.outcomes = [outcome for _, outcome in sorted(pair for part, _ in parts for pair in part)]
     exploration.elapsed_s = time.monotonic() - began
     if locate:
-        with_locations(exploration.outcomes, {k: v for _, found in parts for k, v in found["found"].items()})
+        with_locations(exploration.outcomes, {k: v for _, found in parts for k, v in found["found"].items()},
+                       {k: v for _, found in parts for k, v in found["lines"].items()})
         exploration.locate_runs = sum(found["runs"] for _, found in parts)
+        exploration.located_in_run = sum(found["read_in_run"] for _, found in parts)
         exploration.locate_s = sum(found["spent_s"] for _, found in parts)
     return exploration
 
@@ -270,7 +284,8 @@ def _explore_part(design: Design, catalog: Catalog, settings: RunSettings, numbe
             lines.put(f"[explore {design.name}] point {index + 1}/{total}: {spec}")
             outcomes.append((index, explore_located(design, on, settings, parse_point(spec, design), work_dir, cache,
                                                     strict, locator, index)))
-    located = {"found": locator.found, "runs": locator.runs, "spent_s": locator.spent_s} if locator else {}
+    located = ({"found": locator.found, "lines": locator.lines, "runs": locator.runs, "spent_s": locator.spent_s,
+                "read_in_run": locator.read_in_run} if locator else {})
     return outcomes, located
 
 

@@ -33,18 +33,21 @@ are located; one line says so past that.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import sys
 import sysconfig
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from killtest.harness import lifeline
 from killtest.harness.design.model import Design, Launch
 from killtest.harness.faults.points import KillPoint
+from killtest.harness.faults.points.line import shown_path
 from killtest.harness.faults.points.store_write import AtStoreWrite, server_store
 from killtest.harness.faults.write_gate import program_at
 
@@ -56,6 +59,9 @@ _JS_FRAME = re.compile(r"^(?:JS|Script|Eval|Function|LazyCompile):[~^+*]?(?:(?P<
 NO_JS_FRAME = ("no source location: no JavaScript frame of the program on the writing thread's stack"
                " (as when an asynchronous fs call writes from libuv's worker thread)")
 LIBRARY = tuple({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], "/usr/lib/python3"})
+_HELD = re.compile(r"^# held thread (\d+)$", re.M)
+_READ_IN = re.compile(r"^# read in ([\d.]+) s$", re.M)  # what faults/write_gate.locate appends to a dump
+_INSTALLED = ("/site-packages/", "/dist-packages/", "/node_modules/")  # a framework's frames, not the program's
 
 
 def py_spy() -> str | None:
@@ -88,31 +94,103 @@ def why_not(design: Design) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Located:
+    """Where a held store write was made: `words` for the user (`in save (/home/me/scraper.py:40)`, with the
+    framework's frame first when a framework made the write), and `line`, the `FILE:LINE` of the program's
+    own nearest frame that failures are grouped by ("" when none was found)."""
+
+    words: str
+    line: str = ""
+    own: str = ""  # the program's own frame in words (`save (/home/me/scraper.py:40)`), "" when none
+
+
+def _own(path: str) -> bool:
+    """A frame of the user's own program: not Python's library, not an installed package, not node_modules."""
+    return not _stdlib(path) and not any(part in path for part in _INSTALLED)
+
+
+def _stdlib(path: str) -> bool:
+    """Python's own library, or a frozen or generated module (`<frozen runpy>`, `<string>`). An installed
+    package is not: a virtual environment's platstdlib is its own lib/pythonX.Y, which holds site-packages."""
+    return path.startswith("<") or (path.startswith(LIBRARY) and not any(part in path for part in _INSTALLED))
+
+
+def held_thread(dump: str) -> str:
+    """The frames of the thread the write gate held (`# held thread TID`, faults/write_gate.locate) in a py-spy
+    dump of every thread; the whole dump when it does not say."""
+    tid = _HELD.search(dump)
+    if tid is None:
+        return dump
+    block = re.search(rf"^Thread {tid[1]} .*?(?=^Thread |^# |\Z)", dump, re.M | re.S)
+    return block[0] if block else dump
+
+
+def frames_located(dump: str) -> Located | None:
+    """The program's own innermost frame in a py-spy dump, and the framework's frame that made the write when
+    the write came from an installed package (Scrapy's exporter, a Crawlee storage client) below it."""
+    frames = [(found["function"], found["file"], found["line"]) for line in held_thread(dump).splitlines()
+              if (found := _FRAME.match(line)) and not _stdlib(found["file"])]
+    return _named(frames, lambda f: f"{f[0]} ({f[1]}:{f[2]})")
+
+
 def innermost(dump: str) -> str | None:
-    """`function (file:line)` of the innermost frame outside Python's library in a py-spy dump."""
-    for line in dump.splitlines():
-        found = _FRAME.match(line)
-        if found and not found["file"].startswith(LIBRARY) and "/site-packages/" not in found["file"]:
-            return f"{found['function']} ({found['file']}:{found['line']})"
-    return None
+    """`function (file:line)` of the innermost frame of the program's own in a py-spy dump."""
+    found = frames_located(dump)
+    return found.own if found and found.own else None
+
+
+def js_located(frames: str) -> Located | None:
+    """As `frames_located`, for node_stack.py's lines: the program's own files (not Node's `node:` modules, not
+    node_modules); V8 names a function by its first line."""
+    found = []
+    for line in frames.splitlines():
+        match = _JS_FRAME.match(line)
+        if match and not match["file"].startswith("node:"):
+            top = not match["function"] and (match["line"], match["column"]) == ("1", "1")
+            found.append(("" if top else match["function"] or "(anonymous)", match["file"].removeprefix("file://"),
+                          match["line"]))
+
+    def words(frame: tuple[str, str, str]) -> str:
+        function, where, line = frame
+        if not function:
+            return f"the module's top level ({where})"  # a CommonJS wrapper or an ES module's body
+        return f"{function} ({where}:{line}, the function's first line)"
+    return _named(found, words)
 
 
 def innermost_js(frames: str) -> str | None:
-    """`function (file:line, the function's first line)` of the innermost frame in the program's own files
-    among node_stack.py's lines (not Node's `node:` modules, not node_modules)."""
-    for line in frames.splitlines():
-        found = _JS_FRAME.match(line)
-        if found and "/node_modules/" not in found["file"]:
-            where = found["file"].removeprefix("file://")
-            if not found["function"] and (found["line"], found["column"]) == ("1", "1"):
-                return f"the module's top level ({where})"  # a CommonJS wrapper or an ES module's body
-            return f"{found['function'] or '(anonymous)'} ({where}:{found['line']}, the function's first line)"
-    return None
+    """`function (file:line, the function's first line)` of the innermost frame in the program's own files."""
+    found = js_located(frames)
+    return found.own if found and found.own else None
+
+
+def _named(frames: list[tuple[str, str, str]], words: Callable[[tuple[str, str, str]], str]) -> Located | None:
+    """Located from frames outside the language's own library, the innermost first: the nearest own frame,
+    after the framework's frame of the write when an installed package's frame is the innermost."""
+    own = next((f for f in frames if _own(f[1])), None)
+    framework = frames[0] if frames and not _own(frames[0][1]) else None
+    if own is None:
+        if framework is None:
+            return None
+        return Located(f"in {words(framework)}, the framework's frame; no frame of the program's own on the stack",
+                       f"{framework[1]}:{framework[2]}")
+    line = f"{own[1]}:{own[2]}"
+    if framework is None:
+        return Located(f"in {words(own)}", line, words(own))
+    return Located(f"in {words(framework)}, the framework's frame of the write, called from {words(own)}", line,
+                   words(own))
 
 
 class Locator:
     """As an exploration goes: the source location of the store write of each kind of failure's first point
     (or the one line of `why_not`), by point, in `found`; `with_locations` puts them in the outcomes' words.
+
+    A kind's first broken point is read in its own run when that can be guessed (`reading`): right after a
+    broken point, a store write at a kind of place no broken point was located at yet has its stack read
+    before its kill, as a locating run would (its own run is the same run of the same point), for the cost of
+    reading a stack instead of a whole run. Otherwise it is run once more (`after`). A clean design reads
+    nothing: no point broke before.
 
     `claims` (a dict shared by -j's processes, parallel.run_jobs) holds the earliest point of each kind that a
     process is locating: another process skips a later point of that kind, and still locates an earlier one
@@ -122,12 +200,33 @@ class Locator:
         self.design, self.most, self.reason = design, most, why_not(design)
         self.claims: Any = {} if claims is None else claims
         self.found: dict[str, str] = {}
+        self.lines: dict[str, str] = {}  # point -> the program's own `FILE:LINE`, where one was found
         self.runs, self.spent_s, self.kinds = 0, 0.0, 0
+        self.read_in_run = 0  # kinds located by reading the stack in the point's own run (no run more)
+        self._broke_last = False  # the point before broke: the next one may be the first of a new kind
+        self._places: set[str] = set()  # kinds of place a broken point was located at
+        self._read: dict[str, Located] = {}  # point -> what its own run's stack said
+
+    @contextlib.contextmanager
+    def reading(self, point: KillPoint, place: str) -> Iterator[None]:
+        """Around `point`'s own run: read its held write's stack when it may be a new kind's first broken point."""
+        if (not self._broke_last or self.reason is not None or not isinstance(point, AtStoreWrite)
+                or place in self._places or self.kinds >= self.most):
+            yield
+            return
+        with _stack_read(self.design) as read:
+            yield
+        where, seconds = read()
+        self.spent_s += seconds
+        if where is not None:
+            self._read[point.spec] = where
 
     def after(self, index: int, point: KillPoint, outcome: Any, run_again: Callable[[], object]) -> None:
         """After `point` (the `index`-th of the exploration) ran: when it broke a promise at a store write in a
-        way no earlier point did, locate the write by `run_again()`, one more run of the same point while its
-        held start's stack is read."""
+        way no earlier point did, locate the write: from its own run's stack when it was read (`reading`), or by
+        `run_again()`, one more run of the same point while its held start's stack is read."""
+        self._broke_last = not outcome.valid
+        read = self._read.pop(point.spec, None)
         if outcome.valid or not isinstance(point, AtStoreWrite):
             return
         key = repr((tuple(outcome.findings), outcome.place))
@@ -135,43 +234,69 @@ class Locator:
             return  # an earlier point of this kind is located (or being located)
         self.claims[key] = index
         self.kinds += 1
+        self._places.add(outcome.place)
         if self.reason is not None:
             self.found[point.spec] = self.reason
         elif self.kinds > self.most:
             self.found[point.spec] = (f"no source location: only the first {self.most} kinds of failure are"
                                       " located, each one more run")
         else:
-            began = time.monotonic()
-            self.found[point.spec] = located(self.design, run_again)
-            self.runs, self.spent_s = self.runs + 1, self.spent_s + time.monotonic() - began
+            if read is not None:
+                where = read
+                self.read_in_run += 1
+            else:
+                began = time.monotonic()
+                where = located(self.design, run_again)
+                self.runs, self.spent_s = self.runs + 1, self.spent_s + time.monotonic() - began
+            self.found[point.spec] = where.words
+            if where.line:  # named as a line point names its file, so a located write and a line point meet
+                path, _, number = where.line.rpartition(":")
+                self.lines[point.spec] = f"{shown_path(path)}:{number}"
 
 
-def with_locations(outcomes: list, found: dict[str, str]) -> None:
+def with_locations(outcomes: list, found: dict[str, str], lines: dict[str, str] | None = None) -> None:
     """Each kind of failure's first point's words (campaigns/exploration.PointOutcome.where) end with its
-    location in `found`. With -j N each process locates the first it met of each kind: the first of all is
-    one of them, and only its location is kept, so the words are those of -j 1."""
-    seen: set[tuple] = set()
+    location in `found`, and every point of that kind gets its `line` (in `lines`): what distinct failures are
+    grouped by. With -j N each process locates the first it met of each kind: the first of all is one of
+    them, and only its location is kept, so the words and lines are those of -j 1."""
+    seen: dict[tuple, str] = {}
     for outcome in outcomes:
         key = (tuple(outcome.findings), outcome.place)
         if outcome.point in found and key not in seen:
-            seen.add(key)
+            seen[key] = (lines or {}).get(outcome.point, "")
             outcome.where = f"{outcome.where}, {found[outcome.point]}"
+    for outcome in outcomes:
+        line = seen.get((tuple(outcome.findings), outcome.place), "") if not outcome.valid else ""
+        if line and not outcome.line:
+            outcome.line = line
 
 
-def located(design: Design, run_again: Callable[[], object]) -> str:
+def located(design: Design, run_again: Callable[[], object]) -> Located:
     """`in FUNCTION (FILE:LINE)` of the store write `run_again()` holds its start at, read from outside."""
+    with _stack_read(design) as read:
+        run_again()
+    return read()[0] or Located(NO_JS_FRAME if language(design) == "node"
+                                else "no source location: py-spy found no frame of the program")
+
+
+@contextlib.contextmanager
+def _stack_read(design: Design) -> Iterator[Callable[[], tuple[Located | None, float]]]:
+    """Within it, a start held at its store write has its stack read before the kill (faults/write_gate.locate);
+    the callable it yields gives, afterwards, where the write was made (None when no frame was found) and the
+    seconds reading it took."""
     node = language(design) == "node"
     with lifeline.temp_dir(prefix="killtest-locate-") as dumps:
         path = os.path.join(dumps, "stack.txt")
         os.environ.update(KILLTEST_LOCATE_TO=path, KILLTEST_PY_SPY=py_spy() or "py-spy",
                           KILLTEST_LOCATE_NODE="1" if node else "")
         try:
-            run_again()
+            yield lambda: _read_dump(dump, node)
         finally:
             for name in ("KILLTEST_LOCATE_TO", "KILLTEST_PY_SPY", "KILLTEST_LOCATE_NODE"):
                 os.environ.pop(name, None)
-        dump = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
-    frame = innermost_js(dump) if node else innermost(dump)
-    if frame:
-        return f"in {frame}"
-    return NO_JS_FRAME if node else "no source location: py-spy found no frame of the program"
+            dump = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
+
+
+def _read_dump(dump: str, node: bool) -> tuple[Located | None, float]:
+    seconds = _READ_IN.search(dump)
+    return (js_located(dump) if node else frames_located(dump)), float(seconds[1]) if seconds else 0.0

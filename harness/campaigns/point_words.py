@@ -59,7 +59,11 @@ def schedule_words(points: Sequence[KillPoint], history: History, cache: dict, d
     """`describe_schedule` as a fuzzed trial keeps it ({"where", "place"}), its recordings from write_plans's
     cache (keyed by the design's name and the points before)."""
     where, place = describe_schedule(points, history, lambda before: cache.get((design, before)))
-    return {"where": where, "place": place}
+    landed = {e.get("point") for e in history.events if e["type"] in ("kill", "power_lost")}
+    hit = [point for point in points if point.spec in landed]
+    # One kill that landed at a line of the program: that line is the failure's, as explore's line points are
+    line = f"{hit[0].path}:{hit[0].line}" if len(hit) == 1 and isinstance(hit[0], AtLine) else ""
+    return {"where": where, "place": place, **({"line": line} if line else {})}
 
 
 def _words(point: KillPoint, history: History, recording: Any, kill: dict | None) -> tuple[str, str]:

@@ -1,14 +1,17 @@
-"""Distinct failures: broken crash points grouped by what broke and where the kill landed, and the words
-that say where a kill landed in the user's own terms.
+"""Distinct failures: broken crash points grouped by what broke and where in the user's program, and the
+words that say where a kill landed in the user's own terms.
 
 A user who reads "102 broken crash points" cannot tell that there are two bugs. Hypothesis reports
-each distinct failure once (by its exception and its place) with its minimal example; this module does
-the same for kill points. Two broken points are one failure when they broke the same promises with the
-same findings and their kill landed at the same kind of place: a store write's file (its numbers
-folded, so `dataset/000001.json` and `dataset/000002.json` are one file of a kind) and system call, a
-line of the design, or a request for the same kind of page. Each group is shown once, with how many
-points it covers (as ranges: `w51-w60`, `w1-w115 every 3rd`), and its smallest and earliest point, whose
-replay line to print.
+each distinct failure once (by its exception and the line it was raised at) with its minimal example;
+Antithesis by the property and where it failed. This module does the same for kill points: two broken
+points are one failure when they broke the same promises with the same findings at the same line of the
+user's own program (`line`: a located store write's frame, or a line point's line). Which system call of
+a commit the kill landed before is detail inside it (`by_place`), not a failure of its own: the user
+cannot change SQLite's journal, only the line that commits. Two lines are never merged. Where no line is
+known, the kind of place stays the key: a store write's file (its numbers folded, so
+`dataset/000001.json` and `dataset/000002.json` are one file of a kind) and system call, or a request for
+the same kind of page. Each group is shown once, with how many points it covers (as ranges: `w51-w60`,
+`w1-w115 every 3rd`), and its smallest and earliest point, whose replay line to print.
 
 Pure: plain data in (point, findings, problems, where; a History for `timeline_events`), plain data out.
 """
@@ -16,7 +19,7 @@ Pure: plain data in (point, findings, problems, where; a History for `timeline_e
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from killtest.harness.check.findings import Finding
@@ -37,6 +40,7 @@ class Broken:
     place: str = ""  # the kind of place, what grouping compares ("write to dataset/N.json"); "": the point's kind
     size: int = 0  # how big its case is (fuzz: points and products); smaller is shown first
     order: int = 0  # its place in the order the command tried them
+    line: str = ""  # the user's own source line, `FILE:LINE`, where known (a located write, a line point)
 
 
 @dataclass
@@ -45,8 +49,9 @@ class Failure:
 
     promises: tuple[str, ...]
     findings: tuple[str, ...]
-    place: str
+    place: str  # the user's line (`scraper.py:37`) when known, else the kind of place
     points: list[Broken] = field(default_factory=list)
+    line: str = ""  # `FILE:LINE` as located, when the failure is grouped by it
 
     @property
     def example(self) -> Broken:
@@ -59,7 +64,17 @@ class Failure:
         failures may break a promise in the same words at different places (a write to done.txt, one to
         records.jsonl), and the place is what tells their headings apart."""
         what = "; ".join(self.example.problems) or ", ".join(self.findings)
+        if self.line:
+            return f"at {self.place}: {what}"
         return f"{self.place}: {what}" if self.place else what
+
+    def by_place(self) -> list[tuple[str, list[Broken]]]:
+        """The kinds of place its points landed at (which write of a commit, which file), each with its points,
+        the most first: the detail inside a failure grouped by its line."""
+        places: dict[str, list[Broken]] = {}
+        for b in self.points:
+            places.setdefault(b.place or place_of(b.point), []).append(b)
+        return sorted(places.items(), key=lambda item: (-len(item[1]), min(b.order for b in item[1])))
 
     def points_text(self, most: int | None = None) -> str:
         """The points it covers as ranges (`w1-w115 every 3rd`); fuzzed schedules (`r3,w9`) joined by `; `."""
@@ -68,7 +83,9 @@ class Failure:
     def to_json(self) -> dict:
         example = self.example
         return {"promises": list(self.promises), "findings": list(self.findings), "place": self.place,
-                "count": len(self.points), "points": self.points_text(),
+                "line": self.line, "count": len(self.points), "points": self.points_text(),
+                "by_place": [{"place": place, "count": len(points), "points": point_ranges(b.point for b in points)}
+                             for place, points in self.by_place()],
                 "example": example.point, "where": example.where, "problems": list(example.problems)}
 
 
@@ -90,13 +107,20 @@ def folded(path: str) -> str:
     return _NUMBER.sub("N", path)
 
 
-def group_failures(broken: Sequence[Broken]) -> list[Failure]:
-    """The distinct failures among `broken`, the largest first (then the earliest)."""
+def group_failures(broken: Sequence[Broken], shown: Callable[[str], str] = lambda line: line) -> list[Failure]:
+    """The distinct failures among `broken`, the largest first (then the earliest): by promises, findings and
+    the user's line where it is known, else by the kind of place. `shown(line)`: how a heading names a line
+    (a shorter path)."""
     groups: dict[tuple, Failure] = {}
+    named = {finding.value: finding.promise.value for finding in Finding}
     for b in broken:
-        place = b.place or place_of(b.point)
-        key = (promises_of(b.findings), tuple(b.findings), place)
-        groups.setdefault(key, Failure(key[0], key[1], place)).points.append(b)
+        promises = tuple(dict.fromkeys(named.get(code, code) for code in b.findings))
+        where = ("line", b.line) if b.line else ("place", b.place or place_of(b.point))
+        key = (promises, tuple(b.findings), *where)
+        if key not in groups:
+            groups[key] = (Failure(promises, tuple(b.findings), shown(b.line), line=b.line) if b.line
+                           else Failure(promises, tuple(b.findings), where[1]))
+        groups[key].points.append(b)
     return sorted(groups.values(), key=lambda f: (-len(f.points), min(b.order for b in f.points)))
 
 
@@ -195,7 +219,9 @@ def timeline_events(history: History) -> dict:
 
 def triage_of(verdict, history: History) -> dict:
     """What the outputs keep of a broken run (a check.verdict.RunVerdict): its finding codes, its lost,
-    duplicated and unexpected keys, and its `timeline_events`."""
-    keys = {kind: verdict.categories.get(kind, {}).get("examples", []) for kind in ("lost", "duplicated", "unexpected")}
+    duplicated, unexpected and unreadable keys (a torn row, named by its file or line and, where its text
+    still says, its key), and its `timeline_events`."""
+    keys = {kind: verdict.categories.get(kind, {}).get("examples", [])
+            for kind in ("lost", "duplicated", "unexpected", "unreadable")}
     return {"findings": [code for code in verdict.findings if code != Finding.NO_KILL_LANDED.value], "keys": keys,
             "timeline": timeline_events(history)}

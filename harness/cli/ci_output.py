@@ -17,7 +17,7 @@ from killtest.harness.check.distinct import Broken, Failure, point_ranges
 from killtest.harness.report.campaign import Campaign
 from killtest.harness.report.junit import Case, write_junit
 from killtest.harness.report.sections import replay_of
-from killtest.harness.report.triage import point_failures, run_failures, trial_failures
+from killtest.harness.report.triage import failure_details, point_failures, run_failures, trial_failures
 
 
 def publish(args: argparse.Namespace, suite: str, cases: list[Case], markdown_path: str | None,
@@ -80,7 +80,7 @@ def point_cases(design: str, outcomes: Iterable, replay: Callable[[Broken], str]
                           failure="; ".join(example.problems) or ", ".join(failure.findings),
                           details="\n".join([*example.problems, f"points ({len(failure.points)}): {points}",
                                              f"{example.point}: {example.where or failure.place}",
-                                             f"replay: {replay(example)}"])))
+                                             *failure_details(failure), f"replay: {replay(example)}"])))
     for o in outcomes:
         if not o.valid:
             continue  # in its distinct failure's case
@@ -107,7 +107,8 @@ def fuzz_cases(result, replay: str | None, replay_of: Callable[[Broken], str],
         cases.append(Case(suite, f"failure {number}: {failure.title}", failure="; ".join(example.problems),
                           details="\n".join([*example.problems,
                                              f"schedules ({len(failure.points)}): {failure.points_text()}",
-                                             f"{example.point}: {example.where}", f"replay: {replay_of(example)}"])))
+                                             f"{example.point}: {example.where}", *failure_details(failure),
+                                             f"replay: {replay_of(example)}"])))
     for trial in result.trials:
         if not trial.problems:
             cases.append(Case(suite, f"{trial.case.schedule} on {trial.case.catalog}"))

@@ -27,6 +27,7 @@ from killtest.harness.report.triage import (
     exploration_header,
     failure_lines,
     failures_json,
+    locating_words,
     point_failures,
     waived_line,
 )
@@ -57,7 +58,7 @@ class ExploreCommand(Command):
             progress.done(promised)
         if waived := waived_line(exploration.outcomes):
             progress.done(waived)
-        if exploration.locate_runs:
+        if locating_words(exploration):
             progress.done(located_line(exploration))
         if exploration.broken:
             progress.done(f"replay the first: {replay(failures[0].example)}")
@@ -99,10 +100,8 @@ def write_exploration(args: argparse.Namespace, design: Design, exploration: Exp
 
 
 def located_line(exploration: Exploration) -> str:
-    """What locating store writes in the program cost: one more run each, within the exploration's time."""
-    runs = exploration.locate_runs
-    return (f"source locations: {runs} point{'s' if runs != 1 else ''} run once more to read the program's stack at"
-            f" the write: {exploration.locate_s:.1f} s, within the exploration's {exploration.elapsed_s:.1f} s")
+    """What locating store writes in the program cost, within the exploration's time."""
+    return f"source locations: {locating_words(exploration)}"
 
 
 def exploration_passed(design: Design, exploration: Exploration) -> bool:

@@ -116,8 +116,11 @@ def locate(tid: int) -> None:
                   "--full-filenames"]
         if os.environ.get("KILLTEST_LOCATE_NODE"):  # JavaScript frames from V8's perf map (node_stack.py)
             reader = [sys.executable, "-S", NODE_STACK, str(tid), *map(str, _members(os.getpgrp()))]
+        began = time.monotonic()
         dump = subprocess.run(reader, capture_output=True, text=True, timeout=10)
-        text = dump.stdout + dump.stderr
+        # what reading the stack cost, for the exploration's count of what locating took (campaigns/locate.py)
+        text = (dump.stdout + dump.stderr + f"\n# read in {time.monotonic() - began:.4f} s\n"
+                f"# held thread {tid}\n")  # py-spy lists every thread: the held one made the write
     except (OSError, StopIteration, subprocess.SubprocessError) as error:
         text = f"no stack: {error}"
     with open(target, "w", encoding="utf-8") as out:

@@ -15,6 +15,7 @@ from killtest.harness.report.triage import (
     by_promise_line,
     exploration_header,
     failures_markdown,
+    locating_words,
     point_failures,
     run_failures,
     waived_line,
@@ -124,8 +125,7 @@ def exploration_markdown(exploration, command: str, replay: Callable[[Broken], s
              f"Design **{exploration.design}**, held to {judged}: {exploration_header(exploration.outcomes, failures)};"
              f" {exploration.schedules_per_minute} schedules a minute ({exploration.elapsed_s:.1f} s in all,"
              f" {'pre-forked starts' if exploration.prefork else 'a new interpreter per start'}"
-             + (f"; {runs} point{'s' if runs != 1 else ''} run once more to locate a store write in the program,"
-                f" {exploration.locate_s:.1f} s of it" if (runs := getattr(exploration, "locate_runs", 0)) else "")
+             + (f"; {located}" if (located := locating_words(exploration)) else "")
              + ").", "",
              *([waived, ""] if waived else []),
              *([promised, ""] if (promised := by_promise_line(failures)) else []),

@@ -8,10 +8,12 @@ valid, landed, findings, problems, waived, where, place): report/ never imports 
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable
 
 from killtest.harness.check.distinct import Broken, Failure, folded, group_failures, header, point_ranges
+from killtest.harness.design.model import PROJECT_ROOT
 
 # What each point's name means, in one place for the Markdown, the page and the docs.
 LEGEND = ("`rK`: on the site's K-th request, before the answer; `rK+`: at the first store write after it;"
@@ -20,14 +22,80 @@ LEGEND = ("`rK`: on the site's K-th request, before the answer; `rK+`: at the fi
           " (what no fsync made durable is lost); `pS:D`: a pause of D seconds; `l:FILE:LINE:HIT`: before the"
           " HIT-th execution of that line")
 
+AROUND = 2  # lines of the program shown either side of a failure's own line
 TERMINAL_PARTS = 12  # ranges a terminal line shows of a failure's points; the Markdown, the page and the JSON list all
 _BROKE = re.compile(r"\(broke (\w+)\)$")
 
 
 def point_failures(outcomes: Iterable) -> list[Failure]:
     """The distinct failures among an exploration's broken points, in the order they were tried."""
-    return group_failures([Broken(o.point, tuple(o.findings), tuple(o.problems), o.where, o.place, order=i)
-                           for i, o in enumerate(outcomes) if not o.valid])
+    return group_failures([Broken(o.point, tuple(o.findings), tuple(o.problems), o.where, o.place, order=i,
+                                  line=getattr(o, "line", ""))
+                           for i, o in enumerate(outcomes) if not o.valid], shown=shown_line)
+
+
+def shown_line(line: str) -> str:
+    """`FILE:LINE` as a heading names it: relative to the directory killtest runs in when the file is below it
+    (`scraper.py:37`), else as located."""
+    path, _, number = line.rpartition(":")
+    relative = os.path.relpath(_source_path(path))
+    return f"{path if relative.startswith(os.pardir) else relative}:{number}"
+
+
+def _source_path(path: str) -> str:
+    """A line's file as a line point names it (killtest's own tree relative to its root) or as located."""
+    return path if os.path.isabs(path) else os.path.join(PROJECT_ROOT, path)
+
+
+def source_excerpt(line: str, around: int = AROUND) -> list[tuple[int, str]]:
+    """The text of `FILE:LINE` with `around` lines either side, read from the program's file: (number, text)
+    pairs; [] when the file or the line cannot be read (a program changed or removed since)."""
+    path, _, number = line.rpartition(":")
+    if not number.isdigit():
+        return []
+    at = int(number)
+    try:
+        with open(_source_path(path), encoding="utf-8", errors="replace") as source:
+            text = source.read().splitlines()
+    except OSError:
+        return []
+    if not 1 <= at <= len(text):
+        return []
+    return [(n, text[n - 1].rstrip()) for n in range(max(1, at - around), min(len(text), at + around) + 1)]
+
+
+def excerpt_lines(line: str, indent: str = "    ") -> list[str]:
+    """A failure's own line in the terminal: the line marked `>`, its neighbours numbered beside it."""
+    excerpt = source_excerpt(line)
+    width = len(str(excerpt[-1][0])) if excerpt else 0
+    at = int(line.rpartition(":")[2]) if excerpt else 0
+    return [f"{indent}{'>' if n == at else ' '} {n:>{width}} | {text}" for n, text in excerpt]
+
+
+def places_line(failure: Failure, most: int | None = TERMINAL_PARTS, parts: int | None = 3) -> str | None:
+    """For a failure grouped by its line: the kinds of place its points landed at (at most `most`), each with
+    its points (at most `parts` ranges), the detail a user cannot change (which write of SQLite's commit); None
+    when it covers one kind."""
+    places = failure.by_place()
+    if not failure.line or len(places) < 2:
+        return None
+    most = len(places) if most is None else most
+    shown = [f"{place} ({point_ranges((b.point for b in points), most=parts)})" for place, points in places[:most]]
+    more = f"; and {len(places) - most} more" if len(places) > most else ""
+    return "by kind: " + "; ".join(shown) + more
+
+
+def locating_words(exploration) -> str | None:
+    """What locating store writes in the program cost an exploration (campaigns/exploration.Exploration), or
+    None when nothing was located: kinds read in their point's own run, points run once more, and the share of
+    the exploration's time."""
+    runs, read = getattr(exploration, "locate_runs", 0), getattr(exploration, "located_in_run", 0)
+    if not runs and not read:
+        return None
+    share = 100 * exploration.locate_s / exploration.elapsed_s if exploration.elapsed_s else 0.0
+    return (f"{read + runs} kind{'s' if read + runs != 1 else ''} of failure located in the program: {read} from"
+            f" the stack read in the point's own run, {runs} point{'s' if runs != 1 else ''} run once more;"
+            f" {exploration.locate_s:.1f} s of the exploration's {exploration.elapsed_s:.1f} s ({share:.1f}%)")
 
 
 def exploration_header(outcomes: list, failures: list[Failure]) -> str:
@@ -54,13 +122,26 @@ def failure_lines(failures: list[Failure], replay: Callable[[Broken], str], noun
         lines.append(f"failure {number} of {len(failures)}, {failure.title}")
         shown = point_ranges((b.point for b in failure.points), most=TERMINAL_PARTS)
         lines.append(f"  {count} {noun}{'s' if count != 1 else ''}: {shown}")
+        if by_kind := places_line(failure):
+            lines.append(f"  {by_kind}")
         lines.append(f"  {example.point}: {example.where or failure.place}")
+        if failure.line:
+            lines += excerpt_lines(failure.line)
         lines.append(f"  replay: {replay(example)}")
     return lines
 
 
 def failures_json(failures: list[Failure], replay: Callable[[Broken], str]) -> list[dict]:
-    return [{**failure.to_json(), "replay": replay(failure.example)} for failure in failures]
+    """Each failure's JSON, with its replay line and, grouped by a line, that line's text and its neighbours."""
+    return [{**failure.to_json(), "replay": replay(failure.example),
+             "source": [list(pair) for pair in source_excerpt(failure.line)] if failure.line else []}
+            for failure in failures]
+
+
+def failure_details(failure: Failure) -> list[str]:
+    """What a JUnit case or a pytest report adds under a failure: the kinds inside it and its line's text."""
+    return [*([by_kind] if (by_kind := places_line(failure)) else []),
+            *(excerpt_lines(failure.line, "") if failure.line else [])]
 
 
 def failures_markdown(failures: list[Failure], replay: Callable[[Broken], str]) -> list[str]:
@@ -71,7 +152,10 @@ def failures_markdown(failures: list[Failure], replay: Callable[[Broken], str]) 
         lines += [f"### {number}. {failure.title}", "",
                   f"- promises broken: {', '.join(failure.promises)}; where: {failure.place or 'the kill point'}",
                   f"- {len(failure.points)} point(s): {point_ranges(b.point for b in failure.points)}",
+                  *([f"- {by_kind}"] if (by_kind := places_line(failure, most=None, parts=None)) else []),
                   f"- smallest and earliest: `{example.point}`" + (f", {example.where}" if example.where else ""),
+                  *(["", "```", *excerpt, "```", ""] if failure.line and (excerpt := excerpt_lines(failure.line, ""))
+                    else []),
                   f"- replay: `{replay(example)}`", ""]
     return lines
 
@@ -92,8 +176,8 @@ def trial_failures(trials: Iterable) -> list[Failure]:
             broken.append(Broken(case.schedule, tuple(trial.triage.get("findings", ())), tuple(trial.problems),
                                  where=f"{words} (on {catalog})" if words else f"on {catalog}",
                                  place=trial.triage.get("place") or ",".join(folded(p) for p in points),
-                                 size=len(points) * 100_000 + products, order=i))
-    return group_failures(broken)
+                                 size=len(points) * 100_000 + products, order=i, line=trial.triage.get("line", "")))
+    return group_failures(broken, shown=shown_line)
 
 
 def run_failures(verdicts: Iterable) -> list[Failure]:

@@ -12,8 +12,15 @@ import html
 import re
 
 from killtest.harness.check.distinct import Failure, point_ranges
-from killtest.harness.report.triage import LEGEND, by_promise_line, exploration_header, waived_line
-from killtest.harness.report.triage_svg import timeline_svg
+from killtest.harness.report.triage import (
+    LEGEND,
+    by_promise_line,
+    exploration_header,
+    locating_words,
+    source_excerpt,
+    waived_line,
+)
+from killtest.harness.report.triage_svg import LANES, lanes_drawn, timeline_svg
 
 STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
          "section.failure{border-left:4px solid #c53030;padding:.2em 1em;margin:1.5em 0;background:#fffafa}"
@@ -21,16 +28,21 @@ STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0
          "pre.replay{background:#f4f4f4;padding:.6em;white-space:pre-wrap;word-break:break-all;user-select:all}"
          "table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ccc;padding:.25em .5em;"
          "text-align:left;vertical-align:top}th{background:#f4f4f4}svg.timeline{max-width:100%;height:auto}"
-         "code{background:#f4f4f4;padding:0 .2em}img{max-width:100%}figure{margin:1em 0}")
+         "code{background:#f4f4f4;padding:0 .2em}img{max-width:100%}figure{margin:1em 0}"
+         "pre.source{background:#f8f8f8;padding:.4em .6em;border:1px solid #ddd}pre.source b{background:#fde8e8}")
 
 
 def failure_view(failure: Failure, replay: str, timeline: dict | None = None, keys: dict | None = None,
                  noun: str = "point") -> dict:
     """What the page shows of one distinct failure; `noun`: what it covers (points, schedules, runs)."""
     example = failure.example
+    by_place = failure.by_place() if failure.line else []
     return {"title": failure.title, "promises": list(failure.promises),
             "place": failure.place, "count": len(failure.points),
-            "points": failure.points_text(),
+            "points": failure.points_text(), "line": failure.line,
+            "source": source_excerpt(failure.line) if failure.line else [],
+            "by_place": [(place, point_ranges(b.point for b in points)) for place, points in by_place]
+            if len(by_place) > 1 else [],
             "example": example.point, "where": example.where, "replay": replay, "timeline": timeline or {},
             "keys": keys or {}, "noun": noun}
 
@@ -44,15 +56,26 @@ def _inline(text: str) -> str:
 def _keys_table(keys: dict) -> str:
     rows = [(kind, values) for kind, values in keys.items() if values]
     if not rows:
-        return "<p>No key is lost, duplicated or wrong against the site (the finding is about requests or the run).</p>"
+        return "<p>No key is lost, duplicated, wrong or unreadable against the site (the finding is about requests or" \
+               " the run).</p>"
     words = {"lost": "lost (on the site, not in the store)", "duplicated": "duplicated (more than one row)",
-             "unexpected": "wrong or not on the site"}
+             "unexpected": "wrong or not on the site", "unreadable": "unreadable (a torn row: which, and its key"
+             " where its text still says)"}
     body = "".join(f"<tr><th>{html.escape(words.get(kind, kind))}</th><td>{html.escape(', '.join(map(str, values)))}"
                    "</td></tr>" for kind, values in rows)
     return f"<table class=\"keys\">{body}</table>"
 
 
-def _failure_section(number: int, view: dict) -> str:
+def _source(line: str, excerpt: list) -> str:
+    """The failure's own line of the program, bold, with its neighbours, as read from the program's file."""
+    at = int(line.rpartition(":")[2])
+    width = len(str(excerpt[-1][0]))
+    shown = [f"{n:>{width}} | {html.escape(text)}" for n, text in excerpt]
+    body = "\n".join(f"<b>{text}</b>" if n == at else text for (n, _), text in zip(excerpt, shown))
+    return f'<p>At <code>{html.escape(line)}</code>:</p><pre class="source">{body}</pre>'
+
+
+def _failure_section(number: int, view: dict, lanes: tuple[str, ...] | None = None) -> str:
     parts = [f'<section class="failure" id="failure-{number}" data-point="{html.escape(view["example"])}">',
              f"<h2>{number}. {html.escape(view['title'])}</h2>",
              f"<p>Broke <strong>{html.escape(', '.join(view['promises']))}</strong>"
@@ -60,8 +83,14 @@ def _failure_section(number: int, view: dict) -> str:
              f" <code>{html.escape(view['points'])}</code>.</p>",
              f"<p>Smallest and earliest: <code>{html.escape(view['example'])}</code>"
              f"{', ' + html.escape(view['where']) if view['where'] else ''}.</p>"]
+    if view.get("source"):
+        parts.append(_source(view["line"], view["source"]))
+    if view.get("by_place"):
+        parts.append("<p>By kind of write (which one the kill landed before):</p><ul>"
+                     + "".join(f"<li>{html.escape(place)}: <code>{html.escape(points)}</code></li>"
+                               for place, points in view["by_place"]) + "</ul>")
     if view["timeline"]:
-        parts.append(timeline_svg(view["timeline"], f"timeline of {view['example']}"))
+        parts.append(timeline_svg(view["timeline"], f"timeline of {view['example']}", lanes))
     parts.append(_keys_table(view["keys"]))
     if view["replay"]:
         parts.append(f'<p>Replay it:</p><pre class="replay">{html.escape(view["replay"])}</pre>')
@@ -79,7 +108,10 @@ def triage_page(title: str, lines: list[str], failures: list[dict], passing: lis
                     + "</p>")
     if failures:
         body.append(f"<h2>Distinct failures ({len(failures)})</h2>")
-        body += [_failure_section(number, view) for number, view in enumerate(failures, 1)]
+        lanes = lanes_drawn([view["timeline"] for view in failures if view["timeline"]])
+        if left_out := _lanes_left_out(lanes, failures):
+            body.append(f"<p>{html.escape(left_out)}</p>")
+        body += [_failure_section(number, view, lanes) for number, view in enumerate(failures, 1)]
     else:
         body.append(f"<h2>{html.escape(none)}</h2>")
     body.append('<section class="passing"><h2>What passed</h2>'
@@ -91,6 +123,18 @@ def triage_page(title: str, lines: list[str], failures: list[dict], passing: lis
             + "\n".join(body) + "\n</body></html>\n")
 
 
+def _lanes_left_out(lanes: tuple[str, ...], failures: list[dict]) -> str:
+    """Once for the page: the timelines' lanes left out, none of their runs having an event in them, and why."""
+    if not any(view["timeline"] for view in failures):
+        return ""
+    gone = [(kind, name) for kind, name, _ in LANES if kind not in lanes]
+    if not gone:
+        return ""
+    why = {"write": "records stored (no run's store gave a record's write time: the spec's [store] written_at)"}
+    named = [why.get(kind, name) for kind, name in gone]
+    return "The timelines leave out the lanes no run below has an event in: " + ", ".join(named) + "."
+
+
 def exploration_page(exploration, command: str, failures: list[Failure], replay, name: str) -> str:
     """explore-DESIGN.html: an exploration's distinct failures (campaigns/exploration.Exploration, duck-typed)."""
     by_point = {o.point: o for o in exploration.outcomes}
@@ -98,9 +142,7 @@ def exploration_page(exploration, command: str, failures: list[Failure], replay,
                           by_point[f.example.point].keys) for f in failures]
     judged = "every idempotence promise (--strict)" if exploration.strict else "the promises its spec makes"
     counted = exploration_header(exploration.outcomes, failures)
-    runs = getattr(exploration, "locate_runs", 0)
-    took = (f" {exploration.elapsed_s:.1f} s in all; {runs} point{'s' if runs != 1 else ''} run once more to locate a"
-            f" store write in the program, {exploration.locate_s:.1f} s of it." if runs else "")
+    took = f" {exploration.elapsed_s:.1f} s in all; {located}." if (located := locating_words(exploration)) else ""
     lines = [f"Command: `{command}`", f"Design **{exploration.design}**, held to {judged}: {counted}.{took}",
              *([w] if (w := waived_line(exploration.outcomes)) else []),
              *([b] if (b := by_promise_line(failures)) else []), LEGEND + "."]

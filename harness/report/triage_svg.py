@@ -14,18 +14,28 @@ LANES = (("start", "starts", "#888"), ("request", "requests", "#2b6cb0"), ("writ
          ("kill", "kills", "#c53030"), ("power", "power cuts", "#6b46c1"), ("pause", "pauses", "#2c7a7b"),
          ("crash", "crashes", "#b7791f"))
 LANE_H = 18
+_LANE_OF_EVENT = {"paused": "pause", "resumed": "pause", "time_limit": "crash"}  # else an event's kind is its lane
 
 
-def timeline_svg(timeline: dict, label: str) -> str:
-    """The SVG element for one run's `timeline_events`; `label` names it for a screen reader."""
+def lanes_drawn(timelines: list[dict]) -> tuple[str, ...]:
+    """The lanes (LANES' kinds) any of `timelines` has an event in: a page draws those, and says once which it
+    left out (an empty "records stored" lane for a design whose store keeps no write time says nothing)."""
+    used = {_LANE_OF_EVENT.get(kind, kind) for timeline in timelines for _, kind, _ in timeline.get("events", [])}
+    return tuple(kind for kind, _, _ in LANES if kind in used)
+
+
+def timeline_svg(timeline: dict, label: str, lanes: tuple[str, ...] | None = None) -> str:
+    """The SVG element for one run's `timeline_events`; `label` names it for a screen reader; `lanes`: the LANES
+    kinds drawn (all by default)."""
     end = max(float(timeline.get("end") or 0.0), 1e-3)
     events = timeline.get("events", [])
     scale = (WIDTH - LEFT - RIGHT) / end
-    height = LANE_H * len(LANES) + 28
+    shown = [lane for lane in LANES if lanes is None or lane[0] in lanes] or list(LANES[:1])
+    height = LANE_H * len(shown) + 28
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{WIDTH}" height="{height}"'
            f' viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{html.escape(label)}">']
-    lane_of = {kind: i for i, (kind, _, _) in enumerate(LANES)}
-    for i, (_, name, colour) in enumerate(LANES):
+    lane_of = {kind: i for i, (kind, _, _) in enumerate(shown)}
+    for i, (_, name, colour) in enumerate(shown):
         y = i * LANE_H + 4
         out.append(f'<text x="4" y="{y + 12}" font-size="11" fill="{colour}">{name}</text>')
         out.append(f'<line x1="{LEFT}" y1="{y + LANE_H - 2}" x2="{WIDTH - RIGHT}" y2="{y + LANE_H - 2}"'
@@ -37,7 +47,7 @@ def timeline_svg(timeline: dict, label: str) -> str:
         if kind == "paused":
             paused_at = t
             continue
-        if kind == "resumed" and paused_at is not None:
+        if kind == "resumed" and paused_at is not None and "pause" in lane_of:
             y = lane_of["pause"] * LANE_H + 4
             out.append(f'<rect x="{LEFT + paused_at * scale:.1f}" y="{y}" width="{max((t - paused_at) * scale, 2):.1f}"'
                        f' height="{LANE_H - 4}" fill="#2c7a7b" opacity="0.5">{tip}</rect>')
@@ -46,18 +56,18 @@ def timeline_svg(timeline: dict, label: str) -> str:
         lane = lane_of.get("crash" if kind in ("crash", "time_limit") else kind)
         if lane is None:
             continue
-        colour = LANES[lane][2]
+        colour = shown[lane][2]
         y = lane * LANE_H + 4
         if kind in ("kill", "power", "start"):  # across every lane: what the rest of the run follows
             dash = ' stroke-dasharray="3,3"' if kind == "start" else ""
-            out.append(f'<line x1="{x:.1f}" y1="4" x2="{x:.1f}" y2="{LANE_H * len(LANES)}" stroke="{colour}"'
+            out.append(f'<line x1="{x:.1f}" y1="4" x2="{x:.1f}" y2="{LANE_H * len(shown)}" stroke="{colour}"'
                        f' stroke-width="{1 if kind == "start" else 2}"{dash} opacity="0.6"/>')
         out.append(f'<rect x="{x - 1.5:.1f}" y="{y + 2}" width="3" height="{LANE_H - 6}" fill="{colour}">{tip}</rect>')
-    if paused_at is not None:  # a pause the run ended in
+    if paused_at is not None and "pause" in lane_of:  # a pause the run ended in
         y = lane_of["pause"] * LANE_H + 4
         out.append(f'<rect x="{LEFT + paused_at * scale:.1f}" y="{y}" width="{max((end - paused_at) * scale, 2):.1f}"'
                    f' height="{LANE_H - 4}" fill="#2c7a7b" opacity="0.5"><title>paused</title></rect>')
-    axis_y = LANE_H * len(LANES) + 6
+    axis_y = LANE_H * len(shown) + 6
     out.append(f'<line x1="{LEFT}" y1="{axis_y}" x2="{WIDTH - RIGHT}" y2="{axis_y}" stroke="#444"/>')
     step = _tick_step(end)
     tick = 0.0

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -58,15 +59,19 @@ class StartTarget:
         groups = self.start.pids if worker is None else [self.start.pids[worker - 1]]
         workers = self.start.workers if worker is None else [self.start.workers[worker - 1]]
         boxes = [w.box for w in workers if w.box is not None]
-        stopped = [group for group in groups if _signal_group(group, signal.SIGSTOP)]
+        aimed_at = None
+        if self.run.settings.aim_pauses and worker is not None:
+            aimed_at, stopped = stop_at_its_next_product_request(self.run, groups[0])
+        else:
+            stopped = [group for group in groups if _signal_group(group, signal.SIGSTOP)]
         _until_stopped(stopped)  # frozen first, a process would never show the stop: keep SIGSTOP's meaning
         for box in boxes:  # a process that left the group (a detached browser) is paused too
             box.freeze(True)
         paused_at = time.monotonic()
         history.add("paused", paused_at - began, start=self.start.index, worker=worker, pids=stopped,
-                    seconds=seconds, point=self.point)
+                    seconds=seconds, point=self.point, **({"aimed_at": aimed_at} if aimed_at else {}))
         if self.run.settings.aim_pauses and worker is not None and stopped:
-            self.run.site.set_request_hook(aimed_drift(self.run, stopped[0], paused_at))
+            self.run.site.set_request_hook(aimed_drift(self.run, stopped[0], paused_at, aimed_at))
         try:
             time.sleep(max(0.0, min(seconds, self.run.deadline - paused_at)))
         finally:
@@ -111,21 +116,58 @@ class StartTarget:
         return fields
 
 
-def aimed_drift(run: _Run, paused_pid: int, paused_at: float):
+def stop_at_its_next_product_request(run: _Run, group: int) -> tuple[str | None, list[int]]:
+    """SIGSTOP worker `group` the moment its next request for a product page reaches the site, before the site
+    answers (--aim-pauses): it has claimed that page and holds it, and holds no lock (a claim's transaction is
+    over before its page is asked for), so a pause past the lease always leaves a page to take over. The
+    site tells which worker asked from the request's connection (fixture_site/socket_owner.py). (the page's
+    path, [group]) once stopped; when the worker asks for no product page before it exits or the run's time
+    is up, (None, [group]) stopped then, or (None, []) when it is gone."""
+    asked: list[str] = []
+    stopped = threading.Event()
+
+    def hook(path: str, worker_pid: int | None) -> None:
+        if worker_pid == group and path.startswith("/product/") and not stopped.is_set():
+            if _signal_group(group, signal.SIGSTOP):  # in the site's thread, before it answers
+                asked.append(path)
+            stopped.set()
+
+    run.site.set_worker_request_hook(hook)
+    try:
+        while not stopped.wait(0.005):
+            if time.monotonic() >= run.deadline or not _alive(group):
+                break
+    finally:
+        run.site.set_worker_request_hook(None)
+    if asked:
+        return asked[0], [group]
+    return None, [group] if _signal_group(group, signal.SIGSTOP) else []
+
+
+def _alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def aimed_drift(run: _Run, paused_pid: int, paused_at: float, holds: str | None = None):
     """A request hook for the length of a pause (--aim-pauses): when another worker asks for a product page
     the paused one holds, the site reprices that product first. The taker is served the new price; a
     zombie commit puts the old one back, a stale value the checker sees in the store whether or not the
     design reports its claims. The page it holds: the product page the site credited to it last (it
     fetched it and has not woken to commit it); where the site could not credit its requests to a worker
     (fixture_site/socket_owner.py falls back to timing), any product page served before the pause and
-    asked for again during it, which only a takeover does."""
+    asked for again during it, which only a takeover does. `holds`: the page it was stopped asking for, when the
+    pause was aimed at its request (stop_at_its_next_product_request): that is the page it holds."""
     aimed: set[str] = set()
 
     def hook(path: str) -> None:
         if not path.startswith("/product/") or path in aimed or run.drift is None:
             return
         served = [r for r in run.site.request_log.snapshot() if r.status == 200 and r.path.startswith("/product/")]
-        mine = [r.path for r in served if r.worker_pid == paused_pid]
+        mine = [holds] if holds else [r.path for r in served if r.worker_pid == paused_pid]
         held = path == mine[-1] if mine else any(r.path == path and r.t < paused_at for r in served)
         if held:
             aimed.add(path)

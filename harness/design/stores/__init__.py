@@ -18,6 +18,7 @@ import importlib
 import json
 import os
 import pkgutil
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -219,7 +220,10 @@ def record_from_json(spec: StoreSpec, where: str, text: str | bytes) -> StoredRe
     except ValueError:
         # A line torn by SIGKILL, or two writes run together: a broken record, not a skipped one.
         shown = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
-        return StoredRecord(None, unreadable=f"{where} is not JSON: {shown.strip()[:60]}")
+        # Which key it was, when its text still says: a torn row is a finding about that key.
+        key = re.search(rf'"{re.escape(spec.key)}"\s*:\s*("(?:[^"\\]|\\.)*"|[\w.-]+)', shown)
+        about = f" (its {spec.key} reads {key[1].strip(chr(34))})" if key else ""
+        return StoredRecord(None, unreadable=f"{where} is not JSON{about}: {shown.strip()[:60] or '(empty)'}")
     if not isinstance(row, dict):
         return StoredRecord(None, unreadable=f"{where} is not a JSON object")
     if spec.key not in row:
