@@ -16,8 +16,9 @@ import sys
 
 import pytest
 
-pytest.importorskip("mitmproxy", reason="pip install -e '.[record]'")
 pytest.importorskip("warcio", reason="pip install -e '.[record]'")
+# The proxy runs from its own env (mitmproxy at exact pins, ~/.cache/killtest/tools/), built once for the session.
+pytestmark = pytest.mark.usefixtures("recording_proxy_env")
 
 from killtest import fuzz_example, fuzz_examples  # noqa: E402
 from killtest.fixture_site.catalog import build_catalog  # noqa: E402

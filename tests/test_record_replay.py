@@ -15,9 +15,12 @@ import sys
 
 import pytest
 
-pytest.importorskip("mitmproxy", reason="pip install -e '.[record]'")
 pytest.importorskip("warcio", reason="pip install -e '.[record]'")
-pytest.importorskip("scrapy", reason="pip install -e '.[peers]'")
+# The proxy runs from its own env (mitmproxy at exact pins, ~/.cache/killtest/tools/), built once for the session.
+pytestmark = pytest.mark.usefixtures("recording_proxy_env")
+# The bookshop's spider is a user's Scrapy spider, run on the user's interpreter ({python}): here the
+# project's .venv, which has Scrapy from the `test` extra.
+pytest.importorskip("scrapy", reason="pip install -e '.[test]'")
 
 import requests  # noqa: E402
 from warcio.warcwriter import WARCWriter  # noqa: E402
@@ -64,10 +67,11 @@ def _hand_made_recording(folder: str) -> str:
     return path
 
 
-def test_the_replay_answers_from_the_warc_and_fails_closed(tmp_path):
+def test_the_replay_answers_from_the_warc_and_fails_closed(tmp_path, recording_proxy_env):
     site = load_recorded_site(_hand_made_recording(str(tmp_path)), "http://books.test/", ("session",))
     assert [p.sku for p in site.products] == ["k1"] and site.full_crawl_requests == 3
-    with lifeline.temp_dir(prefix="killtest-test-proxy-") as confdir, ReplaySite(site, confdir) as replay:
+    with lifeline.temp_dir(prefix="killtest-test-proxy-") as confdir, \
+            ReplaySite(site, confdir, recording_proxy_env) as replay:
         env = replay.scraper_env()
         proxies = {"http": env["HTTP_PROXY"], "https": env["HTTPS_PROXY"]}
         got = requests.get("http://books.test/a?page=1&session=x", proxies=proxies, timeout=10)

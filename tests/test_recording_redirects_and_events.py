@@ -20,8 +20,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-pytest.importorskip("mitmproxy", reason="pip install -e '.[record]'")
 pytest.importorskip("warcio", reason="pip install -e '.[record]'")
+# The proxy runs from its own env (mitmproxy at exact pins, ~/.cache/killtest/tools/), built once for the session.
+pytestmark = pytest.mark.usefixtures("recording_proxy_env")
 
 from killtest.fixture_site.recordings.redaction import PLACEHOLDER, Redaction  # noqa: E402
 from killtest.fixture_site.recordings.secret_scan import scan_recording  # noqa: E402

@@ -21,8 +21,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-pytest.importorskip("mitmproxy", reason="pip install -e '.[record]'")
 pytest.importorskip("warcio", reason="pip install -e '.[record]'")
+# The proxy runs from its own env (mitmproxy at exact pins, ~/.cache/killtest/tools/), built once for the session.
+pytestmark = pytest.mark.usefixtures("recording_proxy_env")
 
 from warcio.archiveiterator import ArchiveIterator  # noqa: E402
 from warcio.warcwriter import WARCWriter  # noqa: E402
