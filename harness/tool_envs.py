@@ -25,6 +25,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -46,6 +47,7 @@ _NPM = ["npm", "install", "--no-audit", "--no-fund", "--no-save", "--loglevel=er
 # No browser downloads at install: a browser case drives the system's Chromium (executablePath), and a
 # download (puppeteer's postinstall fetches Chrome) fails where only the registries are reachable.
 _NO_BROWSER_DOWNLOAD = {"PUPPETEER_SKIP_DOWNLOAD": "1", "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"}
+_ERRNO = re.compile(r"\[Errno -?\d+\] [^'\")]+")  # what urllib3 met: "[Errno 111] Connection refused"
 
 
 @dataclass(frozen=True)
@@ -157,8 +159,8 @@ def _build(runtime: str, packages: tuple[str, ...], root: str, digest: str, kind
         os.replace(temporary, link)
     except KilltestError as error:
         shutil.rmtree(folder, ignore_errors=True)
-        raise KilltestError(f"cannot build the {kind} env of {', '.join(packages)} in {link}: {error}"
-                            " (it is built once, from the package registry, on first use)") from None
+        raise KilltestError(f"cannot build the {kind} env of {', '.join(packages)} in {link} (built once, on first"
+                            f" use): {error}") from None
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
@@ -248,7 +250,17 @@ def _step(command: list[str], what: str, env: dict[str, str] | None = None) -> N
                  and not line.startswith("WARNING: Location")]
         complaint = next((line for line in reversed(lines) if "ERROR" in line or "ERR!" in line),
                          lines[-1] if lines else f"exit status {done.returncode}")
-        raise KilltestError(f"{what} failed: {complaint}")
+        raise KilltestError(f"{what} failed: {complaint}{_unreachable(lines)}")
+
+
+def _unreachable(lines: list[str]) -> str:
+    """pip says "No matching distribution" whether a release is missing or the registry never answered; its
+    retry warnings tell the two apart, so the line says which (npm's ERR! lines name the network already)."""
+    for line in lines:
+        if "connection broken by" in line or "Could not fetch URL" in line:
+            reason = _ERRNO.search(line)
+            return f"; the package registry did not answer ({reason.group(0) if reason else 'connection failed'})"
+    return ""
 
 
 def _remove_abandoned(root: str, digest: str) -> None:

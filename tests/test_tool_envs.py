@@ -31,9 +31,9 @@ def own_cache(tmp_path, monkeypatch) -> str:
 
 def no_registry(env: dict[str, str]) -> dict[str, str]:
     """pip pointed at a port where nothing listens, with no config file, local index or wheel folder of
-    this machine's to fall back on, and no retries: what a first use meets with no registry reachable."""
+    this machine's to fall back on, and one quick retry: what a first use meets with no registry reachable."""
     env = {k: v for k, v in env.items() if k not in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX")}
-    env.update(PIP_INDEX_URL="http://127.0.0.1:9/simple", PIP_CONFIG_FILE=os.devnull, PIP_RETRIES="0",
+    env.update(PIP_INDEX_URL="http://127.0.0.1:9/simple", PIP_CONFIG_FILE=os.devnull, PIP_RETRIES="1",
                PIP_TIMEOUT="5")
     return env
 
@@ -64,6 +64,7 @@ def test_with_no_registry_the_proxy_env_fails_in_one_line_naming_the_package_and
         proxy_python(say=lambda _: None)
     message = str(error.value)
     assert "\n" not in message and "mitmproxy==" in message, message
+    assert "the package registry did not answer ([Errno 111] Connection refused)" in message, message
     assert os.path.join(own_cache, "killtest", "tools") in message
     assert os.listdir(os.path.join(own_cache, "killtest", "tools")) == []  # nothing half-built is left
 
