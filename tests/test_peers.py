@@ -24,6 +24,7 @@ PEERS = ["scrapy-jobdir", "crawlee-fs"]
 PINS = {"scrapy-jobdir": "Scrapy==2.19.0", "crawlee-fs": "crawlee==1.11.0"}
 
 
+@pytest.mark.slow  # the first use builds the framework's env from the registry
 @pytest.mark.parametrize("name", PEERS)
 def test_a_peer_runs_its_framework_from_an_env_of_its_own_at_its_pin(name):
     design = design_named(name)  # named to be run: its env is built here on first use

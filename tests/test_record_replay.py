@@ -16,8 +16,9 @@ import sys
 import pytest
 
 pytest.importorskip("warcio", reason="pip install -e '.[record]'")
-# The proxy runs from its own env (mitmproxy at exact pins, ~/.cache/killtest/tools/), built once for the session.
-pytestmark = pytest.mark.usefixtures("recording_proxy_env")
+# The proxy runs from its own env (mitmproxy at exact pins, ~/.cache/killtest/tools/), built once for the session
+# by the `recording_proxy_env` fixture: every test and fixture here that starts a proxy asks for it, and the
+# pure ones (matching, masking, the scan) do not, so the fast lane builds nothing.
 # The bookshop's spider is a user's Scrapy spider, run on the user's interpreter ({python}): here the
 # project's .venv, which has Scrapy from the `test` extra.
 pytest.importorskip("scrapy", reason="pip install -e '.[test]'")
@@ -113,7 +114,7 @@ def test_a_bad_site_table_is_one_line_naming_it(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def recorded_bookshop(tmp_path_factory):
+def recorded_bookshop(recording_proxy_env, tmp_path_factory):
     """The example spider and spec in a folder of their own, the bookshop recorded through it."""
     folder = str(tmp_path_factory.mktemp("recorded-site"))
     for name in ("spider.py", "design.toml"):
@@ -175,7 +176,7 @@ def _with_site(folder: str, base: str, name: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.serial  # timing-sensitive: a lease zoo design's kill missed under xdist on a loaded machine
-def test_the_recorded_shop_gives_the_zoo_the_same_verdicts_as_the_shop(tmp_path):
+def test_the_recorded_shop_gives_the_zoo_the_same_verdicts_as_the_shop(recording_proxy_env, tmp_path):
     from killtest.fixture_site.catalog import build_catalog
     from killtest.fixture_site.server import SiteServer
     from killtest.harness.faults.schedule import parse_schedule

@@ -43,6 +43,7 @@ def killtest(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+@pytest.mark.slow  # builds a venv (pip from the registry)
 def test_the_first_use_says_what_it_installs_where_and_how_long_it_took(own_cache):
     said: list[str] = []
     env = ensure_env("python", SIX, kind="tools", say=said.append)
@@ -55,6 +56,7 @@ def test_the_first_use_says_what_it_installs_where_and_how_long_it_took(own_cach
     assert ensure_env("python", SIX, kind="tools", say=pytest.fail) == env  # cached: nothing said
 
 
+@pytest.mark.slow  # builds a venv (pip from the registry)
 def test_with_no_registry_the_proxy_env_fails_in_one_line_naming_the_package_and_the_cache(own_cache, monkeypatch):
     for name, value in no_registry(dict(os.environ)).items():
         monkeypatch.setenv(name, value)
@@ -69,6 +71,7 @@ def test_with_no_registry_the_proxy_env_fails_in_one_line_naming_the_package_and
     assert os.listdir(os.path.join(own_cache, "killtest", "tools")) == []  # nothing half-built is left
 
 
+@pytest.mark.slow  # builds a venv (pip from the registry)
 def test_a_design_that_names_packages_runs_them_from_their_env_and_says_so_offline(tmp_path, own_cache):
     spec = tmp_path / "design.toml"
     spec.write_text('[design]\nname = "six-user"\npackages = ["six==1.16.0"]\n'
@@ -98,6 +101,7 @@ def test_packages_must_be_exact_pins_of_a_command_design(tmp_path, packages, mod
     assert f"{spec}:4:" in str(error.value) and "exactly" in str(error.value)
 
 
+@pytest.mark.slow  # builds a venv (pip from the registry)
 def test_killtest_envs_lists_the_cached_envs_with_their_size_and_removes_them(own_cache):
     env = dict(os.environ)
     assert "no cached envs in " + os.path.join(own_cache, "killtest") in killtest("envs", env=env).stderr
