@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 COMMAND_NAMES = ("run", "replay", "explore", "fuzz", "zoo", "scale", "bench", "calibrate", "record", "serve",
-                 "check-recording", "cases")
+                 "check-recording", "cases", "envs")
 
 # The --help groups, in the order --help shows them: title -> what they hold.
 GROUPS = {

@@ -196,6 +196,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("--release", "run just this release (version) of the selected cases", ("cases",)),
     Option("--rebuild", "build each release's environment again, even when a complete one is cached", ("cases",),
            action="store_true"),
+    # `killtest envs` (issue 36): the envs built on first use, listed with their size, removed on request.
+    Option("--remove", "remove these cached envs: a hash, KIND/HASH, or a kind (cases, tools, designs) for all of"
+           " its envs (repeatable)", ("envs",), action="append", metavar="NAME"),
+    Option("--remove-all", "remove every cached env; each is built again when next needed", ("envs",),
+           action="store_true"),
     # issue 24: explore and fuzz judge a design by its spec's promises; --strict holds it to every idempotence one.
     Option("--strict", "hold the design to every idempotence promise even where its spec waives them (by default"
            " a waived promise's findings are counted in one line, not as broken points); replay lines say --strict",

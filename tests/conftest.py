@@ -30,6 +30,16 @@ def no_watchdog_or_zombie_outlives_a_test():
                 os.waitpid(child.pid, os.WNOHANG)
 
 
+@pytest.fixture(scope="session")
+def recording_proxy_env() -> str:
+    """The recording proxy's interpreter, its env built before the first recording test (issue 36): on a fresh
+    machine that is the one slow step (mitmproxy from the registry, a minute or so), taken once and said, not
+    inside a test's own timeout. xdist workers share it: the env cache's lock lets one build and the rest wait."""
+    from killtest.harness.running.recorded import proxy_python
+
+    return proxy_python(say=print)
+
+
 @pytest.fixture
 def small_catalog():
     """Four listing pages of ten products: 44 requests for a full crawl."""

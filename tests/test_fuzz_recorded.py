@@ -16,8 +16,10 @@ import sys
 
 import pytest
 
-pytest.importorskip("mitmproxy", reason="pip install -e '.[record]'")
 pytest.importorskip("warcio", reason="pip install -e '.[record]'")
+# The proxy runs from its own env (mitmproxy at exact pins, ~/.cache/killtest/tools/), built once for the session
+# by the `recording_proxy_env` fixture: every test and fixture here that starts a proxy asks for it, and the
+# pure ones (matching, masking, the scan) do not, so the fast lane builds nothing.
 
 from killtest import fuzz_example, fuzz_examples  # noqa: E402
 from killtest.fixture_site.catalog import build_catalog  # noqa: E402
@@ -41,7 +43,7 @@ def _with_site(folder: str, base: str, name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def recorded_shop(tmp_path_factory):
+def recorded_shop(recording_proxy_env, tmp_path_factory):
     """The shop recorded through the idempotent design; its spec and the zoo's done-before-record, both naming it."""
     folder = str(tmp_path_factory.mktemp("recorded-shop"))
     correct = _with_site(folder, os.path.join(PROJECT_ROOT, "scrapers", "idempotent.toml"), "idempotent")

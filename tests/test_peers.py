@@ -5,6 +5,11 @@ to what its framework documents: a full crawl stores every product once, and a g
 (SIGTERM, then time to close) resumes without losing a record.
 """
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
 from killtest.fixture_site.catalog import build_catalog
@@ -14,10 +19,24 @@ from killtest.harness.design.registry import design_named
 from killtest.harness.faults.schedule import parse_schedule
 from killtest.harness.running.runner import RunSettings, run_kill_test
 
-pytest.importorskip("scrapy", reason="the peers extra is not installed: pip install -e '.[peers]'")
-pytest.importorskip("crawlee", reason="the peers extra is not installed: pip install -e '.[peers]'")
-
 PEERS = ["scrapy-jobdir", "crawlee-fs"]
+# Each peer's framework at the pin its spec names, in an env of its own (issue 36), never killtest's.
+PINS = {"scrapy-jobdir": "Scrapy==2.19.0", "crawlee-fs": "crawlee==1.11.0"}
+
+
+@pytest.mark.slow  # the first use builds the framework's env from the registry
+@pytest.mark.parametrize("name", PEERS)
+def test_a_peer_runs_its_framework_from_an_env_of_its_own_at_its_pin(name):
+    design = design_named(name)  # named to be run: its env is built here on first use
+    python = design.python
+    assert python != sys.executable and os.path.isfile(python)
+    with open(os.path.join(os.path.dirname(os.path.dirname(python)), "installed.json")) as src:
+        assert PINS[name] in json.load(src)["all"]
+    framework = PINS[name].split("==")[0].lower()
+    shown = subprocess.run([python, "-c", f"import {framework}, sys; print({framework}.__file__)"],
+                           capture_output=True, text=True)
+    env_folder = os.path.realpath(os.path.dirname(os.path.dirname(python)))
+    assert os.path.realpath(shown.stdout.strip()).startswith(env_folder), shown.stderr
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,13 @@ import sys
 
 import pytest
 
-pytest.importorskip("mitmproxy", reason="pip install -e '.[record]'")
 pytest.importorskip("warcio", reason="pip install -e '.[record]'")
-pytest.importorskip("scrapy", reason="pip install -e '.[peers]'")
+# The proxy runs from its own env (mitmproxy at exact pins, ~/.cache/killtest/tools/), built once for the session
+# by the `recording_proxy_env` fixture: every test and fixture here that starts a proxy asks for it, and the
+# pure ones (matching, masking, the scan) do not, so the fast lane builds nothing.
+# The bookshop's spider is a user's Scrapy spider, run on the user's interpreter ({python}): here the
+# project's .venv, which has Scrapy from the `test` extra.
+pytest.importorskip("scrapy", reason="pip install -e '.[test]'")
 
 import requests  # noqa: E402
 from warcio.warcwriter import WARCWriter  # noqa: E402
@@ -64,10 +68,11 @@ def _hand_made_recording(folder: str) -> str:
     return path
 
 
-def test_the_replay_answers_from_the_warc_and_fails_closed(tmp_path):
+def test_the_replay_answers_from_the_warc_and_fails_closed(tmp_path, recording_proxy_env):
     site = load_recorded_site(_hand_made_recording(str(tmp_path)), "http://books.test/", ("session",))
     assert [p.sku for p in site.products] == ["k1"] and site.full_crawl_requests == 3
-    with lifeline.temp_dir(prefix="killtest-test-proxy-") as confdir, ReplaySite(site, confdir) as replay:
+    with lifeline.temp_dir(prefix="killtest-test-proxy-") as confdir, \
+            ReplaySite(site, confdir, recording_proxy_env) as replay:
         env = replay.scraper_env()
         proxies = {"http": env["HTTP_PROXY"], "https": env["HTTPS_PROXY"]}
         got = requests.get("http://books.test/a?page=1&session=x", proxies=proxies, timeout=10)
@@ -109,7 +114,7 @@ def test_a_bad_site_table_is_one_line_naming_it(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def recorded_bookshop(tmp_path_factory):
+def recorded_bookshop(recording_proxy_env, tmp_path_factory):
     """The example spider and spec in a folder of their own, the bookshop recorded through it."""
     folder = str(tmp_path_factory.mktemp("recorded-site"))
     for name in ("spider.py", "design.toml"):
@@ -171,7 +176,7 @@ def _with_site(folder: str, base: str, name: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.serial  # timing-sensitive: a lease zoo design's kill missed under xdist on a loaded machine
-def test_the_recorded_shop_gives_the_zoo_the_same_verdicts_as_the_shop(tmp_path):
+def test_the_recorded_shop_gives_the_zoo_the_same_verdicts_as_the_shop(recording_proxy_env, tmp_path):
     from killtest.fixture_site.catalog import build_catalog
     from killtest.fixture_site.server import SiteServer
     from killtest.harness.faults.schedule import parse_schedule

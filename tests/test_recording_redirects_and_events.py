@@ -20,8 +20,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-pytest.importorskip("mitmproxy", reason="pip install -e '.[record]'")
 pytest.importorskip("warcio", reason="pip install -e '.[record]'")
+# The proxy runs from its own env (mitmproxy at exact pins, ~/.cache/killtest/tools/), built once for the session
+# by the `recording_proxy_env` fixture: every test and fixture here that starts a proxy asks for it, and the
+# pure ones (matching, masking, the scan) do not, so the fast lane builds nothing.
 
 from killtest.fixture_site.recordings.redaction import PLACEHOLDER, Redaction  # noqa: E402
 from killtest.fixture_site.recordings.secret_scan import scan_recording  # noqa: E402
@@ -94,7 +96,7 @@ class RedirectingSite(LoopbackSite):
 
 
 @pytest.fixture(scope="module")
-def replayed(tmp_path_factory):
+def replayed(recording_proxy_env, tmp_path_factory):
     """The site recorded once, then one run of the replay with a request kill: (recording, reference, results)."""
     folder = tmp_path_factory.mktemp("redirects")
     (folder / "scraper.py").write_text(SCRAPER)

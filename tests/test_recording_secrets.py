@@ -21,8 +21,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-pytest.importorskip("mitmproxy", reason="pip install -e '.[record]'")
 pytest.importorskip("warcio", reason="pip install -e '.[record]'")
+# The proxy runs from its own env (mitmproxy at exact pins, ~/.cache/killtest/tools/), built once for the session
+# by the `recording_proxy_env` fixture: every test and fixture here that starts a proxy asks for it, and the
+# pure ones (matching, masking, the scan) do not, so the fast lane builds nothing.
 
 from warcio.archiveiterator import ArchiveIterator  # noqa: E402
 from warcio.warcwriter import WARCWriter  # noqa: E402
@@ -153,7 +155,7 @@ def _every_byte(path: str) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory):
+def recorded(recording_proxy_env, tmp_path_factory):
     folder = tmp_path_factory.mktemp("creds")
     spec = _design_folder(folder)
     site = CredentialSite()
@@ -232,7 +234,7 @@ def _planted(path: str) -> None:
 
 
 @pytest.mark.slow
-def test_record_with_out_writes_its_report_and_counts_exchanges_not_urls(tmp_path):
+def test_record_with_out_writes_its_report_and_counts_exchanges_not_urls(recording_proxy_env, tmp_path):
     spec = _design_folder(tmp_path)
     site, out = CredentialSite(), tmp_path / "out"
     try:
@@ -360,7 +362,7 @@ def test_a_wildcard_opt_out_is_refused_in_one_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_recording_again_says_what_went_stale_and_keeps_the_old_files_until_done(tmp_path):
+def test_recording_again_says_what_went_stale_and_keeps_the_old_files_until_done(recording_proxy_env, tmp_path):
     spec = _design_folder(tmp_path)
     site = CredentialSite(pages=2)
     try:
@@ -524,7 +526,8 @@ while page is not None:
 
 
 @pytest.mark.slow
-def test_a_design_keyed_by_urls_with_credentials_has_a_masked_reference_and_is_judged_masked(tmp_path):
+def test_a_design_keyed_by_urls_with_credentials_has_a_masked_reference_and_is_judged_masked(recording_proxy_env,
+                                                                                             tmp_path):
     """The reference made from such a design holds no credential, and a run that used other credentials
     than the recording's is judged correct: its records are masked as the reference's were."""
     (tmp_path / "scraper.py").write_text(LINKED)
@@ -596,7 +599,7 @@ def test_a_scrapers_stderr_is_masked_wherever_a_recorded_sites_run_quotes_it(rec
 
 
 @pytest.mark.slow
-def test_two_real_urls_one_masked_url_with_different_answers_are_warned_of(tmp_path):
+def test_two_real_urls_one_masked_url_with_different_answers_are_warned_of(recording_proxy_env, tmp_path):
     spec = _design_folder(tmp_path)
     with open(tmp_path / "scraper.py") as src:  # first a wrong key (a 404, ignored), then the right one
         probing = src.read().replace("while page is not None:", '''try:

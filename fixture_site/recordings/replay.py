@@ -14,6 +14,12 @@ in by the door that was open when the proxy first forwarded one of its connectio
 connection the proxy had not yet forwarded when the next door opened is credited to the next start
 (the shop has no such window: there the scraper's own connection is taken in).
 
+The proxy runs on an interpreter of its own: the harness builds mitmproxy's env once, at the pins
+below (killtest.harness.tool_envs, kind `tools`), and passes its python here, so mitmproxy's exact caps
+never touch the user's environment. That interpreter imports killtest's own redaction code from the
+files this process runs (`_killtest_path`): the replay must mask a request as the recorder did, so both
+run the code of one killtest, a wheel's or an editable checkout's, never a copy installed beside it.
+
 Left out: drift (a recording has one version of the site) and webhooks.
 """
 
@@ -35,16 +41,44 @@ from killtest.fixture_site.server import SiteServer
 
 PROXY_START_S = 30.0  # mitmproxy imports a lot and writes its CA on first use
 UNRECORDED = "X-Killtest-Unrecorded"  # the header on the 404 for a URL not in the recording
+# The proxy's env: the newest mitmproxy for this interpreter (12.x needs Python 3.12; 11.0.2 is the last
+# release for 3.10 and 3.11) and warcio for the recorder's WARC. Exact pins, so every machine records and
+# replays with the same proxy; its caps stay in its env. Raising them is a change of this line.
+PROXY_PACKAGES = (("mitmproxy==12.3.1" if sys.version_info >= (3, 12) else "mitmproxy==11.0.2"), "warcio==1.8.1")
+# The folder that holds this process's fixture_site package: the repository (editable) or site-packages/killtest.
+_KILLTEST_FILES = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _killtest_path(confdir: str) -> str:
+    """A folder for the proxy's PYTHONPATH holding only `killtest.fixture_site`, pointed at this process's own
+    files. Not killtest's whole site-packages (the user's packages would shadow mitmproxy's), and not a wheel
+    installed into the env (an editable checkout's changes would not reach it): an empty `killtest` package
+    and a `fixture_site` whose `__path__` names the real folder, so neither killtest's API nor the shop's
+    Flask app (fixture_site/__init__.py) is imported: the proxy needs only recordings/."""
+    package = os.path.join(confdir, "killtest-path", "killtest", "fixture_site")
+    os.makedirs(package, exist_ok=True)
+    for folder, text in ((os.path.dirname(package), ""),
+                         (package, f"__path__ = [{os.path.join(_KILLTEST_FILES, 'fixture_site')!r}]\n")):
+        with open(os.path.join(folder, "__init__.py"), "w", encoding="utf-8") as out:
+            out.write(f'"""killtest\'s own files, for the recording proxy\'s interpreter."""\n{text}')
+    return os.path.dirname(os.path.dirname(package))
 
 
 class ProxyProcess:
-    """mitmproxy in its own process and session, on 127.0.0.1 and a free port; `stop()` ends it."""
+    """mitmproxy in its own process and session, on 127.0.0.1 and a free port, run by `python` (its env's
+    interpreter, PROXY_PACKAGES); `stop()` ends it."""
 
-    def __init__(self, args: list[str], confdir: str, register: Callable[[int], None] = lambda pid: None) -> None:
+    def __init__(self, args: list[str], confdir: str, python: str,
+                 register: Callable[[int], None] = lambda pid: None) -> None:
+        confdir = os.path.abspath(confdir)
+        env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and k != "PYTHONHOME"}
+        env["PYTHONPATH"] = _killtest_path(confdir)
+        # Started in confdir: `python -m` puts the working directory first on sys.path, and a checkout's
+        # own killtest/ folder there would hide the one above.
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "killtest.fixture_site.recordings.replay_proxy", *args, "--confdir", confdir],
+            [python, "-m", "killtest.fixture_site.recordings.replay_proxy", *args, "--confdir", confdir],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-            env={k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")})
+            env=env, cwd=confdir)
         register(self.process.pid)
         try:
             said = self._first_line()
@@ -113,11 +147,11 @@ def browser_flags(proxy: str, spki: str) -> list[str]:
 class ReplaySite(SiteServer):
     """SiteServer for a RecordedSite: `base_url` is the recording's start URL, reached through the proxy."""
 
-    def __init__(self, site: RecordedSite, confdir: str, register: Callable[[int], None] = lambda pid: None,
-                 **settings) -> None:
+    def __init__(self, site: RecordedSite, confdir: str, python: str,
+                 register: Callable[[int], None] = lambda pid: None, **settings) -> None:
         super().__init__(site, **settings)
         self.recorded_site = site
-        self._confdir, self._register = confdir, register
+        self._confdir, self._python, self._register = confdir, python, register
         self._upstream_file = os.path.join(confdir, "upstream-port")
         self.proxy: ProxyProcess | None = None
         self._app.add_url_rule("/<path:target>", "replay", self._replay, methods=["GET", "HEAD", "POST"],
@@ -165,7 +199,8 @@ class ReplaySite(SiteServer):
         self._point_proxy_at(int(super().base_url.rsplit(":", 1)[1]))  # no door yet: the server's own port
         try:
             self.proxy = ProxyProcess(["replay", "--upstream-file", self._upstream_file,
-                                       *self.recorded_site.redaction.as_args()], self._confdir, self._register)
+                                       *self.recorded_site.redaction.as_args()], self._confdir, self._python,
+                                      self._register)
         except BaseException:
             super().stop()
             raise

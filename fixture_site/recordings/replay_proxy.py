@@ -14,7 +14,7 @@ It listens on 127.0.0.1 and a free port (`listen_port=0`), and prints `{"port": 
 stdout once listening: the port read back from the proxyserver addon's `listen_addrs()`, and the CA
 mitmproxy generated in `confdir` (mitmproxy-ca-cert.pem), which the scraper is told to trust.
 
-What we rely on in mitmproxy 11 (mitmproxy/addons/proxyserver.py, mitmproxy/master.py):
+What we rely on in mitmproxy 11 and 12 (mitmproxy/addons/proxyserver.py, mitmproxy/master.py; pins: replay.py):
 - `connection_strategy` defaults to "eager": on a CONNECT, mitmproxy connects to the target before any
   request. We set "lazy", so no connection is made until our `request` hook has chosen the upstream:
   a replay never reaches the network, and a recording's host can be mapped to a local address.

@@ -5,8 +5,8 @@ exploration of every crash point (exploration.py, with the words for a point in 
 source location of a store write in locate.py, and jobs in processes of their own in parallel.py); a
 fuzz of mixed schedules (fuzzing.py, fuzz_schedules.py, fuzz_plan.py, and the failure database in
 fuzz_database.py); the bug zoo (zoo_runs.py); real frameworks at pinned releases (case_plan.py, their
-environments in case_envs.py and case_installed.py); and a recording of a user's own site, kill-tested
-against its replay (record_site.py, recording_changes.py).
+environments through case_envs.py and case_installed.py, doors to the floor's tool_envs.py); and a
+recording of a user's own site, kill-tested against its replay (record_site.py, recording_changes.py).
 
 Import rule: campaigns may import running and everything below it (faults, design, check, report,
 servers, the floor); running never imports campaigns. bench and cli import campaigns.

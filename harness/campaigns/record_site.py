@@ -37,7 +37,7 @@ from killtest.harness.history import History
 from killtest.harness.running.collect import stderr_tail
 from killtest.harness.running.orchestrator import run_phase, stage
 from killtest.harness.running.processes import spawn
-from killtest.harness.running.recorded import load_site, redaction_of
+from killtest.harness.running.recorded import load_site, proxy_python, redaction_of
 from killtest.harness.running.runner import RunSettings
 
 UNINTERRUPTED = KillSchedule(seed=None, points=())
@@ -152,11 +152,12 @@ def _record_once(design: Design, site: SiteSpec, resolve: list[str], insecure_up
     except OSError as error:
         raise KilltestError(f"cannot create the recording's folder {os.path.dirname(site.recording)}:"
                             f" {error.strerror}") from None
-    args = ["record", "--warc", site.recording, *(f"--resolve={r}" for r in resolve),
+    args = ["record", "--warc", os.path.abspath(site.recording), *(f"--resolve={r}" for r in resolve),
             *redaction_of(site).as_args()]
+    python = proxy_python()  # its env built before the recording run's clock starts
     with lifeline.temp_dir(prefix="killtest-record-") as scratch:
         try:
-            proxy = ProxyProcess(args + (["--insecure-upstream"] if insecure_upstream else []), scratch,
+            proxy = ProxyProcess(args + (["--insecure-upstream"] if insecure_upstream else []), scratch, python,
                                  lifeline.register)
         except RuntimeError as error:
             raise KilltestError(str(error)) from None

@@ -21,6 +21,7 @@ from killtest.harness.cli.calibrate import CalibrateCommand
 from killtest.harness.cli.cases import CasesCommand
 from killtest.harness.cli.check_recording import CheckRecordingCommand
 from killtest.harness.cli.command import EXIT_BAD_INPUT, EXIT_INTERRUPTED, Command, OneLineParser
+from killtest.harness.cli.envs import EnvsCommand
 from killtest.harness.cli.explore import ExploreCommand
 from killtest.harness.cli.fuzz import FuzzCommand
 from killtest.harness.cli.record import RecordCommand
@@ -35,7 +36,7 @@ from killtest.harness.running.progress import Progress
 # In the order `killtest --help` lists them.
 COMMANDS: dict[str, Command] = {command.name: command for command in (
     RunCommand(), ReplayCommand(), ExploreCommand(), FuzzCommand(), ZooCommand(), ScaleCommand(), BenchCommand(),
-    CalibrateCommand(), RecordCommand(), ServeCommand(), CheckRecordingCommand(), CasesCommand())}
+    CalibrateCommand(), RecordCommand(), ServeCommand(), CheckRecordingCommand(), CasesCommand(), EnvsCommand())}
 
 
 def installed_version() -> str:

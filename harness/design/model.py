@@ -11,7 +11,7 @@ Designs are described by TOML specs (harness/design/specfile.py); the built-in o
 | `{lease_s}` | the lease length in seconds the run was given |
 | `{crawl}` | which crawl of the store this start belongs to: 1, or 2+ for a re-crawl |
 | `{dsn}` | the URL of a private, empty database: PostgreSQL (postgresql://...) or Redis (redis://...) stores |
-| `{python}` | the interpreter killtest runs on |
+| `{python}` | the interpreter killtest runs on; for a spec that names `packages`, their env's |
 | `{spec_dir}` | the directory that holds the spec file |
 """
 
@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 
 from killtest.harness.errors import KilltestError
 from killtest.harness.promises import IDEMPOTENCE, Promise
+from killtest.harness.tool_envs import ensure_env
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLACEHOLDERS = ("base_url", "work_dir", "store", "lease_s", "crawl", "dsn", "python", "spec_dir")
@@ -94,6 +95,9 @@ class Design:
     spec_file: str = ""
     # The promises the design's spec waives by name; every other one is held (killtest.harness.promises).
     does_not_promise: frozenset[Promise] = frozenset()
+    # Python packages at exact pins the command runs with (the peer designs' Scrapy, Crawlee): an env of
+    # their own, built on first use (killtest.harness.tool_envs, kind `designs`), whose interpreter is {python}.
+    packages: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # claims_idempotence given True (as explore's strict copy does) holds the idempotence promises;
@@ -136,9 +140,18 @@ class Design:
     def _uses(self, placeholder: str) -> bool:
         return any("{" + placeholder + "}" in part for part in (*self.args, *self.command_template))
 
+    @property
+    def python(self) -> str:
+        """What {python} names: killtest's interpreter, or the env of the spec's `packages` (built and said on
+        first use; design_named builds it before a run, so here it is a folder check)."""
+        if not self.packages:
+            return sys.executable
+        return ensure_env("python", self.packages, kind="designs",
+                          say=lambda message: print(f"killtest: {message}", file=sys.stderr, flush=True)).python
+
     def values(self, launch: Launch) -> dict[str, str]:
         values = {"base_url": launch.base_url, "work_dir": launch.work_dir, "lease_s": f"{launch.lease_s:g}",
-                  "crawl": str(launch.crawl), "dsn": launch.dsn, "python": sys.executable,
+                  "crawl": str(launch.crawl), "dsn": launch.dsn, "python": self.python,
                   "spec_dir": self.spec_dir}
         values["store"] = self.store.path.format_map(values) if self.store.path else ""
         return values

@@ -15,7 +15,8 @@ from killtest.harness.design.specfile import load_spec
 from killtest.harness.errors import KilltestError
 
 # The built-in designs are specs like any user's: scrapers/*.toml, the bug zoo in scrapers/zoo/ and
-# other frameworks' crawlers in scrapers/peers/ (which need the `peers` extra to run).
+# other frameworks' crawlers in scrapers/peers/ (whose specs pin their framework in `packages`: an env of
+# its own, built the first time the design is named, never installed beside killtest).
 BUILT_IN_FOLDER = os.path.join(PROJECT_ROOT, "scrapers")
 SPEC_FOLDERS = ("", "zoo", "peers")
 
@@ -46,11 +47,19 @@ def _read_built_ins(folder: str) -> dict[str, Design]:
 def design_named(name: str, folder: str | None = None) -> Design:
     """A built-in design by name, or any design by the path of its spec file (ends in .toml)."""
     if name.endswith(".toml") or os.sep in name:
-        return load_spec(name)
+        return _ready(load_spec(name))
     designs = built_in_designs(folder)
     try:
-        return designs[name]
+        return _ready(designs[name])
     except KeyError:
         known = ", ".join(sorted(designs))
         raise KilltestError(f"unknown design {name!r}; known designs: {known}; or give the path of a"
                             " design spec (.toml)") from None
+
+
+def _ready(design: Design) -> Design:
+    """A design named to be run has the env of its spec's `packages` built now, on first use, before any
+    run's clock starts (listing the built-ins builds nothing)."""
+    if design.packages:
+        _ = design.python  # the property builds the env
+    return design

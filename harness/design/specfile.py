@@ -72,6 +72,9 @@ SPEC_KEYS: dict[str, dict[str, str]] = {
         "set_args": "a table { \"--flag\" = \"value\" } changing the args (or command) a spec extends:"
                     " replaces the flag's value or appends it; = true appends a flag without a value",
         "env": "environment variables for the design's process: a table of strings, with placeholders",
+        "packages": "a command design's Python packages at exact pins ([\"scrapy==2.19.0\"]): built once, on first"
+                    " use, into an env of their own (~/.cache/killtest/designs/), whose interpreter {python} then"
+                    " names; never installed beside killtest or the user's own packages",
         "commit_path": "functions of the design's module where a crash matters most; explore kills at each line",
         "side_effects": "true when the design downloads files, sends webhooks or keeps a counter to check",
     },
@@ -132,6 +135,12 @@ def load_spec(path: str) -> Design:
         raise spec.error("design", "env", "design.env must be a table of strings, for example { TZ = \"UTC\" }")
     for value in env.values():
         spec.check_placeholders("design", "env", value)
+    packages = spec.strings(design, "design", "packages")
+    unpinned = [p for p in packages if "==" not in p or p.count("==") != 1 or not p.split("==")[1].strip()]
+    if unpinned or (packages and module is not None):
+        raise spec.error("design", "packages", "design.packages goes with command (a module design runs on"
+                                               " killtest's interpreter) and pins each package exactly, as"
+                                               f" \"scrapy==2.19.0\"{': not ' + repr(unpinned[0]) if unpinned else ''}")
     spec_file = os.path.abspath(path)
     read_site(spec)  # a [site] table is checked now, so its mistakes are one line naming it
     return Design(
@@ -139,7 +148,7 @@ def load_spec(path: str) -> Design:
         control=control, module=module,
         args=spec.strings(design, "design", "args"), command_template=command,
         env=tuple(sorted(env.items())), commit_path=spec.strings(design, "design", "commit_path"),
-        side_effects=side_effects, spec_file=spec_file)
+        side_effects=side_effects, spec_file=spec_file, packages=packages)
 
 
 def _waived(spec: SpecFile, design: dict, claims: bool, control: bool) -> frozenset[Promise]:

@@ -4,24 +4,37 @@ When the designs of a plan name a recording (a spec's [site] table, killtest.har
 `site_catalog` loads it (killtest.fixture_site.recordings.recorded_site.RecordedSite, a Catalog the checker reads
 unchanged), `replaying` serves it (killtest.fixture_site.recordings.replay.ReplaySite, behind a mitmproxy process
 whose CA lives in a temporary directory the run owns), and `through_the_proxy` gives each design
-the proxy and CA variables for its starts.
+the proxy and CA variables for its starts. The proxy runs on its own env's interpreter (`proxy_python`:
+mitmproxy at exact pins, built on first use in ~/.cache/killtest/tools/, never in the user's environment).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
 from killtest.fixture_site.catalog import Catalog
 from killtest.fixture_site.recordings.recorded_site import RecordedSite, load_recorded_site
 from killtest.fixture_site.recordings.redaction import Redaction
-from killtest.fixture_site.recordings.replay import ReplaySite
+from killtest.fixture_site.recordings.replay import PROXY_PACKAGES, ReplaySite
 from killtest.fixture_site.server import SiteServer
 from killtest.harness import lifeline
 from killtest.harness.design.model import Design
 from killtest.harness.design.site_spec import SiteSpec, one_site
 from killtest.harness.errors import KilltestError
+from killtest.harness.tool_envs import ensure_env
+
+
+def _to_stderr(message: str) -> None:
+    print(f"killtest: {message}", file=sys.stderr, flush=True)
+
+
+def proxy_python(say: Callable[[str], None] = _to_stderr) -> str:
+    """The recording proxy's interpreter: its env of PROXY_PACKAGES, built (and said so) on first use, before
+    any run's clock starts; then a folder check."""
+    return ensure_env("python", PROXY_PACKAGES, say=say, kind="tools").python
 
 
 def redaction_of(site: SiteSpec) -> Redaction:
@@ -48,8 +61,9 @@ def site_catalog(designs: Sequence[Design], catalog: Catalog) -> Catalog:
 @contextlib.contextmanager
 def replaying(site: RecordedSite, **settings) -> Iterator[ReplaySite]:
     """The recording served as the site (latency, slow pages, pace as for the shop) until the block ends."""
+    python = proxy_python()
     with lifeline.temp_dir(prefix="killtest-proxy-") as confdir:
-        replay = ReplaySite(site, confdir, register=lifeline.register, **settings)
+        replay = ReplaySite(site, confdir, python, register=lifeline.register, **settings)
         try:
             replay.start()
         except RuntimeError as error:

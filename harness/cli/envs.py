@@ -1,0 +1,64 @@
+"""`killtest envs`: the envs killtest built and cached (cases, tools, designs), their size, and removing them.
+
+killtest builds the programs it runs at exact pins in envs of their own, on first use (harness/tool_envs.py):
+a case's framework release, the recording proxy (mitmproxy), a design's `packages` (the peer designs'
+Scrapy and Crawlee). They stay in ~/.cache/killtest/<kind>/<hash> until removed here: `--remove NAME`
+(a hash, KIND/HASH, or a kind for all of its envs) or `--remove-all`. A removed env is built again the next
+time it is needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from killtest.harness.cli.command import EXIT_PASSED, Command
+from killtest.harness.errors import KilltestError
+from killtest.harness.running.progress import Progress
+from killtest.harness.tool_envs import KINDS, CachedEnv, cache_root, cached_envs, remove_env
+
+
+def size_text(size_bytes: int) -> str:
+    return f"{size_bytes / 1e6:.1f} MB" if size_bytes < 1e9 else f"{size_bytes / 1e9:.2f} GB"
+
+
+def chosen(envs: list[CachedEnv], names: list[str]) -> list[CachedEnv]:
+    """The envs `--remove` names: each NAME a hash, KIND/HASH, or a kind; a NAME matching none is bad input."""
+    picked: dict[str, CachedEnv] = {}
+    for name in names:
+        matching = [e for e in envs if name in (e.name, e.label, e.kind)]
+        if not matching:
+            known = ", ".join(e.label for e in envs) or "none"
+            raise KilltestError(f"--remove {name}: no cached env has that name, kind ({', '.join(KINDS)}) or hash;"
+                                f" cached: {known}")
+        picked.update((e.label, e) for e in matching)
+    return list(picked.values())
+
+
+class EnvsCommand(Command):
+    name = "envs"
+    help = "list the envs killtest built on first use (cases, tools, designs) with their size; remove them"
+
+    def run(self, args: argparse.Namespace, progress: Progress) -> int:
+        envs = cached_envs()
+        names = list(args.remove or ())
+        if args.remove_all or names:
+            gone = envs if args.remove_all else chosen(envs, names)
+            for env in gone:
+                remove_env(env)
+                pins = " ".join(env.packages) or "pins not recorded"
+                progress.done(f"removed {env.label} ({size_text(env.size_bytes)}, {pins})")
+            progress.done(f"removed {len(gone)} env(s), {size_text(sum(e.size_bytes for e in gone))};"
+                          " each is built again when next needed")
+            return EXIT_PASSED
+        folder = os.path.dirname(cache_root())
+        if not envs:
+            progress.done(f"no cached envs in {folder}")
+            return EXIT_PASSED
+        for env in envs:
+            built = f"built in {env.build_s:.0f}s" if env.build_s is not None else "build time not recorded"
+            pins = " ".join(env.packages) or "pins not recorded"
+            progress.done(f"{env.label}  {size_text(env.size_bytes):>9}  {built}  {pins}")
+        progress.done(f"{len(envs)} env(s), {size_text(sum(e.size_bytes for e in envs))} in {folder};"
+                      " killtest envs --remove NAME|KIND or --remove-all to free them")
+        return EXIT_PASSED

@@ -1,0 +1,281 @@
+"""Environments of exact pins, built once and cached: a venv (pip) or a node_modules folder (npm).
+
+killtest runs other people's programs at pinned releases without installing them beside the user's
+own packages (pipx and pre-commit do the same for the tools they run). Three kinds, one folder each
+under ~/.cache/killtest/ ($XDG_CACHE_HOME is honoured):
+- `cases`: a framework release of scrapers/cases/ (`killtest cases`);
+- `tools`: a program killtest itself runs as a subprocess, such as the recording proxy (mitmproxy,
+  whose exact caps would otherwise pull the user's environment back);
+- `designs`: a design whose spec names `packages` (the peer designs: Scrapy, Crawlee for Python).
+
+An env lives in <kind>/<hash>, the hash of the runtime, its interpreter's version and the pinned
+packages. It is built in a folder of its own (<hash>.<token>) and only then named: `<hash>` is a
+symbolic link swapped in with one rename when the install finished. An interrupted or failed install
+therefore never leaves a `<hash>` that looks good; its folder is removed (or, after a SIGKILL, by the
+next build of the same hash). The folder is never moved after the install, because a venv's scripts
+carry their own absolute path in their first line. Builders take a lock on the kind's folder (flock
+of the directory itself, so no lock file is left among the envs): parallel test workers build an env
+once and never remove a folder another one is using.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import psutil
+
+from killtest.harness.env_contents import installed
+from killtest.harness.errors import KilltestError
+from killtest.harness.files import write_atomically
+
+KINDS = ("cases", "tools", "designs")
+ABOUT = "killtest-env.json"  # beside installed.json: what was asked for, for whom, and how long the build took
+# The pip and npm flags: quiet, no version check or audit (the registry is reachable, nothing else is).
+_PIP = ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-input"]
+_NPM = ["npm", "install", "--no-audit", "--no-fund", "--no-save", "--loglevel=error"]
+# No browser downloads at install: a browser case drives the system's Chromium (executablePath), and a
+# download (puppeteer's postinstall fetches Chrome) fails where only the registries are reachable.
+_NO_BROWSER_DOWNLOAD = {"PUPPETEER_SKIP_DOWNLOAD": "1", "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"}
+_ERRNO = re.compile(r"\[Errno -?\d+\] [^'\")]+")  # what urllib3 met: "[Errno 111] Connection refused"
+
+
+@dataclass(frozen=True)
+class CaseEnv:
+    """A built env: the folders a run puts first on PATH (and NODE_PATH for node)."""
+
+    runtime: str
+    root: str  # the `<hash>` link's path: what a replay line names
+
+    @property
+    def bin(self) -> str:
+        return os.path.join(self.root, "bin" if self.runtime == "python" else "node_modules/.bin")
+
+    @property
+    def python(self) -> str:
+        """A python env's interpreter: what runs the tool or the design."""
+        return os.path.join(self.root, "bin", "python")
+
+    def environ(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        """`base` (os.environ) with the env first on PATH and, for node, NODE_PATH at its node_modules."""
+        env = dict(os.environ if base is None else base)
+        env["PATH"] = self.bin + os.pathsep + env.get("PATH", "")
+        env.pop("PYTHONHOME", None)
+        if self.runtime == "node":
+            env["NODE_PATH"] = os.path.join(self.root, "node_modules")
+        return env
+
+    def shell_prefix(self) -> str:
+        """The env assignments a pasted command line needs, before `killtest replay ...`."""
+        node = f"NODE_PATH={os.path.join(self.root, 'node_modules')} " if self.runtime == "node" else ""
+        return f'{node}PATH={self.bin}:"$PATH"'
+
+
+def cache_root(kind: str = "cases") -> str:
+    """The folder of one kind's envs (`cases`, `tools` or `designs`)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "killtest", kind)
+
+
+def interpreter_version(runtime: str) -> str:
+    """The version an env is built for: killtest's own Python (its venv's base) or the `node` on PATH."""
+    if runtime == "python":
+        return f"python-{sys.version_info[0]}.{sys.version_info[1]}"
+    node = shutil.which("node")
+    if node is None:
+        raise KilltestError("a node case needs `node` and `npm` on PATH (Node.js 18 or newer)")
+    out = subprocess.run([node, "--version"], capture_output=True, text=True, check=False).stdout.strip()
+    return "node-" + out.lstrip("v").split(".")[0]
+
+
+def env_hash(runtime: str, packages: tuple[str, ...] | list[str], interpreter: str) -> str:
+    """The cache key: the same runtime, interpreter and pins (in any order) make the same env."""
+    text = json.dumps({"runtime": runtime, "interpreter": interpreter, "packages": sorted(packages)})
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def ensure_env(runtime: str, packages: tuple[str, ...], rebuild: bool = False,
+               say: Callable[[str], None] = print, root: str | None = None, kind: str = "cases") -> CaseEnv:
+    """The env of these pins, built unless a complete one is cached (`rebuild`: build it again anyway).
+    The first use says what it installs and, when done, how long it took; a failed install is one line
+    naming the packages and the cache folder."""
+    root = root or cache_root(kind)
+    digest = env_hash(runtime, packages, interpreter_version(runtime))
+    link = os.path.join(root, digest)
+    env = CaseEnv(runtime, link)
+    if os.path.isdir(link) and not rebuild:
+        return env
+    try:
+        os.makedirs(root, exist_ok=True)
+    except OSError as error:
+        raise KilltestError(f"cannot create the env cache {root}: {error.strerror}") from None
+    with _building(root):
+        if os.path.isdir(link) and not rebuild:
+            return env  # another process built it while this one waited for the lock
+        _build(runtime, packages, root, digest, kind, say)
+    return env
+
+
+@contextlib.contextmanager
+def _building(root: str) -> Iterator[None]:
+    """One builder in a kind's folder at a time (xdist workers, two killtests): the others wait, then find
+    their env built. The lock goes with the descriptor, so a builder killed midway holds it no longer."""
+    descriptor = os.open(root, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
+
+
+def _build(runtime: str, packages: tuple[str, ...], root: str, digest: str, kind: str,
+           say: Callable[[str], None]) -> None:
+    link = os.path.join(root, digest)
+    _remove_abandoned(root, digest)
+    folder = os.path.join(root, f"{digest}.{os.getpid()}-{time.time_ns()}")
+    say(f"env {kind}/{digest}: first use, installing {' '.join(packages)} ({runtime}) into {link}")
+    started = time.monotonic()
+    try:
+        _install(runtime, packages, folder)
+        installed(runtime, folder, packages)  # what the pins resolved to, written beside them (installed.json)
+        seconds = round(time.monotonic() - started, 1)
+        write_atomically(os.path.join(folder, ABOUT), json.dumps(
+            {"kind": kind, "runtime": runtime, "interpreter": interpreter_version(runtime),
+             "packages": list(packages), "build_s": seconds, "built_at": time.time()}, indent=1) + "\n")
+        # Swap the link in with one rename: a reader sees the old env or the complete new one.
+        temporary = f"{link}.link-{os.getpid()}"
+        os.symlink(os.path.basename(folder), temporary)
+        previous = os.path.realpath(link) if os.path.islink(link) else None
+        os.replace(temporary, link)
+    except KilltestError as error:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise KilltestError(f"cannot build the {kind} env of {', '.join(packages)} in {link} (built once, on first"
+                            f" use): {error}") from None
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    if previous and previous != os.path.realpath(link):
+        shutil.rmtree(previous, ignore_errors=True)
+    say(f"env {kind}/{digest}: ready in {seconds:.0f}s ({', '.join(packages)})")
+
+
+@dataclass(frozen=True)
+class CachedEnv:
+    """One env of the cache, as `killtest envs` lists it."""
+
+    kind: str
+    name: str  # the hash: the link's name
+    folder: str  # the folder the link names
+    size_bytes: int
+    packages: tuple[str, ...]  # the pins it was built of (empty for an env built before killtest-env.json)
+    build_s: float | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}/{self.name}"
+
+
+def cached_envs(kinds: tuple[str, ...] = KINDS) -> list[CachedEnv]:
+    """Every complete env of these kinds (a link and its folder), by kind then name."""
+    found = []
+    for kind in kinds:
+        root = cache_root(kind)
+        names = sorted(os.listdir(root)) if os.path.isdir(root) else []
+        for name in names:
+            link = os.path.join(root, name)
+            if not os.path.islink(link) or not os.path.isdir(link):
+                continue
+            try:
+                with open(os.path.join(link, ABOUT), encoding="utf-8") as src:
+                    about = json.load(src)
+            except (OSError, ValueError):
+                about = {}
+            found.append(CachedEnv(kind, name, os.path.realpath(link), _size(os.path.realpath(link)),
+                                   tuple(about.get("packages", ())), about.get("build_s")))
+    return found
+
+
+def remove_env(env: CachedEnv) -> None:
+    """Remove one env: its link first (so no run takes a half-removed env), then its folder."""
+    root = cache_root(env.kind)
+    with _building(root):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(root, env.name))
+        shutil.rmtree(env.folder, ignore_errors=True)
+
+
+def _size(folder: str) -> int:
+    total = 0
+    for top, _, files in os.walk(folder):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(top, name)).st_size
+    return total
+
+
+def _install(runtime: str, packages: tuple[str, ...], folder: str) -> None:
+    os.makedirs(folder)
+    with open(os.path.join(folder, ".builder"), "w") as out:
+        out.write(str(os.getpid()))
+    if runtime == "python":
+        # From killtest's own interpreter: venv takes its base Python, so the case's venv does not nest in ours.
+        _step([sys.executable, "-m", "venv", folder], "python3 -m venv")
+        _step([os.path.join(folder, "bin", "python"), *_PIP, *packages], "pip install " + " ".join(packages))
+    else:
+        if shutil.which("npm") is None:
+            raise KilltestError("a node case needs `npm` on PATH")
+        _step([*_NPM, "--prefix", folder, *packages], "npm install " + " ".join(packages), _NO_BROWSER_DOWNLOAD)
+
+
+def _step(command: list[str], what: str, env: dict[str, str] | None = None) -> None:
+    """Run one install step (with `env` added to the environment); a failure is one line: the step and
+    the tool's last line of complaint."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
+                              env={**os.environ, **(env or {})})
+    except OSError as error:
+        raise KilltestError(f"{what}: cannot run {command[0]}: {error.strerror}") from None
+    if done.returncode != 0:
+        lines = [line.strip() for line in (done.stderr + done.stdout).splitlines() if line.strip()
+                 and not line.startswith("WARNING: Location")]
+        complaint = next((line for line in reversed(lines) if "ERROR" in line or "ERR!" in line),
+                         lines[-1] if lines else f"exit status {done.returncode}")
+        raise KilltestError(f"{what} failed: {complaint}{_unreachable(lines)}")
+
+
+def _unreachable(lines: list[str]) -> str:
+    """pip says "No matching distribution" whether a release is missing or the registry never answered; its
+    retry warnings tell the two apart, so the line says which (npm's ERR! lines name the network already)."""
+    for line in lines:
+        if "connection broken by" in line or "Could not fetch URL" in line:
+            reason = _ERRNO.search(line)
+            return f"; the package registry did not answer ({reason.group(0) if reason else 'connection failed'})"
+    return ""
+
+
+def _remove_abandoned(root: str, digest: str) -> None:
+    """Folders of this hash that no link names and whose builder is gone: an install killed midway."""
+    linked = os.path.realpath(os.path.join(root, digest))
+    for name in os.listdir(root):
+        path = os.path.join(root, name)
+        if not name.startswith(digest + ".") or os.path.islink(path) or not os.path.isdir(path) \
+                or os.path.realpath(path) == linked:
+            continue
+        try:
+            with open(os.path.join(path, ".builder")) as src:
+                pid = int(src.read().strip() or 0)
+        except (OSError, ValueError):
+            pid = 0
+        if pid and pid != os.getpid() and psutil.pid_exists(pid):
+            continue  # another killtest is building it right now
+        shutil.rmtree(path, ignore_errors=True)
