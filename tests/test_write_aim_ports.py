@@ -81,13 +81,15 @@ def test_w1_kills_before_the_write_to_the_port_named_file_not_at_a_later_write(t
 
 
 @needs_strace
-def test_a_kill_the_count_brings_to_another_file_is_missed_with_its_reason_not_landed(tmp_path):
+def test_a_kill_the_count_brings_to_another_file_lands_there_and_says_it_was_off_its_aim(tmp_path):
+    """The SIGKILL was delivered (-9) at a store write: the run tests a real crash, never "missed" or "proved
+    nothing"; the kill says it was off the point's aim, and why."""
     history, schedule, queues, verdict = w1_run(tmp_path, take_the_port=True)
     assert schedule.points[0].plan.target[0] not in queues, queues  # the killed run wrote another port's file
     kills = history.of_type("kill")
     assert [k["returncode"] for k in kills] == [-9]  # killed all the same, at records.jsonl
     assert "queue-" in kills[0]["aimed_elsewhere"] and "records.jsonl" in kills[0]["aimed_elsewhere"]
-    assert (verdict.kills, verdict.kills_missed) == (0, 1)
-    assert verdict.validity != "valid", verdict.problems
-    missed = "a store-write kill was missed: aimed at write number 1"
-    assert any(missed in problem for problem in verdict.problems), verdict.problems
+    assert (verdict.kills, verdict.kills_missed) == (1, 0)
+    assert not verdict.proved_nothing and "no_kill_landed" not in verdict.findings, verdict.problems
+    off_aim = [k["off_aim"] for k in verdict.kill_findings]
+    assert len(off_aim) == 1 and "aimed at write number 1" in off_aim[0], off_aim

@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from killtest.fixture_site.catalog import Catalog
+from killtest.harness.campaigns.coverage import covered
 from killtest.harness.campaigns.locate import Locator, with_locations
 from killtest.harness.campaigns.parallel import chunks, run_jobs
 from killtest.harness.campaigns.point_words import describe
-from killtest.harness.check.distinct import triage_of
+from killtest.harness.check.distinct import request_before, triage_of
 from killtest.harness.check.findings import Finding
 from killtest.harness.check.verdict import RunVerdict, Validity
 from killtest.harness.design.model import Design
@@ -87,6 +88,8 @@ class PointOutcome:
     place: str = ""  # the kind of place, which distinct failures are grouped by (harness/check/distinct.py)
     keys: dict = field(default_factory=dict)  # lost, duplicated and unexpected keys (a broken point's)
     timeline: dict = field(default_factory=dict)  # what the triage page draws (a broken point's)
+    key_counts: dict = field(default_factory=dict)  # how many keys each of `keys`' lists stands for (they are cut)
+    page: str = ""  # the path of the killed start's last request before the kill (a request point's: its page)
 
 
 @dataclass
@@ -99,6 +102,7 @@ class Exploration:
     elapsed_s: float = 0.0  # every point's run, and the locating runs among them
     locate_runs: int = 0  # points run once more to locate their store write in the program (campaigns/locate.py)
     locate_s: float = 0.0  # their time (summed over -j's processes), part of elapsed_s
+    coverage: dict = field(default_factory=dict)  # pages killed at, writes seen and explored, left out (coverage.py)
 
     @property
     def broken(self) -> list[PointOutcome]:
@@ -113,7 +117,7 @@ class Exploration:
                 "prefork": self.prefork,
                 "points": len(self.outcomes), "broken": len(self.broken), "elapsed_s": round(self.elapsed_s, 2),
                 "locate_runs": self.locate_runs, "locate_s": round(self.locate_s, 2),
-                "schedules_per_minute": self.schedules_per_minute,
+                "schedules_per_minute": self.schedules_per_minute, "coverage": self.coverage,
                 "outcomes": [dataclasses.asdict(o) for o in self.outcomes]}
 
 
@@ -160,6 +164,7 @@ def explore(design: Design, on: Stage, settings: RunSettings, work_dir: str | No
     run phase and one check phase, with a fresh work dir and database, as any campaign's run.
     """
     cache: RecordingCache = {}
+    given = points is not None
     if points is None:
         points = all_crash_points(design, on, settings, work_dir, cache, power_cut)
     elif power_cut:
@@ -174,6 +179,7 @@ def explore(design: Design, on: Stage, settings: RunSettings, work_dir: str | No
     if locator is not None:
         with_locations(exploration.outcomes, locator.found)
         exploration.locate_runs, exploration.locate_s = locator.runs, locator.spent_s
+    exploration.coverage = covered(design, exploration.outcomes, on.site.catalog, settings, cache, given)
     return exploration
 
 
@@ -206,10 +212,22 @@ def explore_point(design: Design, on: Stage, settings: RunSettings, point: KillP
                            waived=waived)
     if landed or problems:  # every point the kill reached, for the table's "where" (about 0.1 ms a point)
         outcome.where, outcome.place = describe(schedule.points[0], history, cache.get((design.name, "")))
+        kill = history.first("kill") or history.first("power_lost")
+        made = request_before(history, kill["t"], kill.get("start", 0)) if kill else None
+        outcome.page = made[1] if made else ""
+        off_aim = next((k["aimed_elsewhere"] for k in history.of_type("kill") if k.get("aimed_elsewhere")), "")
+        if off_aim:  # the kill was delivered, at another write than the recording aimed at: say where
+            outcome.where += f" (off its aim: {off_aim})"
     if problems:  # drawn only where a user will read it: a broken point
         found = triage_of(verdict, history)
         outcome.findings, outcome.keys, outcome.timeline = found["findings"], found["keys"], found["timeline"]
+        outcome.key_counts = key_counts(verdict)
     return outcome
+
+
+def key_counts(verdict: RunVerdict) -> dict[str, int]:
+    """How many keys were lost, duplicated and wrong: the page's table shows the first few of each, under these."""
+    return {kind: verdict.categories.get(kind, {}).get("count", 0) for kind in ("lost", "duplicated", "unexpected")}
 
 
 def broken_promises(verdict: RunVerdict) -> list[str]:
@@ -238,9 +256,11 @@ def explore_design(design: Design, catalog: Catalog, settings: RunSettings, poin
             return explore(design, on, settings, work_dir, points, on_progress=on_progress, power_cut=power_cut,
                            strict=strict, locate=locate)
     began = time.monotonic()
+    cache: RecordingCache = {}
+    given = points is not None
     if points is None:
         with stage(catalog, [design]) as on:
-            points = all_crash_points(design, on, settings, work_dir, power_cut=power_cut)
+            points = all_crash_points(design, on, settings, work_dir, cache, power_cut=power_cut)
     elif power_cut:
         points = with_power_cuts(points)
     numbered = list(enumerate(point.spec for point in points))
@@ -254,6 +274,7 @@ def explore_design(design: Design, catalog: Catalog, settings: RunSettings, poin
         with_locations(exploration.outcomes, {k: v for _, found in parts for k, v in found["found"].items()})
         exploration.locate_runs = sum(found["runs"] for _, found in parts)
         exploration.locate_s = sum(found["spent_s"] for _, found in parts)
+    exploration.coverage = covered(design, exploration.outcomes, catalog, settings, cache, given)
     return exploration
 
 
