@@ -120,7 +120,8 @@ def test_an_exploration_none_of_whose_points_passed_has_no_passed_box():
 def test_run_prints_what_failed_when_no_run_broke_a_promise(tmp_path):
     """A timed kill after the crawl is done lands nowhere: the run proved nothing, and the FAIL says so."""
     done = subprocess.run([sys.executable, "-m", "killtest", "run", "--design", "idempotent", "--schedule", "t60",
-                           "--runs", "1", "--listing-pages", "1", "--per-page", "2", "--no-plot", "--out", str(tmp_path / "out")],
+                           "--runs", "1", "--listing-pages", "1", "--per-page", "2", "--no-plot",
+                           "--out", str(tmp_path / "out")],
                           cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stderr[-2000:]
     assert "run: 1 run, 0 failed, 1 proved nothing (no kill landed on a start at work), 0 distinct failures" \
