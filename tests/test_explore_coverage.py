@@ -52,13 +52,13 @@ def test_writes_two_threads_race_for_are_left_out_each_with_its_reason():
     assert coverage["pages_killed_at"] == ["/list/0", "/product/0"]
     assert coverage["writes"] == [{"file": "datasets/N.json", "seen": 2, "points": 0, "left_out": 2},
                                   {"file": "queue/a.json", "seen": 1, "points": 1, "left_out": 0}]
-    assert coverage["left_out"] == [f"1 write to datasets/N.json: {UNREACHABLE}",
-                                    f"1 write to datasets/N.json: {UNSTABLE}",
+    assert coverage["left_out"] == [f"1 write (1 to datasets/N.json): {UNREACHABLE}",
+                                    f"1 write (1 to datasets/N.json): {UNSTABLE}",
                                     "1 of the crawl's 4 requests have no request point"]
     lines = coverage_lines(coverage)
     assert lines[0] == "coverage: killed at 2 distinct pages of the 4 a crawl asks for (/list/0, /product/0)"
     assert "  store writes to datasets/N.json: 2 seen, 0 explored, 2 left out" in lines
-    assert f"1 write to datasets/N.json: {UNSTABLE}" in coverage_html(coverage).replace("&#x27;", "'")
+    assert f"1 write (1 to datasets/N.json): {UNSTABLE}" in coverage_html(coverage).replace("&#x27;", "'")
 
 
 def test_points_given_by_hand_say_no_write_was_listed():

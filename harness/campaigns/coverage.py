@@ -22,10 +22,10 @@ from killtest.harness.faults.points.store_write import server_store
 from killtest.harness.faults.store_writes import Recording, agreeing_writes
 
 # Why a store write a recording saw is not a point (store_writes.py: strace counts per thread and system call).
-UNREACHABLE = ("strace counts each thread's calls apart, and another thread reaches the same count first, so no"
-               " injection can stop at this one")
-UNSTABLE = ("a second recording of the same start made another write at that place (threads racing, a timer, or"
-            " a file named by pid, port or at random), so a replay of the point would kill elsewhere")
+UNREACHABLE = ("strace cannot stop at them: it counts each thread's calls apart, and another thread reaches the"
+               " same count first")
+UNSTABLE = ("a second recording of the start made other writes in their places (threads racing, a timer, a file"
+            " named by pid, port or at random): a replay of such a point would kill elsewhere")
 
 
 def exploration_coverage(outcomes: list, pages_asked: int, recording: Any, again: Any, *, points_given: bool,
@@ -78,10 +78,15 @@ def _file_writes(recording: Recording, offered: set[int]) -> tuple[list[dict], l
             unstable[kind] += 1
     writes = [{"file": kind, "seen": seen[kind], "points": points[kind], "left_out": seen[kind] - points[kind]}
               for kind in sorted(seen, key=lambda k: (-seen[k], k))]
-    left_out = [f"{n} write{'s' if n != 1 else ''} to {kind}: {why}"
-                for counts, why in ((unreachable, UNREACHABLE), (unstable, UNSTABLE))
-                for kind, n in sorted(counts.items())]
+    left_out = [_left_out(counts, why) for counts, why in ((unreachable, UNREACHABLE), (unstable, UNSTABLE)) if counts]
     return writes, left_out
+
+
+def _left_out(counts: Counter[str], why: str) -> str:
+    """`28 writes (21 to queue/N.json, 7 to datasets/N.json): why`, the most numerous kind of file first."""
+    total = sum(counts.values())
+    kinds = ", ".join(f"{n} to {kind}" for kind, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+    return f"{total} write{'s' if total != 1 else ''} ({kinds}): {why}"
 
 
 def file_kind(paths: tuple[str, ...]) -> str:
