@@ -74,7 +74,7 @@ def test_a_page_with_nothing_passed_has_no_passed_box_and_says_why_it_failed():
     page = summary_page(campaign, "killtest", None, [])
     assert 'class="passing"' not in page and "kept every promise" not in page
     assert '<section class="unproved"><h2>What proved nothing</h2>' in page
-    assert "Why it failed: 1 run proved nothing" in page
+    assert "Verdict: <strong>FAIL</strong>: 1 run proved nothing (no kill landed on a start at work)" in page
 
 
 def test_the_passed_box_holds_the_runs_that_passed_and_only_those():

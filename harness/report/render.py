@@ -30,7 +30,8 @@ def _preamble(campaign: Campaign) -> list[str]:
         lines.append(f"**Incomplete:** the campaign did not finish ({why}); only the runs below finished, and"
                      " they prove nothing about the runs that never ran.")
     verdict = "PASS" if campaign.valid else "FAIL" if campaign.complete else "INCOMPLETE"
-    lines.append(f"Verdict: **{verdict}**")
+    why = "; ".join(failure_reasons(campaign)) if verdict == "FAIL" else ""  # a FAIL says what failed
+    lines.append(f"Verdict: **{verdict}**" + (f": {why}" if why else ""))
     return lines
 
 
@@ -90,8 +91,6 @@ def summary_page(campaign: Campaign, name: str, plot_file: str | None, timelines
                                   found.get("keys") or {k: v.categories.get(k, {}).get("examples", []) for k in kinds},
                                   "run", counts={k: v.categories.get(k, {}).get("count", 0) for k in kinds}))
     lines = [*_preamble(campaign), runs_line(campaign) + "."]
-    if not campaign.valid and campaign.complete:
-        lines.append(f"Why it failed: {'; '.join(failure_reasons(campaign))}.")
     passing, unproved = [], []
     for design in dict.fromkeys(v.design for v in campaign.verdicts):
         runs = [v for v in campaign.verdicts if v.design == design]
