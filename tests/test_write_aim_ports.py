@@ -1,6 +1,7 @@
 """A store-write point lands on the write it names when the design names a file after its base URL's port
 (Crawlee hashes a request's URL, port included, into its queue file's name): the recording that aims the
-point and the killed run must see the same port, or the point must not kill elsewhere."""
+point and the killed run must see the same port, or the point must not kill elsewhere; when it does all the
+same, the delivered SIGKILL lands there and says so."""
 
 import json
 import os
@@ -13,8 +14,10 @@ import pytest
 from killtest.fixture_site.catalog import build_catalog
 from killtest.fixture_site.server import SiteServer
 from killtest.harness.check.checker import check_run
+from killtest.harness.cli.replay import off_aim_lines
 from killtest.harness.design.registry import design_named
 from killtest.harness.faults.schedule import parse_schedule
+from killtest.harness.report.campaign import Campaign, verdict_words
 from killtest.harness.running.orchestrator import Stage
 from killtest.harness.running.runner import RunSettings, run_kill_test
 from killtest.harness.running.write_plans import resolve_schedule
@@ -93,3 +96,14 @@ def test_a_kill_the_count_brings_to_another_file_lands_there_and_says_it_was_off
     assert not verdict.proved_nothing and "no_kill_landed" not in verdict.findings, verdict.problems
     off_aim = [k["off_aim"] for k in verdict.kill_findings]
     assert len(off_aim) == 1 and "aimed at write number 1" in off_aim[0], off_aim
+
+
+@needs_strace
+def test_replay_says_the_kill_landed_off_its_aim_and_counts_it(tmp_path):
+    """What `killtest replay` prints for such a run: a line naming the write the count reached, and the run judged."""
+    history, schedule, queues, verdict = w1_run(tmp_path, take_the_port=True)
+    campaign = Campaign(command="killtest replay", settings={}, verdicts=[verdict], complete=True)
+    lines = off_aim_lines(campaign)
+    assert len(lines) == 1 and lines[0].startswith("port-named run 1: the kill landed at another store write than"
+                                                   " the point names (aimed at write number 1")
+    assert "proved nothing" not in verdict_words(campaign)
