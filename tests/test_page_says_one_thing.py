@@ -17,7 +17,7 @@ from killtest.harness.check.checker import check_run
 from killtest.harness.design.model import PROJECT_ROOT
 from killtest.harness.design.registry import built_in_designs
 from killtest.harness.history import History
-from killtest.harness.report.campaign import Campaign, verdict_words
+from killtest.harness.report.campaign import Campaign, to_json, verdict_words
 from killtest.harness.report.render import summary_page
 from killtest.harness.report.sections import runs_line
 from killtest.harness.report.triage_page import exploration_page
@@ -67,6 +67,7 @@ def test_a_run_no_kill_landed_on_fails_the_campaign_and_the_summary_says_so():
     assert runs_line(campaign) == ("1 run, 0 failed, 1 proved nothing (no kill landed on a start at work),"
                                    " 0 distinct failures")
     assert verdict_words(campaign) == "FAIL: 1 run proved nothing (no kill landed on a start at work)"
+    assert to_json(campaign)["failed_because"] == ["1 run proved nothing (no kill landed on a start at work)"]
 
 
 def test_a_page_with_nothing_passed_has_no_passed_box_and_says_why_it_failed():

@@ -146,6 +146,7 @@ def naive_band_gap(ours: list[float]) -> dict:
 def to_json(campaign: Campaign) -> dict:
     return {"command": campaign.command, "settings": campaign.settings, "complete": campaign.complete,
             "interrupted": campaign.interrupted, "stopped_by": campaign.stopped_by, "valid": campaign.valid,
+            "failed_because": failure_reasons(campaign),
             "runs": [v.to_json() for v in campaign.verdicts],
             "comparison_problems": campaign.comparison_problems,
             "comparison_figures": campaign.comparison_figures,
