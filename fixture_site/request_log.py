@@ -21,17 +21,44 @@ class ServedRequest:
     version: int | None = None  # the catalog version a listing or product page was answered from (drift)
     browser: bool = False  # asked for by the browser of its own accord (browser_initiated), not by the crawl
 
+    @property
+    def side(self) -> bool:
+        """Not a request of the crawl's: a side effect (a product's image, a webhook) or the browser's own."""
+        return self.browser or side_effect(self.path)
 
-# What a browser fetches of its own accord on a site it visits: Chromium asks for /favicon.ico after every
-# navigation to a new page of a site, and Safari (and browsers imitating it) for the touch icons.
+
+# Which requests are the crawl's. A crawl's request is one the design's program asked for: a page it
+# fetched (an HTTP client's GET) or navigated to (a browser's `goto`). Request points (`r5`: the 5th),
+# the progress lines' counts and `bounded_requests` count those only. Not the crawl's:
+# - the shop's side effects: a product's image (what a page shows, not a page) and the webhooks;
+# - what a browser asks for of its own accord: Chromium asks for /favicon.ico after every navigation to
+#   a new page of a site, Safari (and browsers imitating it) for the touch icons; a speculative fetch
+#   (`Sec-Purpose: prefetch` or `prerender`);
+# - what a page a browser loaded asks for: its images, scripts, stylesheets, fonts, and its scripts'
+#   fetches. Chromium says so in `Sec-Fetch-Dest` (Fetch Metadata, sent to https and loopback sites): a
+#   navigation is `document` (`iframe`, `frame` in a frame), a subresource names its kind (`image`,
+#   `script`, `style`, ...), a script's fetch or XHR `empty`. An HTTP client (requests, Scrapy, Node's fetch,
+#   curl) sends no `Sec-Fetch-Dest`: its requests are all the crawl's, whatever their path.
+# The header, not the answer, decides: a crawl of a JSON API asks for pages that are not HTML, and a
+# recording's HTML answers include a page's iframes. A crawler that fetches its pages from inside a page
+# (`page.evaluate(fetch)`, `empty`) has them counted as the browser's: navigate, or use an HTTP client.
 BROWSER_PATHS = ("/favicon.ico", "/apple-touch-icon.png", "/apple-touch-icon-precomposed.png")
+SIDE_EFFECT_PATHS = ("/image/", "/webhook")  # the shop's: a product's image, the design's webhooks
+NAVIGATIONS = ("document", "iframe", "frame")  # the Sec-Fetch-Dest of a page the crawl went to
 
 
-def browser_initiated(path: str, purpose: str | None = None) -> bool:
+def browser_initiated(path: str, purpose: str | None = None, dest: str | None = None) -> bool:
     """Whether a request for `path` (a recorded site's `/` + URL too) is the browser's own, not the crawl's:
-    an icon, or a speculative fetch (a `Sec-Purpose: prefetch` or `prerender` header, given as `purpose`)."""
-    return path.split("?", 1)[0].endswith(BROWSER_PATHS) or bool(purpose and purpose.startswith(("prefetch",
-                                                                                                  "prerender")))
+    an icon, a speculative fetch (a `Sec-Purpose: prefetch` or `prerender` header, given as `purpose`), or
+    what a loaded page asked for (a `Sec-Fetch-Dest` other than a navigation's, given as `dest`)."""
+    return (path.split("?", 1)[0].endswith(BROWSER_PATHS)
+            or bool(purpose and purpose.startswith(("prefetch", "prerender")))
+            or bool(dest and dest.strip().lower() not in NAVIGATIONS))
+
+
+def side_effect(path: str) -> bool:
+    """A request of the shop's that is a side effect of the crawl, not one of its pages."""
+    return path.startswith(SIDE_EFFECT_PATHS)
 
 
 class RequestLog:
@@ -62,6 +89,12 @@ class RequestLog:
     def total(self) -> int:
         with self._lock:
             return len(self._served)
+
+    @property
+    def crawl_total(self) -> int:
+        """The crawl's requests so far: side requests (images, webhooks, a browser's own) left out."""
+        with self._lock:
+            return sum(1 for entry in self._served if not entry.side)
 
     def per_path(self) -> Counter[str]:
         with self._lock:

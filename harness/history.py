@@ -22,7 +22,9 @@ EVENTS: dict[str, str] = {
                        " door (the site's door it was given, its workers share it: killtest.fixture_site.doors)",
     "kill": "start, signal (SIGKILL, or SIGTERM for a redeploy), point, returncode (the exit status the kernel"
             " reported, -9), held_leases (the claims the store held afterwards); worker and worker_pid (its"
-            " process) when one worker was hit, server_restart_s when the store's server was restarted",
+            " process) when one worker was hit, server_restart_s when the store's server was restarted,"
+            " aimed_elsewhere (a store-write point's kill delivered at another write than its recording aimed at:"
+            " which, in words)",
     "worker_restarted": "start, worker, pid: a worker killed alone and started again at once",
     "paused": "start, worker (none: every worker), pids (the process groups sent SIGSTOP), seconds (planned),"
               " point, and with --aim-pauses aimed_at (the product page the worker was stopped asking for, before"
@@ -43,8 +45,8 @@ EVENTS: dict[str, str] = {
                " worker whose process made the connection, when the site could tell), version (when the site"
                " drifted: the catalog version a listing or product page was answered from)",
     "side_request": "path, status, start, fault, kind (browser: what a browser asked for of its own accord, its"
-                    " icon or a prefetch): a request for a product's image, a webhook or a browser's own, not a"
-                    " page of the crawl",
+                    " icon, a prefetch, or a loaded page's image, script or style by its Sec-Fetch-Dest): a request"
+                    " for a product's image, a webhook or a browser's own, not a page of the crawl",
     "webhook": "key (the idempotency key, or none), payload: a delivery the site received",
     "side_file": "name, sha256: a file in the design's store.files directory at the end",
     "store_counter": "value: the design's store.counter at the end",

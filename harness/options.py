@@ -104,7 +104,7 @@ OPTIONS: tuple[Option, ...] = (
            f" (default {d.EXACT_TIME_LIMIT_S:g})", EXACT_AND_FUZZ, "scenario", positive(float), d.EXACT_TIME_LIMIT_S,
            zoo_key="time_limit", replayed=True),
     Option("--no-progress-timeout", "stop a start that makes no request, prints nothing and changes no store file"
-           f" for this many seconds: a liveness failure (default {d.NO_PROGRESS_S:g})", (*RUNS, "replay"),
+           f" for this many seconds: a liveness failure (default {d.NO_PROGRESS_S:g})", (*RUNS, "replay", "explore"),
            "scenario", positive(float), d.NO_PROGRESS_S),
     Option("--strict", "hold every design to the idempotence promises even where its spec waives them, as"
            " explore --strict and fuzz --strict do (their replay lines say --strict for such a design)", ("replay",),

@@ -60,7 +60,7 @@ def crash_points(design: DesignLike, **options: Any) -> list[str]:
 
     args = _parse("explore", [_given(design)], options)
     found = design_named(args.design)
-    settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
+    settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit, no_progress_s=args.no_progress_timeout)
     if args.power_cut:  # `power_cut=True`: each store write's power-cut twin too, refused before any server starts
         refuse_power_cut(found, "explore")
     with stage(build_catalog(args.listing_pages, args.per_page), [found]) as on:

@@ -102,7 +102,8 @@ def test_a_run_where_no_kill_landed_proved_nothing_so_its_verdict_is_unknown_not
     assert v.kills == 0 and v.validity == "unknown" and not v.valid
     assert v.findings == ["no_kill_landed"] and v.checks["kills_landed"] == "unknown"
     assert v.proved_nothing
-    assert v.problems == ["no kill landed on a start at work (0 before work, 2 missed), so this run proved nothing"]
+    assert v.problems == ["no kill landed on a start at work (0 before work, 2 missed: the start had exited by"
+                          " itself), so this run proved nothing"]
 
 
 def test_a_broken_promise_beside_a_kill_that_never_landed_is_invalid_not_unknown():

@@ -55,13 +55,14 @@ def rendered(page, tmp_path) -> str:
     return subprocess.run([*browser, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
 
 
-def sections_for(dom: str, failures: list[dict]) -> None:
-    """A section per distinct failure, in order, with its example, replay line and timeline; what passed below."""
+def sections_for(dom: str, failures: list[dict], passed: bool = True) -> None:
+    """A section per distinct failure, in order, with its example, replay line and timeline; what passed below,
+    when something did (`passed`): the green box holds only what passed."""
     for number, failure in enumerate(failures, 1):
         assert f'id="failure-{number}"' in dom and f'data-point="{failure["example"]}"' in dom
         assert failure["replay"].split(" --")[0] in dom
     assert dom.count('<section class="failure"') == len(failures)
-    assert dom.count('<svg') >= len(failures) and "What passed" in dom
+    assert dom.count('<svg') >= len(failures) and ("What passed" in dom) is passed
 
 
 def test_a_store_write_is_described_by_its_call_file_count_and_bytes():
@@ -205,7 +206,7 @@ def test_run_writes_the_triage_page_without_plots_and_a_browser_renders_it_witho
     dom = rendered(out / "killtest.html", tmp_path)
     assert "run: 2 runs, 2 failed, 1 distinct failure" in done.stderr  # the same exact schedule: the same failure
     replay = next(line for line in done.stderr.splitlines() if line.startswith("replay two-mistakes run 1: "))
-    sections_for(dom, [{"example": "run1", "replay": replay.split(": ", 1)[1]}])
+    sections_for(dom, [{"example": "run1", "replay": replay.split(": ", 1)[1]}], passed=False)  # both runs failed
     assert "lost (on the site, not in the store)" in dom and "SKU-" in dom
     assert "Run by run" in dom  # the tables follow, as on the page with plots
 

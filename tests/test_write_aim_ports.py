@@ -1,6 +1,7 @@
 """A store-write point lands on the write it names when the design names a file after its base URL's port
 (Crawlee hashes a request's URL, port included, into its queue file's name): the recording that aims the
-point and the killed run must see the same port, or the point must not kill elsewhere."""
+point and the killed run must see the same port, or the point must not kill elsewhere; when it does all the
+same, the delivered SIGKILL lands there and says so."""
 
 import json
 import os
@@ -13,8 +14,10 @@ import pytest
 from killtest.fixture_site.catalog import build_catalog
 from killtest.fixture_site.server import SiteServer
 from killtest.harness.check.checker import check_run
+from killtest.harness.cli.replay import off_aim_lines
 from killtest.harness.design.registry import design_named
 from killtest.harness.faults.schedule import parse_schedule
+from killtest.harness.report.campaign import Campaign, verdict_words
 from killtest.harness.running.orchestrator import Stage
 from killtest.harness.running.runner import RunSettings, run_kill_test
 from killtest.harness.running.write_plans import resolve_schedule
@@ -82,13 +85,26 @@ def test_w1_kills_before_the_write_to_the_port_named_file_not_at_a_later_write(t
 
 
 @needs_strace
-def test_a_kill_the_count_brings_to_another_file_is_missed_with_its_reason_not_landed(tmp_path):
+def test_a_kill_the_count_brings_to_another_file_lands_there_and_says_it_was_off_its_aim(tmp_path):
+    """The SIGKILL was delivered (-9) at a store write: the run tests a real crash, never "missed" or "proved
+    nothing"; the kill says it was off the point's aim, and why."""
     history, schedule, queues, verdict = w1_run(tmp_path, take_the_port=True)
     assert schedule.points[0].plan.target[0] not in queues, queues  # the killed run wrote another port's file
     kills = history.of_type("kill")
     assert [k["returncode"] for k in kills] == [-9]  # killed all the same, at records.jsonl
     assert "queue-" in kills[0]["aimed_elsewhere"] and "records.jsonl" in kills[0]["aimed_elsewhere"]
-    assert (verdict.kills, verdict.kills_missed) == (0, 1)
-    assert verdict.validity != "valid", verdict.problems
-    missed = "a store-write kill was missed: aimed at write number 1"
-    assert any(missed in problem for problem in verdict.problems), verdict.problems
+    assert (verdict.kills, verdict.kills_missed) == (1, 0)
+    assert not verdict.proved_nothing and "no_kill_landed" not in verdict.findings, verdict.problems
+    off_aim = [k["off_aim"] for k in verdict.kill_findings]
+    assert len(off_aim) == 1 and "aimed at write number 1" in off_aim[0], off_aim
+
+
+@needs_strace
+def test_replay_says_the_kill_landed_off_its_aim_and_counts_it(tmp_path):
+    """What `killtest replay` prints for such a run: a line naming the write the count reached, and the run judged."""
+    history, schedule, queues, verdict = w1_run(tmp_path, take_the_port=True)
+    campaign = Campaign(command="killtest replay", settings={}, verdicts=[verdict], complete=True)
+    lines = off_aim_lines(campaign)
+    assert len(lines) == 1 and lines[0].startswith("port-named run 1: the kill landed at another store write than"
+                                                   " the point names (aimed at write number 1")
+    assert "proved nothing" not in verdict_words(campaign)

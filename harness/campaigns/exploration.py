@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from killtest.fixture_site.catalog import Catalog
+from killtest.harness.campaigns.coverage import covered
 from killtest.harness.campaigns.locate import Locator, with_locations
 from killtest.harness.campaigns.parallel import chunks, run_jobs
 from killtest.harness.campaigns.point_words import describe
-from killtest.harness.check.distinct import triage_of
+from killtest.harness.check.distinct import request_before, triage_of
 from killtest.harness.check.findings import Finding
 from killtest.harness.check.verdict import RunVerdict, Validity
 from killtest.harness.design.model import Design
@@ -90,6 +91,8 @@ class PointOutcome:
     line: str = ""  # the user's own `FILE:LINE` of a broken point (its located write, its line): the grouping key
     keys: dict = field(default_factory=dict)  # lost, duplicated and unexpected keys (a broken point's)
     timeline: dict = field(default_factory=dict)  # what the triage page draws (a broken point's)
+    key_counts: dict = field(default_factory=dict)  # how many keys each of `keys`' lists stands for (they are cut)
+    page: str = ""  # the path of the killed start's last request before the kill (a request point's: its page)
 
 
 @dataclass
@@ -103,6 +106,7 @@ class Exploration:
     locate_runs: int = 0  # points run once more to locate their store write in the program (campaigns/locate.py)
     locate_s: float = 0.0  # their time and the stacks read in points' own runs (summed over -j's processes)
     located_in_run: int = 0  # kinds of failure located from the stack read in their first point's own run
+    coverage: dict = field(default_factory=dict)  # pages killed at, writes seen and explored, left out (coverage.py)
 
     @property
     def broken(self) -> list[PointOutcome]:
@@ -118,7 +122,7 @@ class Exploration:
                 "points": len(self.outcomes), "broken": len(self.broken), "elapsed_s": round(self.elapsed_s, 2),
                 "locate_runs": self.locate_runs, "locate_s": round(self.locate_s, 2),
                 "located_in_run": self.located_in_run,
-                "schedules_per_minute": self.schedules_per_minute,
+                "schedules_per_minute": self.schedules_per_minute, "coverage": self.coverage,
                 "outcomes": [dataclasses.asdict(o) for o in self.outcomes]}
 
 
@@ -165,6 +169,7 @@ def explore(design: Design, on: Stage, settings: RunSettings, work_dir: str | No
     run phase and one check phase, with a fresh work dir and database, as any campaign's run.
     """
     cache: RecordingCache = {}
+    given = points is not None
     if points is None:
         points = all_crash_points(design, on, settings, work_dir, cache, power_cut)
     elif power_cut:
@@ -180,6 +185,7 @@ def explore(design: Design, on: Stage, settings: RunSettings, work_dir: str | No
         with_locations(exploration.outcomes, locator.found, locator.lines)
         exploration.locate_runs, exploration.locate_s = locator.runs, locator.spent_s
         exploration.located_in_run = locator.read_in_run
+    exploration.coverage = covered(design, exploration.outcomes, on.site.catalog, settings, cache, given)
     return exploration
 
 
@@ -216,12 +222,24 @@ def explore_point(design: Design, on: Stage, settings: RunSettings, point: KillP
                            waived=waived)
     if landed or problems:  # every point the kill reached, for the table's "where" (about 0.1 ms a point)
         outcome.where, outcome.place = describe(schedule.points[0], history, cache.get((design.name, "")))
+        kill = history.first("kill") or history.first("power_lost")
+        made = request_before(history, kill["t"], kill.get("start", 0)) if kill else None
+        outcome.page = made[1] if made else ""
+        off_aim = next((k["aimed_elsewhere"] for k in history.of_type("kill") if k.get("aimed_elsewhere")), "")
+        if off_aim:  # the kill was delivered, at another write than the recording aimed at: say where
+            outcome.where += f" (off its aim: {off_aim})"
     if problems:  # drawn only where a user will read it: a broken point
         found = triage_of(verdict, history)
         outcome.findings, outcome.keys, outcome.timeline = found["findings"], found["keys"], found["timeline"]
         if isinstance(point, AtLine):  # the kill's line is the program's own: a located write there is the same bug
             outcome.line = f"{point.path}:{point.line}"
+        outcome.key_counts = key_counts(verdict)
     return outcome
+
+
+def key_counts(verdict: RunVerdict) -> dict[str, int]:
+    """How many keys were lost, duplicated and wrong: the page's table shows the first few of each, under these."""
+    return {kind: verdict.categories.get(kind, {}).get("count", 0) for kind in ("lost", "duplicated", "unexpected")}
 
 
 def broken_promises(verdict: RunVerdict) -> list[str]:
@@ -250,9 +268,11 @@ def explore_design(design: Design, catalog: Catalog, settings: RunSettings, poin
             return explore(design, on, settings, work_dir, points, on_progress=on_progress, power_cut=power_cut,
                            strict=strict, locate=locate)
     began = time.monotonic()
+    cache: RecordingCache = {}
+    given = points is not None
     if points is None:
         with stage(catalog, [design]) as on:
-            points = all_crash_points(design, on, settings, work_dir, power_cut=power_cut)
+            points = all_crash_points(design, on, settings, work_dir, cache, power_cut=power_cut)
     elif power_cut:
         points = with_power_cuts(points)
     numbered = list(enumerate(point.spec for point in points))
@@ -268,6 +288,7 @@ def explore_design(design: Design, catalog: Catalog, settings: RunSettings, poin
         exploration.locate_runs = sum(found["runs"] for _, found in parts)
         exploration.located_in_run = sum(found["read_in_run"] for _, found in parts)
         exploration.locate_s = sum(found["spent_s"] for _, found in parts)
+    exploration.coverage = covered(design, exploration.outcomes, catalog, settings, cache, given)
     return exploration
 
 

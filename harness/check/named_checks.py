@@ -91,11 +91,10 @@ def kills_landed(e: Evidence) -> CheckResult:
     if not v.kills_planned:
         return CheckResult(Validity.UNKNOWN, figures, [(
             Finding.NO_KILL_LANDED, "no kill was planned, so this run proved nothing")])
-    elsewhere = next((k["aimed_elsewhere"] for k in e.history.of_type("kill") if k.get("aimed_elsewhere")), "")
     return CheckResult(Validity.UNKNOWN, figures, [(
         Finding.NO_KILL_LANDED, f"no kill landed on a start at work ({v.kills_before_work} before work,"
-                                f" {v.kills_missed} missed), so this run proved nothing"
-                                + (f"; a store-write kill was missed: {elsewhere}" if elsewhere else ""))])
+                                f" {v.kills_missed} missed: the start had exited by itself), so this run proved"
+                                " nothing")])
 
 
 def records(e: Evidence) -> CheckResult:

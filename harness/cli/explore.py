@@ -15,12 +15,14 @@ from killtest.harness.cli.ci_output import point_cases, publish
 from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
 from killtest.harness.cli.plans_from_args import typed_command
 from killtest.harness.cli.shared import prepare_dirs
+from killtest.harness.defaults import NO_PROGRESS_S
 from killtest.harness.design.model import Design
 from killtest.harness.design.registry import design_named
 from killtest.harness.design.site_spec import site_of
 from killtest.harness.faults.schedule import parse_schedule
 from killtest.harness.files import write_atomically
 from killtest.harness.options import options_of, replay_words
+from killtest.harness.report.coverage_words import coverage_lines
 from killtest.harness.report.render import exploration_markdown
 from killtest.harness.report.triage import (
     by_promise_line,
@@ -58,6 +60,8 @@ class ExploreCommand(Command):
             progress.done(promised)
         if waived := waived_line(exploration.outcomes):
             progress.done(waived)
+        for line in coverage_lines(exploration.coverage):
+            progress.done(line)
         if locating_words(exploration):
             progress.done(located_line(exploration))
         if exploration.broken:
@@ -74,7 +78,7 @@ def explore_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Des
     points = list(parse_schedule(args.only, design).points) if args.only else None
     prepare_dirs(args)
     catalog = build_catalog(args.listing_pages, args.per_page)
-    settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
+    settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit, no_progress_s=args.no_progress_timeout)
     exploration = explore_design(design, catalog, settings, points, work_dir=args.work_dir,
                                  prefork=not args.no_prefork, progress=progress,
                                  jobs=args.jobs or default_jobs(), power_cut=args.power_cut,
@@ -130,6 +134,10 @@ def replay_line(args: argparse.Namespace, design: Design, schedule: str, given: 
     judged = {"strict": True} if strict and not design.claims_idempotence else {}
     replay = replay_words({"design": [design_argument(given or args.design, design)], "schedule": schedule, **same,
                            **judged, **settings})
+    # Repeated only when the user changed it: a point that needed a longer patience must not stall in its replay.
+    patience = getattr(args, "no_progress_timeout", None)
+    if patience is not None and patience != NO_PROGRESS_S:
+        replay += ["--no-progress-timeout", f"{patience:g}"]
     return shlex.join(["killtest", "replay", *replay])
 
 

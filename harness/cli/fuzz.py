@@ -108,7 +108,8 @@ def fuzz_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Design
                                          f"{len(result.trials)} schedules, {len(result.trials) - kept} broke a promise,"
                                          f" {len(failures)} distinct failures.",
                                          *([f"Smallest failing schedule: `{replay}`"] if replay else [])],
-        views, [f"{kept} schedules kept every promise."], [f"fuzz-{design.name}.json", f"fuzz-{design.name}.md"]))
+        views, [f"{kept} schedule{'s' if kept != 1 else ''} kept every promise."] if kept else [],  # only what passed
+        [f"fuzz-{design.name}.json", f"fuzz-{design.name}.md"]))
     return design, result, replay, base
 
 

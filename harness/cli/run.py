@@ -14,8 +14,8 @@ from killtest.harness.cli.explore import replay_line
 from killtest.harness.cli.plans_from_args import timed_plan
 from killtest.harness.cli.shared import designs_named, prepare_dirs
 from killtest.harness.design.model import Design
-from killtest.harness.report.campaign import Campaign, summarise
-from killtest.harness.report.sections import replay_of
+from killtest.harness.report.campaign import Campaign, summarise, verdict_words
+from killtest.harness.report.sections import replay_of, runs_line
 from killtest.harness.report.triage import run_failures
 from killtest.harness.report.writer import kinds_written
 from killtest.harness.running.orchestrator import run_campaign
@@ -44,12 +44,9 @@ class RunCommand(Command):
             progress.done(f"  {len(failure.points)} run(s): {point_ranges(b.point for b in failure.points)}")
             if line := replay_of(replays, failure.place, int(example.point[3:])):
                 progress.done(f"replay {failure.place} run {example.point[3:]}: {line}")
-        failed = sum(1 for v in campaign.verdicts if not v.valid and not v.proved_nothing)
-        progress.done(f"run: {len(campaign.verdicts)} runs, {failed} failed, {len(failures)} distinct"
-                      f" failure{'s' if len(failures) != 1 else ''}")
+        progress.done(f"run: {runs_line(campaign)}")
         kinds = ",".join(kinds_written(not args.no_plot))
-        progress.done(f"results: {os.path.join(args.out, args.name)}.{{{kinds}}}"
-                      f" — {'PASS' if campaign.valid else 'FAIL'}")
+        progress.done(f"results: {os.path.join(args.out, args.name)}.{{{kinds}}} — {verdict_words(campaign)}")
         return EXIT_PASSED if campaign.valid else EXIT_CHECK_FAILED
 
 

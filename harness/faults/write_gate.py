@@ -163,6 +163,9 @@ def main(argv: list[str]) -> None:
     for path in paths:
         strace += ["-P", path]
     command = argv[split + 1:]
+    # One libuv pool thread, as the recording that aimed the point had (store_writes.ONE_POOL_THREAD, whose
+    # names are repeated here: the gate imports nothing of killtest's); a design's own value is kept.
+    os.environ.setdefault("UV_THREADPOOL_SIZE", "1")
     node = bool(os.environ.get("KILLTEST_LOCATE_NODE"))  # this start only: not the next, nor the recording
     program = program_at(command)
     if node and program is not None and os.path.basename(command[program]) in ("node", "nodejs"):

@@ -47,11 +47,48 @@ class Campaign:
         return self.complete and all(v.valid for v in self.verdicts) and not self.comparison_problems \
             and not self.regressions
 
+    @property
+    def failed_runs(self) -> int:
+        """Runs that broke a promise, or that a check could not judge (any unknown but "no kill landed")."""
+        return sum(1 for v in self.verdicts if not v.valid and not v.proved_nothing)
+
+    @property
+    def proved_nothing_runs(self) -> int:
+        """Runs no kill landed on: they neither kept nor broke a promise, and fail the campaign."""
+        return sum(1 for v in self.verdicts if v.proved_nothing)
+
     def designs(self) -> list[str]:
         return list(dict.fromkeys(v.design for v in self.verdicts))
 
     def of_design(self, design: str) -> list[RunVerdict]:
         return [v for v in self.verdicts if v.design == design]
+
+
+def failure_reasons(campaign: Campaign) -> list[str]:
+    """Why the campaign is not valid, each reason in words (empty when it passed): a FAIL says what failed."""
+    reasons = []
+    if not campaign.complete:
+        reasons.append(f"incomplete ({campaign.stopped_by or 'stopped before it could say why'})")
+    if campaign.failed_runs:
+        reasons.append(f"{_runs(campaign.failed_runs)} failed")
+    if campaign.proved_nothing_runs:
+        reasons.append(f"{_runs(campaign.proved_nothing_runs)} proved nothing (no kill landed on a start at work)")
+    if campaign.comparison_problems:
+        reasons.append(f"{len(campaign.comparison_problems)} comparison"
+                       f" check{'s' if len(campaign.comparison_problems) != 1 else ''} failed")
+    if campaign.regressions:
+        reasons.append(f"{len(campaign.regressions)} regression{'s' if len(campaign.regressions) != 1 else ''}"
+                       " against the baseline")
+    return reasons
+
+
+def verdict_words(campaign: Campaign) -> str:
+    """`PASS`, or `FAIL: ` and what failed."""
+    return "PASS" if campaign.valid else "FAIL: " + "; ".join(failure_reasons(campaign) or ["no run was checked"])
+
+
+def _runs(n: int) -> str:
+    return f"{n} run{'s' if n != 1 else ''}"
 
 
 def summarise(campaign: Campaign) -> dict:
@@ -109,6 +146,7 @@ def naive_band_gap(ours: list[float]) -> dict:
 def to_json(campaign: Campaign) -> dict:
     return {"command": campaign.command, "settings": campaign.settings, "complete": campaign.complete,
             "interrupted": campaign.interrupted, "stopped_by": campaign.stopped_by, "valid": campaign.valid,
+            "failed_because": failure_reasons(campaign),
             "runs": [v.to_json() for v in campaign.verdicts],
             "comparison_problems": campaign.comparison_problems,
             "comparison_figures": campaign.comparison_figures,

@@ -8,8 +8,9 @@ from collections.abc import Callable
 
 from killtest.harness.check.distinct import Broken, point_ranges, triage_of
 from killtest.harness.history import History
-from killtest.harness.report.campaign import Campaign
-from killtest.harness.report.sections import Section, replay_of, report_sections
+from killtest.harness.report.campaign import Campaign, failure_reasons
+from killtest.harness.report.coverage_words import coverage_markdown
+from killtest.harness.report.sections import Section, replay_of, report_sections, runs_line
 from killtest.harness.report.triage import (
     LEGEND,
     by_promise_line,
@@ -30,7 +31,8 @@ def _preamble(campaign: Campaign) -> list[str]:
         lines.append(f"**Incomplete:** the campaign did not finish ({why}); only the runs below finished, and"
                      " they prove nothing about the runs that never ran.")
     verdict = "PASS" if campaign.valid else "FAIL" if campaign.complete else "INCOMPLETE"
-    lines.append(f"Verdict: **{verdict}**")
+    why = "; ".join(failure_reasons(campaign)) if verdict == "FAIL" else ""  # a FAIL says what failed
+    lines.append(f"Verdict: **{verdict}**" + (f": {why}" if why else ""))
     return lines
 
 
@@ -85,21 +87,22 @@ def summary_page(campaign: Campaign, name: str, plot_file: str | None, timelines
         v = next(v for v in campaign.verdicts if v.design == failure.place and f"run{v.run}" == failure.example.point)
         history = history_of(v.design, v.run)
         found = triage_of(v, history) if history is not None else {}
+        kinds = ("lost", "duplicated", "unexpected")
         views.append(failure_view(failure, replay_of(replays, v.design, v.run) or "", found.get("timeline"),
-                                  found.get("keys") or {k: v.categories.get(k, {}).get("examples", [])
-                                                         for k in ("lost", "duplicated", "unexpected")}, "run"))
-    failed = sum(1 for v in campaign.verdicts if not v.valid and not v.proved_nothing)
-    lines = [*_preamble(campaign), f"{len(campaign.verdicts)} run{'s' if len(campaign.verdicts) != 1 else ''},"
-             f" {failed} failed, {len(failures)} distinct failure{'s' if len(failures) != 1 else ''}."]
-    passing = []
+                                  found.get("keys") or {k: v.categories.get(k, {}).get("examples", []) for k in kinds},
+                                  "run", counts={k: v.categories.get(k, {}).get("count", 0) for k in kinds}))
+    lines = [*_preamble(campaign), runs_line(campaign) + "."]
+    passing, unproved = [], []
     for design in dict.fromkeys(v.design for v in campaign.verdicts):
         runs = [v for v in campaign.verdicts if v.design == design]
         kept = [f"run{v.run}" for v in runs if v.valid]
         nothing = [f"run{v.run}" for v in runs if v.proved_nothing]
-        passing.append(f"**{design}**: {len(kept)} of {len(runs)} runs kept every promise"
-                       + (f": `{point_ranges(kept)}`" if kept else "")
-                       + (f"; {len(nothing)} proved nothing (no kill landed): `{point_ranges(nothing)}`" if nothing
-                          else "") + ".")
+        if kept:  # the green box holds only what passed: a design none of whose runs did is not in it
+            passing.append(f"**{design}**: {len(kept)} of {len(runs)} run{'s' if len(runs) != 1 else ''} kept every"
+                           f" promise: `{point_ranges(kept)}`.")
+        if nothing:
+            unproved.append(f"**{design}**: {len(nothing)} of {len(runs)} run{'s' if len(runs) != 1 else ''} proved"
+                            f" nothing (no kill landed on a start at work): `{point_ranges(nothing)}`.")
     body = []
     for section in report_sections(campaign):
         if not section.title.startswith("Distinct failures"):  # drawn above, a section each
@@ -112,7 +115,8 @@ def summary_page(campaign: Campaign, name: str, plot_file: str | None, timelines
         body += [f'<figure><img src="{path}" alt="{html.escape(label)}"><figcaption>{html.escape(label)}'
                  "</figcaption></figure>" for label, path in timelines]
     return triage_page("killtest results", lines, views, passing, [f"{name}.json", f"{name}.md", "history/"],
-                       extra="\n".join(body), none="No run broke a promise")  # the verdict above may still fail
+                       extra="\n".join(body), none="No run broke a promise",  # the verdict above may still fail
+                       unproved=unproved)
 
 
 def exploration_markdown(exploration, command: str, replay: Callable[[Broken], str] = lambda b: b.point) -> str:
@@ -132,6 +136,7 @@ def exploration_markdown(exploration, command: str, replay: Callable[[Broken], s
              "Each point is one run: the first start is killed exactly there, the next start finishes the crawl,"
              f" and the outcome is held to the design's promises. {LEGEND}.", "",
              *failures_markdown(failures, replay),
+             *coverage_markdown(getattr(exploration, "coverage", {})),
              "## Every crash point", "",
              "| point | reached | verdict | where | rows | requests |", "| --- | --- | --- | --- | --- | --- |"]
     ordered = sorted(exploration.outcomes, key=lambda o: o.valid)

@@ -44,13 +44,19 @@ def _distinct_failures(campaign: Campaign) -> Section | None:
     if not failures:
         return None
     replays = campaign.settings.get("replays") or {}
-    runs = len(campaign.verdicts)
-    failed = sum(1 for v in campaign.verdicts if not v.valid and not v.proved_nothing)
-    return Section(f"Distinct failures ({len(failures)})",
-                   [f"{runs} run{'s' if runs != 1 else ''}, {failed} failed, {len(failures)} distinct"
-                    f" failure{'s' if len(failures) != 1 else ''}."],
+    return Section(f"Distinct failures ({len(failures)})", [runs_line(campaign) + "."],
                    bullets=run_failure_bullets(failures,
                                                lambda design, b: replay_of(replays, design, int(b.point[3:]))))
+
+
+def runs_line(campaign: Campaign) -> str:
+    """`5 runs, 1 failed, 1 proved nothing, 1 distinct failure`: the figures every output opens with, the
+    runs that proved nothing (no kill landed) named whenever there are some, since they fail a campaign too."""
+    runs, failures = len(campaign.verdicts), len(run_failures(campaign.verdicts))
+    nothing = campaign.proved_nothing_runs
+    return (f"{runs} run{'s' if runs != 1 else ''}, {campaign.failed_runs} failed"
+            + (f", {nothing} proved nothing (no kill landed on a start at work)" if nothing else "")
+            + f", {failures} distinct failure{'s' if failures != 1 else ''}")
 
 
 def number(value) -> str:

@@ -16,11 +16,11 @@ from killtest.harness.check.distinct import Broken, Failure, folded, group_failu
 from killtest.harness.design.model import PROJECT_ROOT
 
 # What each point's name means, in one place for the Markdown, the page and the docs.
-LEGEND = ("`rK`: on the site's K-th request, before the answer; `rK+`: at the first store write after it;"
-          " `wN`: before the start's N-th write-type system call to its store (a write, fsync, rename, ...;"
-          " a statement for a PostgreSQL or Redis store); `xwN`, `xrK`: the same, a power cut instead of a SIGKILL"
-          " (what no fsync made durable is lost); `pS:D`: a pause of D seconds; `l:FILE:LINE:HIT`: before the"
-          " HIT-th execution of that line")
+LEGEND = ("`rK`: on the crawl's K-th request (a browser's icon or a page's image is not one), before the answer;"
+          " `rK+`: at the first store write after it; `wN`: before the start's N-th write-type system call to its"
+          " store (a write, fsync, rename, ...; a statement for a PostgreSQL or Redis store); `xwN`, `xrK`: the"
+          " same, a power cut instead of a SIGKILL (what no fsync made durable is lost); `pS:D`: a pause of D"
+          " seconds; `l:FILE:LINE:HIT`: before the HIT-th execution of that line")
 
 AROUND = 2  # lines of the program shown either side of a failure's own line
 TERMINAL_PARTS = 12  # ranges a terminal line shows of a failure's points; the Markdown, the page and the JSON list all

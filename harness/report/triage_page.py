@@ -12,6 +12,7 @@ import html
 import re
 
 from killtest.harness.check.distinct import Failure, point_ranges
+from killtest.harness.report.coverage_words import coverage_html
 from killtest.harness.report.triage import (
     LEGEND,
     by_promise_line,
@@ -25,6 +26,8 @@ from killtest.harness.report.triage_svg import LANES, lanes_drawn, timeline_svg
 STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
          "section.failure{border-left:4px solid #c53030;padding:.2em 1em;margin:1.5em 0;background:#fffafa}"
          "section.passing{border-left:4px solid #2f855a;padding:.2em 1em;background:#f7fffa}"
+         "section.coverage{border-left:4px solid #2b6cb0;padding:.2em 1em;margin:1em 0;background:#f7faff}"
+         "section.unproved{border-left:4px solid #b7791f;padding:.2em 1em;margin:1em 0;background:#fffdf5}"
          "pre.replay{background:#f4f4f4;padding:.6em;white-space:pre-wrap;word-break:break-all;user-select:all}"
          "table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ccc;padding:.25em .5em;"
          "text-align:left;vertical-align:top}th{background:#f4f4f4}svg.timeline{max-width:100%;height:auto}"
@@ -33,8 +36,9 @@ STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0
 
 
 def failure_view(failure: Failure, replay: str, timeline: dict | None = None, keys: dict | None = None,
-                 noun: str = "point") -> dict:
-    """What the page shows of one distinct failure; `noun`: what it covers (points, schedules, runs)."""
+                 noun: str = "point", counts: dict | None = None) -> dict:
+    """What the page shows of one distinct failure; `noun`: what it covers (points, schedules, runs); `counts`:
+    how many keys each list of `keys` stands for, when the list holds only the first few."""
     example = failure.example
     by_place = failure.by_place() if failure.line else []
     return {"title": failure.title, "promises": list(failure.promises),
@@ -44,7 +48,7 @@ def failure_view(failure: Failure, replay: str, timeline: dict | None = None, ke
             "by_place": [(place, point_ranges(b.point for b in points)) for place, points in by_place]
             if len(by_place) > 1 else [],
             "example": example.point, "where": example.where, "replay": replay, "timeline": timeline or {},
-            "keys": keys or {}, "noun": noun}
+            "keys": keys or {}, "noun": noun, "counts": counts or {}}
 
 
 def _inline(text: str) -> str:
@@ -53,7 +57,8 @@ def _inline(text: str) -> str:
     return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
 
 
-def _keys_table(keys: dict) -> str:
+def _keys_table(keys: dict, counts: dict | None = None) -> str:
+    """A row per kind of wrong key: its count, and the keys themselves, saying so when they are the first few."""
     rows = [(kind, values) for kind, values in keys.items() if values]
     if not rows:
         return "<p>No key is lost, duplicated, wrong or unreadable against the site (the finding is about requests or" \
@@ -61,8 +66,11 @@ def _keys_table(keys: dict) -> str:
     words = {"lost": "lost (on the site, not in the store)", "duplicated": "duplicated (more than one row)",
              "unexpected": "wrong or not on the site", "unreadable": "unreadable (a torn row: which, and its key"
              " where its text still says)"}
-    body = "".join(f"<tr><th>{html.escape(words.get(kind, kind))}</th><td>{html.escape(', '.join(map(str, values)))}"
-                   "</td></tr>" for kind, values in rows)
+    body = ""
+    for kind, values in rows:
+        count = max((counts or {}).get(kind) or 0, len(values))
+        shown = ", ".join(map(str, values)) + (f", … ({count - len(values)} more)" if count > len(values) else "")
+        body += (f"<tr><th>{html.escape(words.get(kind, kind))}: {count}</th><td>{html.escape(shown)}</td></tr>")
     return f"<table class=\"keys\">{body}</table>"
 
 
@@ -91,7 +99,7 @@ def _failure_section(number: int, view: dict, lanes: tuple[str, ...] | None = No
                                for place, points in view["by_place"]) + "</ul>")
     if view["timeline"]:
         parts.append(timeline_svg(view["timeline"], f"timeline of {view['example']}", lanes))
-    parts.append(_keys_table(view["keys"]))
+    parts.append(_keys_table(view["keys"], view.get("counts")))
     if view["replay"]:
         parts.append(f'<p>Replay it:</p><pre class="replay">{html.escape(view["replay"])}</pre>')
     parts.append("</section>")
@@ -99,9 +107,10 @@ def _failure_section(number: int, view: dict, lanes: tuple[str, ...] | None = No
 
 
 def triage_page(title: str, lines: list[str], failures: list[dict], passing: list[str], links: list[str],
-                extra: str = "", none: str = "No failure") -> str:
+                extra: str = "", none: str = "No failure", unproved: list[str] | None = None) -> str:
     """The whole page: `lines` (Markdown-ish: `code`) under the title, the failures (or the heading `none`), then
-    what passed, then `extra` (HTML: a campaign's tables and plots)."""
+    what proved nothing (`unproved`, a box of its own: it neither passed nor broke a promise), then what passed
+    (no box when nothing did), then `extra` (HTML: a campaign's tables and plots)."""
     body = [f"<h1>{html.escape(title)}</h1>"] + [f"<p>{_inline(line)}</p>" for line in lines]
     if links:
         body.append("<p>" + " · ".join(f'<a href="{html.escape(link)}">{html.escape(link)}</a>' for link in links)
@@ -114,8 +123,12 @@ def triage_page(title: str, lines: list[str], failures: list[dict], passing: lis
         body += [_failure_section(number, view, lanes) for number, view in enumerate(failures, 1)]
     else:
         body.append(f"<h2>{html.escape(none)}</h2>")
-    body.append('<section class="passing"><h2>What passed</h2>'
-                + "".join(f"<p>{_inline(line)}</p>" for line in passing) + "</section>")
+    if unproved:
+        body.append('<section class="unproved"><h2>What proved nothing</h2>'
+                    + "".join(f"<p>{_inline(line)}</p>" for line in unproved) + "</section>")
+    if passing:
+        body.append('<section class="passing"><h2>What passed</h2>'
+                    + "".join(f"<p>{_inline(line)}</p>" for line in passing) + "</section>")
     if extra:
         body.append(extra)
     return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -138,8 +151,8 @@ def _lanes_left_out(lanes: tuple[str, ...], failures: list[dict]) -> str:
 def exploration_page(exploration, command: str, failures: list[Failure], replay, name: str) -> str:
     """explore-DESIGN.html: an exploration's distinct failures (campaigns/exploration.Exploration, duck-typed)."""
     by_point = {o.point: o for o in exploration.outcomes}
-    views = [failure_view(f, replay(f.example), by_point[f.example.point].timeline,
-                          by_point[f.example.point].keys) for f in failures]
+    views = [failure_view(f, replay(f.example), by_point[f.example.point].timeline, by_point[f.example.point].keys,
+                          counts=getattr(by_point[f.example.point], "key_counts", None)) for f in failures]
     judged = "every idempotence promise (--strict)" if exploration.strict else "the promises its spec makes"
     counted = exploration_header(exploration.outcomes, failures)
     took = f" {exploration.elapsed_s:.1f} s in all; {located}." if (located := locating_words(exploration)) else ""
@@ -148,9 +161,10 @@ def exploration_page(exploration, command: str, failures: list[Failure], replay,
              *([b] if (b := by_promise_line(failures)) else []), LEGEND + "."]
     kept = [o.point for o in exploration.outcomes if o.valid and o.landed]
     unreached = [o.point for o in exploration.outcomes if not o.landed and o.valid]
-    passing = [f"{len(kept)} point{'s' if len(kept) != 1 else ''} kept every promise:"
-               f" `{point_ranges(kept) or 'none'}`."]
-    if unreached:
-        passing.append(f"{len(unreached)} not reached (the crawl finished first): `{point_ranges(unreached)}`.")
+    passing = [f"{len(kept)} point{'s' if len(kept) != 1 else ''} kept every promise: `{point_ranges(kept)}`."] \
+        if kept else []
+    unproved = [f"{len(unreached)} not reached (the crawl finished first): `{point_ranges(unreached)}`."] \
+        if unreached else []
     return triage_page(f"killtest explore {exploration.design}", lines, views, passing,
-                       [f"{name}.json", f"{name}.md"])
+                       [f"{name}.json", f"{name}.md"], unproved=unproved,
+                       extra=coverage_html(getattr(exploration, "coverage", {})))

@@ -53,7 +53,13 @@ def timeline_svg(timeline: dict, label: str, lanes: tuple[str, ...] | None = Non
                        f' height="{LANE_H - 4}" fill="#2c7a7b" opacity="0.5">{tip}</rect>')
             paused_at = None
             continue
-        lane = lane_of.get("crash" if kind in ("crash", "time_limit") else kind)
+        if kind == "time_limit":  # not a crash: the harness stopped the run, a mark of its own across every lane
+            out.append(f'<line class="time-limit" x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{LANE_H * len(LANES) + 2}"'
+                       f' stroke="#000" stroke-width="2" stroke-dasharray="6,3">{tip}</line>'
+                       f'<text x="{x - 3:.1f}" y="{LANE_H * len(LANES)}" font-size="10" text-anchor="end"'
+                       f' fill="#000">{html.escape(str(text))}</text>')
+            continue
+        lane = lane_of.get(kind)
         if lane is None:
             continue
         colour = shown[lane][2]

@@ -20,7 +20,6 @@ from killtest.harness.errors import KilltestError
 from killtest.harness.history import History
 from killtest.harness.running.processes import Start
 
-SIDE_EFFECT_PATHS = ("/image/", "/webhook")
 STDERR_TAIL_LINES = 5
 
 
@@ -45,8 +44,9 @@ def add_requests(history: History, site: SiteServer, starts: list[Start], began:
         else:
             start = max((i for i, t in enumerate(start_times) if t <= served.t), default=None)
         # A product's image and the design's webhooks are side effects, not pages of the crawl; nor is what
-        # a browser asks for of its own accord (its icon: killtest.fixture_site.request_log.browser_initiated).
-        kind = "side_request" if served.path.startswith(SIDE_EFFECT_PATHS) or served.browser else "request"
+        # a browser asks for of its own accord (its icon, a page's images and scripts: the rule is
+        # killtest.fixture_site.request_log's).
+        kind = "side_request" if served.side else "request"
         history.add(kind, served.t - began, path=served.path, status=served.status, start=start,
                     **({"kind": "browser"} if served.browser else {}),
                     **({"fault": served.fault} if served.fault else {}), **_worker(served, by_door),

@@ -233,7 +233,7 @@ def _wait_then_kill(run: _Run, point: KillPoint | None, armed: Armed, crawl: int
     wait_s = point.wait_s if point is not None else None
     remaining_s = max(0.0, run.deadline - time.monotonic())
     store_file = run.location if kind_of(run.design.store.kind).server is None else None
-    watch = StartWatch(current, lambda: run.site.request_log.total, store_file, run.settings.no_progress_s,
+    watch = StartWatch(current, lambda: run.site.request_log.crawl_total, store_file, run.settings.no_progress_s,
                        run.on_progress)
     try:
         returncode = wait_watching(current, remaining_s if wait_s is None else min(wait_s, remaining_s), watch)
