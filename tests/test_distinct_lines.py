@@ -155,6 +155,7 @@ COMMIT_LINE, RECORD_LINES = (
      "with open(" in line or "out.write(" in line})
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(py_spy() is None or shutil.which("strace") is None, reason="needs py-spy and strace")
 def test_a_design_with_two_mistakes_gives_two_failures_each_at_its_own_line(tmp_path):
     """Issue 35's design, outside the repository: its done mark is a SQLite commit after the record file, and the
