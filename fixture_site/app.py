@@ -11,7 +11,7 @@ from flask import Flask, Response, abort, g, request
 
 from killtest.fixture_site.catalog import Catalog
 from killtest.fixture_site.doors import DOOR, WORKER_PID
-from killtest.fixture_site.request_log import RequestLog, browser_initiated, side_effect
+from killtest.fixture_site.request_log import RequestLog, browser_initiated
 from killtest.fixture_site.toxics import ToxicDice, toxic_named
 from killtest.fixture_site.webhooks import WebhookLog
 
@@ -27,13 +27,14 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
 
     `app.config["TOXICS"]`, a killtest.fixture_site.toxics.ToxicDice when set, injects network faults.
 
-    `app.config["ON_REQUEST"]`, when set, is called with each crawl request's path as it arrives, before
-    the site answers, and `app.config["ON_RESPONSE_SENT"]` once the server has written the answer: the
-    harness uses them to kill a scraper at an exact request. A side request (an image, a webhook, what a
-    browser asks for of its own accord: killtest.fixture_site.request_log) calls neither: `r5` is the
-    crawl's 5th request, not the browser's icon. `app.config["ON_REQUEST_BY"]`, when set, is called first
-    for a crawl request, with the path and the pid of the worker the request is credited to (None when it
-    could not be told: killtest.fixture_site.socket_owner): an aimed pause stops that worker at its own request.
+    `app.config["ON_REQUEST"]`, when set, is called with each request's path as it arrives, before the
+    site answers, and `app.config["ON_RESPONSE_SENT"]` once the server has written the answer: the
+    harness uses them to kill a scraper at an exact request. What a browser asks for of its own accord
+    (killtest.fixture_site.request_log.browser_initiated) calls neither: `r5` is the design's 5th request,
+    not the browser's icon; the shop's images and webhooks, which the design itself asks for, are requests.
+    `app.config["ON_REQUEST_BY"]`, when set, is called first for such a request, with the path and the pid
+    of the worker the request is credited to (None when it could not be told: fixture_site/socket_owner.py):
+    an aimed pause stops that worker at its own request.
     """
     slow_paths = dict(slow_paths or {})
     if latency_s < 0 or pace_rps < 0 or any(seconds < 0 for seconds in slow_paths.values()):
@@ -56,12 +57,14 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
         g.arrived = time.monotonic()
         g.browser = browser_initiated(request.path, request.headers.get("Sec-Purpose"),
                                       request.headers.get("Sec-Fetch-Dest"))
-        g.crawl = not (g.browser or side_effect(request.path))
+        # The request hooks see every request the design made, its images and webhooks too (a kill between a
+        # product's record and its image is a point of the side-effect designs and the BullMQ cases), and none
+        # of a browser's own: `r5` is the design's 5th request, never the browser's icon.
         by_worker = app.config.get("ON_REQUEST_BY")
-        if by_worker is not None and g.crawl:
+        if by_worker is not None and not g.browser:
             by_worker(request.path, request.environ.get(WORKER_PID))
         on_request = app.config.get("ON_REQUEST")
-        if on_request is not None and g.crawl:
+        if on_request is not None and not g.browser:
             on_request(request.path)
         pace.wait_for_a_slot()
         delay_s = slow_paths.get(request.path, latency_s)
@@ -83,7 +86,7 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
                    door=request.environ.get(DOOR), worker_pid=request.environ.get(WORKER_PID),
                    version=g.get("version"), browser=g.get("browser", False))
         on_sent = app.config.get("ON_RESPONSE_SENT")
-        if on_sent is not None and g.get("crawl", True):
+        if on_sent is not None and not g.get("browser", False):
             path = request.path
             response.call_on_close(lambda: on_sent(path))  # the WSGI server closes it after writing the body
         return response

@@ -35,6 +35,11 @@ SCALE_WORKERS = (1, 2, 4, 8)  # worker counts `killtest scale` compares
 RESULT_NAME = "killtest"  # base name of a campaign's result files
 OUT_DIR = "results"
 
+# An aimed pause (--aim-pauses) waits at most this long for the worker's next product request, then stops it
+# where it is, unaimed (the history's `paused` then has no aimed_at): a worker whose requests the site cannot
+# credit to it (a recorded site's paths, a connection sock_diag cannot trace) must still be paused.
+AIM_PAUSE_WAIT_S = 5.0
+
 # --- The fixture site's catalog: the article's 25 listing pages of 20 products (killtest.fixture_site.catalog).
 LISTING_PAGES = DEFAULT_LISTING_PAGES
 PER_PAGE = DEFAULT_PRODUCTS_PER_PAGE

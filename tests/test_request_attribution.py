@@ -51,7 +51,10 @@ def test_a_request_is_the_browsers_own_by_its_icon_path_purpose_or_fetch_destina
     assert browser_initiated(path, purpose, dest) is browser
 
 
-def test_the_request_hooks_see_only_the_crawls_requests():
+def test_the_request_hooks_see_the_designs_requests_and_none_of_the_browsers_own():
+    """A point counts what the design asked for, the shop's image too (a kill between a record and its image is a
+    side-effect design's point); the icon, a page's script and a prefetch are the browser's. The history's
+    requests and bounded_requests count the crawl's pages only."""
     with SiteServer(build_catalog(listing_pages=1, products_per_page=2)) as site:
         arrived: list[str] = []
         sent: list[str] = []
@@ -65,8 +68,8 @@ def test_the_request_hooks_see_only_the_crawls_requests():
         get(base + "/product/1", **{"Sec-Purpose": "prefetch", "Sec-Fetch-Dest": "document"})
         site.set_request_hook(None)
         served = site.request_log.snapshot()
-    assert arrived == ["/list/0", "/product/0"]
-    assert sorted(sent) == ["/list/0", "/product/0"]
+    assert arrived == ["/list/0", "/product/0", "/image/0.png"]
+    assert sorted(sent) == ["/image/0.png", "/list/0", "/product/0"]
     assert [r.path for r in served if not r.side] == ["/list/0", "/product/0"]
     assert len(served) == 6 and site.request_log.crawl_total == 2
 
@@ -97,8 +100,9 @@ def test_r3_kills_at_the_crawls_third_page_whatever_the_side_requests_between(tm
     assert verdict.requests == len(history.of_type("request"))  # bounded_requests counts pages only
 
 
-def test_the_recordings_request_count_leaves_the_icon_and_images_out():
-    """`r2+` is aimed by the recording's count of requests sent: the icon's and an image's are not the crawl's."""
+def test_the_recordings_request_count_leaves_the_icon_out_as_the_sites_hooks_do():
+    """`r2+` is aimed by the recording's count of requests sent, as the site's hooks count: the icon is the
+    browser's, the shop's image is the design's."""
     log = ('7 sendto(5<TCP:[1->2]>, "GET /list/0 HTTP/1.1\\r\\nHo"..., 80, 0, NULL, 0) = 80\n'
            '7 write(3</w/records.jsonl>, "x", 1) = 1\n'
            '9 sendto(6<TCP:[1->2]>, "GET /favicon.ico HTTP/1."..., 80, 0, NULL, 0) = 80\n'
@@ -107,5 +111,5 @@ def test_the_recordings_request_count_leaves_the_icon_and_images_out():
            '7 sendto(5<TCP:[1->2]>, "GET /product/0 HTTP/1.1\\r"..., 80, 0, NULL, 0) = 80\n'
            '7 write(3</w/records.jsonl>, "z", 1) = 1\n')
     recording = parse_recording(log, {"work_dir": "/w"})
-    assert [e for e in recording.events if e[0] == "request"] == [("request", 1), ("request", 2)]
-    assert recording.write_after_request(2) == 3  # after /product/0, not after the icon
+    assert [e for e in recording.events if e[0] == "request"] == [("request", 1), ("request", 2), ("request", 3)]
+    assert recording.write_after_request(3) == 3  # after /product/0, its 3rd request: the icon is not counted

@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from killtest.fixture_site.request_log import browser_initiated, side_effect
+from killtest.fixture_site.request_log import browser_initiated
 
 # (strace 6.1 here ignored -P and the injection under --seccomp-bpf, so the gate (write_gate.py) runs
 # without it; the recording, which filters nothing, keeps it.)
@@ -244,11 +244,12 @@ def _sends_request(args: str) -> bool:
     data = _QUOTED.search(args)
     if data is None or not data.group(1).startswith(HTTP_METHODS):
         return False
-    # Counted as the site counts (killtest.fixture_site.request_log): a browser's icon or a product's image is
-    # not the crawl's request. The log shows a request's first bytes only (`-s 24`): its path, not its headers,
-    # so a page's scripts and stylesheets, which only Sec-Fetch-Dest tells, are counted here; a shop page has none.
+    # Counted as the site's request hooks count (fixture_site/app.py): a browser's icon is not the design's
+    # request; the shop's images and webhooks, which the design asks for, are. The log shows a request's first
+    # bytes only (`-s 24`): its path, not its headers, so a page's scripts and stylesheets, which only
+    # Sec-Fetch-Dest tells, are counted here; a shop page has none.
     path = data.group(1).split(" ")[1] if data.group(1).count(" ") >= 1 else ""
-    return not (browser_initiated(path) or side_effect(path))
+    return not browser_initiated(path)
 
 
 def _paths(name: str, args: str) -> list[str]:

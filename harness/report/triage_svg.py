@@ -14,7 +14,7 @@ LANES = (("start", "starts", "#888"), ("request", "requests", "#2b6cb0"), ("writ
          ("kill", "kills", "#c53030"), ("power", "power cuts", "#6b46c1"), ("pause", "pauses", "#2c7a7b"),
          ("crash", "crashes", "#b7791f"))
 LANE_H = 18
-_LANE_OF_EVENT = {"paused": "pause", "resumed": "pause", "time_limit": "crash"}  # else an event's kind is its lane
+_LANE_OF_EVENT = {"paused": "pause", "resumed": "pause"}  # else an event's kind is its lane
 
 
 def lanes_drawn(timelines: list[dict]) -> tuple[str, ...]:
@@ -54,9 +54,9 @@ def timeline_svg(timeline: dict, label: str, lanes: tuple[str, ...] | None = Non
             paused_at = None
             continue
         if kind == "time_limit":  # not a crash: the harness stopped the run, a mark of its own across every lane
-            out.append(f'<line class="time-limit" x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{LANE_H * len(LANES) + 2}"'
+            out.append(f'<line class="time-limit" x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{LANE_H * len(shown) + 2}"'
                        f' stroke="#000" stroke-width="2" stroke-dasharray="6,3">{tip}</line>'
-                       f'<text x="{x - 3:.1f}" y="{LANE_H * len(LANES)}" font-size="10" text-anchor="end"'
+                       f'<text x="{x - 3:.1f}" y="{LANE_H * len(shown)}" font-size="10" text-anchor="end"'
                        f' fill="#000">{html.escape(str(text))}</text>')
             continue
         lane = lane_of.get(kind)

@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from killtest.harness.defaults import AIM_PAUSE_WAIT_S
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults.power_loss import PowerLossMount
 from killtest.harness.running.processes import Start
@@ -121,8 +122,8 @@ def stop_at_its_next_product_request(run: _Run, group: int) -> tuple[str | None,
     answers (--aim-pauses): it has claimed that page and holds it, and holds no lock (a claim's transaction is
     over before its page is asked for), so a pause past the lease always leaves a page to take over. The
     site tells which worker asked from the request's connection (fixture_site/socket_owner.py). (the page's
-    path, [group]) once stopped; when the worker asks for no product page before it exits or the run's time
-    is up, (None, [group]) stopped then, or (None, []) when it is gone."""
+    path, [group]) once stopped; when the worker asks for no product page within AIM_PAUSE_WAIT_S, before it
+    exits or before the run's time is up, (None, [group]) stopped then, unaimed, or (None, []) when it is gone."""
     asked: list[str] = []
     stopped = threading.Event()
 
@@ -133,9 +134,10 @@ def stop_at_its_next_product_request(run: _Run, group: int) -> tuple[str | None,
             stopped.set()
 
     run.site.set_worker_request_hook(hook)
+    given_up = min(run.deadline, time.monotonic() + AIM_PAUSE_WAIT_S)
     try:
         while not stopped.wait(0.005):
-            if time.monotonic() >= run.deadline or not _alive(group):
+            if time.monotonic() >= given_up or not _alive(group):
                 break
     finally:
         run.site.set_worker_request_hook(None)
