@@ -196,6 +196,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("--release", "run just this release (version) of the selected cases", ("cases",)),
     Option("--rebuild", "build each release's environment again, even when a complete one is cached", ("cases",),
            action="store_true"),
+    # issue 34: where a case's verdict changes, between two releases the registry lists.
+    Option("--bisect", "find the releases where CASE's verdict changes: run its schedule on the registry's releases"
+           " between --from and --to, as few as a binary search needs", ("cases",), metavar="CASE"),
+    Option("--from", "with --bisect: the oldest release (default: the case's oldest pinned one)", ("cases",),
+           metavar="VERSION"),
+    Option("--to", "with --bisect: the newest release (default: the case's newest pinned one)", ("cases",),
+           metavar="VERSION"),
+    Option("--pre", "with --bisect: count prereleases among the releases", ("cases",), action="store_true"),
+    Option("--every", "with --bisect: run every release in the range, not a binary search", ("cases",),
+           action="store_true"),
     # issue 24: explore and fuzz judge a design by its spec's promises; --strict holds it to every idempotence one.
     Option("--strict", "hold the design to every idempotence promise even where its spec waives them (by default"
            " a waived promise's findings are counted in one line, not as broken points); replay lines say --strict",
