@@ -67,7 +67,7 @@ def _ask(command: list[str], what: str) -> str:
     return done.stdout
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def releases(runtime: str, name: str, pre: bool = False) -> tuple[str, ...]:
     """Every release of `name` on its registry, oldest first (prereleases only when `pre`)."""
     if runtime == "python":

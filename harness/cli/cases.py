@@ -60,7 +60,8 @@ class CasesCommand(Command):
     def bisect(self, args: argparse.Namespace, progress: Progress) -> int:
         """`--bisect CASE`: the releases where its verdict changes (campaigns/case_bisect.py)."""
         if args.only is not None or args.release is not None:
-            raise KilltestError("--bisect CASE runs one case on the registry's releases: leave out --only and --release")
+            raise KilltestError("--bisect CASE runs one case on the registry's releases:"
+                                " leave out --only and --release")
         cases = load_cases(only=[args.bisect], codes=FINDINGS)
         template_of(cases[0])  # a control has nothing to bisect: one line before anything is asked or built
         check_requirements(cases)

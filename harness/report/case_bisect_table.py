@@ -59,3 +59,30 @@ def write_bisection(out: str, data: dict) -> str:
     with open(path, "w", encoding="utf-8") as sink:
         sink.write(bisect_markdown(data))
     return path
+
+
+def bisection_lines(folder: str, pinned: list[dict]) -> list[str]:
+    """The analyses page's lines for a case's bisection (folder/bisect.json), if it was bisected: each change,
+    what ran, and whether the pinned releases in the range agree with the registry's boundary."""
+    try:
+        with open(os.path.join(folder, "bisect.json"), encoding="utf-8") as src:
+            data = json.load(src)
+    except (OSError, ValueError):
+        return []
+    link = f"../../results/cases/{data['case']}/bisect.md"
+    found = "; ".join(f"**{c['last']}** the last {c['last_verdict']}, **{c['first']}** the first {c['first_verdict']}"
+                      + ("" if c["neighbours"] else " (not neighbours)") for c in data["changes"]) or (
+        f"{data['runs'][0]['verdict'] if data['runs'] else '-'} at every release run")
+    lines = ["", f"Bisection ([every release]({link})): {found}; {len(data['runs'])} of {len(data['versions'])}"
+             f" releases of {data['package']} from {data['first']} to {data['last']} run"
+             f"{' (every one)' if data['every'] else ''}, {data['seconds']:.0f} s in all, measured"
+             f" {data['measured_at'][:10]} at killtest {data['killtest_commit'] or '-'}."]
+    verdicts = {run["version"]: run["verdict"] for run in data["runs"]}
+    unlike = [f"{r['version']} (pinned {'flagged' if r['expect'] else 'clean'}, bisected {verdicts[r['version']]})"
+              for r in pinned if r["version"] in verdicts and not r.get("label")
+              and verdicts[r["version"]] != ("flagged" if r["expect"] else "clean")]
+    if unlike:
+        lines.append(f"The pinned releases and the bisection disagree: {', '.join(unlike)}.")
+    if data.get("warning"):
+        lines.append(f"Warning: {data['warning']}.")
+    return lines
