@@ -123,9 +123,9 @@ def check_requirements(cases: list[Case], release: str | None = None) -> None:
 
 
 def run_release(case: Case, rel: Release, env: CaseEnv, out: str, say: Callable[[str], None],
-                folder: str | None = None) -> ReleaseOutcome:
-    """One release's `killtest run` (into `folder`, by default <out>/cases/<case>/<release>), its killtest.json
-    read and judged against `expect`."""
+                folder: str | None = None, extra_env: dict[str, str] | None = None) -> ReleaseOutcome:
+    """One release's `killtest run` (into `folder`, by default <out>/cases/<case>/<release>; with `extra_env`
+    added to its environment), its killtest.json read and judged against `expect`."""
     folder = os.path.abspath(folder or os.path.join(out, "cases", case.name, rel.key))
     os.makedirs(folder, exist_ok=True)
     words = ["run", "--design", rel.design, *case.args, "--no-plot", "--out", folder]
@@ -142,7 +142,7 @@ def run_release(case: Case, rel: Release, env: CaseEnv, out: str, say: Callable[
     if os.path.exists(report):
         os.remove(report)  # a result of an earlier run must not pass for this one's
     started = time.monotonic()
-    status = _run_logged([sys.executable, "-m", "killtest", *words], env.environ(),
+    status = _run_logged([sys.executable, "-m", "killtest", *words], {**env.environ(), **(extra_env or {})},
                          os.path.join(folder, "killtest.log"))
     outcome.seconds = round(time.monotonic() - started, 1)
     if status == EXIT_INTERRUPTED:

@@ -7,12 +7,14 @@ import os
 
 from killtest.harness.campaigns.case_bisect import bisect_case, summary_lines, template_of
 from killtest.harness.campaigns.case_plan import ReleaseOutcome, check_requirements, run_cases
+from killtest.harness.campaigns.case_report import flagged_releases, release_facts
 from killtest.harness.check.findings import FINDINGS
 from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
 from killtest.harness.cli.shared import command_line
 from killtest.harness.design.case_spec import load_cases
 from killtest.harness.errors import KilltestError
 from killtest.harness.report.case_bisect_table import write_bisection
+from killtest.harness.report.case_report_page import write_report
 from killtest.harness.report.case_table import merged, read_results, verdict_text, write_results
 from killtest.harness.running.progress import Progress
 
@@ -24,6 +26,8 @@ class CasesCommand(Command):
     def run(self, args: argparse.Namespace, progress: Progress) -> int:
         if args.bisect is not None:
             return self.bisect(args, progress)
+        if args.report is not None:
+            return self.report(args, progress)
         for flag in ("from", "to", "pre", "every"):
             if getattr(args, flag):
                 raise KilltestError(f"--{flag} goes with --bisect CASE")
@@ -71,6 +75,19 @@ class CasesCommand(Command):
         for line in summary_lines(result):
             progress.done(line)
         progress.done(f"bisect {result.case}: {path} and bisect.json")
+        return EXIT_PASSED
+
+
+    def report(self, args: argparse.Namespace, progress: Progress) -> int:
+        """`--report CASE`: report.md of each flagged release, from runs of its own (campaigns/case_report.py)."""
+        if args.only is not None:
+            raise KilltestError("--report CASE names its case: leave out --only")
+        cases = load_cases(only=[args.report], codes=FINDINGS)
+        releases = flagged_releases(cases[0], args.release)
+        check_requirements(cases, args.release)
+        for rel in releases:
+            facts = release_facts(cases[0], rel, args.out, rebuild=args.rebuild, say=progress.step)
+            progress.done(f"report {cases[0].name} {rel.key}: {write_report(args.out, facts)}")
         return EXIT_PASSED
 
 

@@ -260,7 +260,7 @@ def analyses_page(data: dict | None, results: str = RESULTS) -> str:
                              f" dependencies as resolved: {', '.join(r['dependencies']) or 'none'}.")
             if r.get("replay"):
                 lines.append(f"  Replay, pasted from the repository: `{_from_root(r['replay'], r.get('root'))}`")
-            report = os.path.join(folder, name, r["version"], "report.md")
+            report = os.path.join(folder, name, os.path.basename(r.get("out", "")) or r["version"], "report.md")
             if os.path.exists(report):
                 lines.append(f"  Upstream-ready report: [{os.path.relpath(report, PROJECT_ROOT)}]"
                              f"(../../{os.path.relpath(report, PROJECT_ROOT)}).")
