@@ -205,6 +205,8 @@ OPTIONS: tuple[Option, ...] = (
            metavar="VERSION"),
     Option("--report", "write an upstream-ready report of each flagged release of CASE (or of --release) from a run"
            " of its own: results/cases/<case>/<release>/report.md", ("cases",), metavar="CASE"),
+    Option("--explore", "explore each release of CASE (or --release) at every store write and with power cuts, on"
+           " the case's catalog: results/cases/<case>/explore.{json,md}", ("cases",), metavar="CASE"),
     Option("--pre", "with --bisect: count prereleases among the releases", ("cases",), action="store_true"),
     Option("--every", "with --bisect: run every release in the range, not a binary search", ("cases",),
            action="store_true"),

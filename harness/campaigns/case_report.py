@@ -29,10 +29,10 @@ import sys
 from collections.abc import Callable
 
 from killtest.harness.campaigns.case_envs import CaseEnv, ensure_env, interpreter_version
+from killtest.harness.campaigns.case_explore import explore_words
 from killtest.harness.campaigns.case_plan import killtest_word, run_release
 from killtest.harness.design.case_spec import CASES_FOLDER, Case, Release
 from killtest.harness.errors import KilltestError
-from killtest.harness.options import options_of
 
 WRITE_STACKS = os.path.join(CASES_FOLDER, "write-stacks.cjs")
 # The framework's own words worth a maintainer's eye: warnings, errors and a stack's first line.
@@ -148,14 +148,7 @@ def _logged(path: str, most: int = 60) -> list[dict]:
 
 def _explore(case: Case, rel: Release, env: CaseEnv, point: str, run_dir: str, say: Callable[[str], None]) -> dict:
     """`killtest explore --only POINT` on the case's catalog: where the kill landed and the stack read there."""
-    takes = {o.flag: o for o in options_of("explore")}
-    words, args, i = [], list(case.args), 0
-    while i < len(args):  # the case's options explore takes; the others (--schedule, --runs ...) take a value
-        option = takes.get(args[i])
-        width = 1 if option is not None and option.action == "store_true" else 2
-        if option is not None and args[i] != "--schedule":
-            words += args[i:i + width]
-        i += width
+    words = explore_words(case)
     explore_dir = os.path.join(run_dir, "explore")
     command = [sys.executable, "-m", "killtest", "explore", "--design", rel.design, "--only", point, *words,
                "--out", explore_dir]

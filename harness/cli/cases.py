@@ -6,6 +6,7 @@ import argparse
 import os
 
 from killtest.harness.campaigns.case_bisect import bisect_case, summary_lines, template_of
+from killtest.harness.campaigns.case_explore import explore_case
 from killtest.harness.campaigns.case_plan import ReleaseOutcome, check_requirements, run_cases
 from killtest.harness.campaigns.case_report import flagged_releases, release_facts
 from killtest.harness.check.findings import FINDINGS
@@ -14,6 +15,7 @@ from killtest.harness.cli.shared import command_line
 from killtest.harness.design.case_spec import load_cases
 from killtest.harness.errors import KilltestError
 from killtest.harness.report.case_bisect_table import write_bisection
+from killtest.harness.report.case_explore_table import write_exploration
 from killtest.harness.report.case_report_page import write_report
 from killtest.harness.report.case_table import merged, read_results, verdict_text, write_results
 from killtest.harness.running.progress import Progress
@@ -28,6 +30,8 @@ class CasesCommand(Command):
             return self.bisect(args, progress)
         if args.report is not None:
             return self.report(args, progress)
+        if args.explore is not None:
+            return self.explore(args, progress)
         for flag in ("from", "to", "pre", "every"):
             if getattr(args, flag):
                 raise KilltestError(f"--{flag} goes with --bisect CASE")
@@ -88,6 +92,20 @@ class CasesCommand(Command):
         for rel in releases:
             facts = release_facts(cases[0], rel, args.out, rebuild=args.rebuild, say=progress.step)
             progress.done(f"report {cases[0].name} {rel.key}: {write_report(args.out, facts)}")
+        return EXIT_PASSED
+
+
+    def explore(self, args: argparse.Namespace, progress: Progress) -> int:
+        """`--explore CASE`: every store write and power cut of each release (campaigns/case_explore.py)."""
+        if args.only is not None:
+            raise KilltestError("--explore CASE names its case: leave out --only")
+        cases = load_cases(only=[args.explore], codes=FINDINGS)
+        if args.release is not None and not any(r.version == args.release for r in cases[0].releases):
+            raise KilltestError(f"--release {args.release}: {args.explore} has no such release")
+        check_requirements(cases, args.release)
+        result = explore_case(cases[0], args.out, release=args.release, rebuild=args.rebuild, say=progress.step,
+                              command=command_line())
+        progress.done(f"explore {cases[0].name}: {write_exploration(args.out, result)} and explore.json")
         return EXIT_PASSED
 
 

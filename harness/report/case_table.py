@@ -19,6 +19,7 @@ from killtest.harness.design.registry import PROJECT_ROOT
 from killtest.harness.errors import KilltestError
 from killtest.harness.files import write_atomically
 from killtest.harness.report.case_bisect_table import bisection_lines
+from killtest.harness.report.case_explore_table import exploration_lines
 
 ANALYSES_PAGE = os.path.join(PROJECT_ROOT, "docs", "explanation", "analyses.md")
 RESULTS = os.path.join(PROJECT_ROOT, "results", "cases.json")
@@ -265,6 +266,7 @@ def analyses_page(data: dict | None, results: str = RESULTS) -> str:
                 lines.append(f"  Upstream-ready report: [{os.path.relpath(report, PROJECT_ROOT)}]"
                              f"(../../{os.path.relpath(report, PROJECT_ROOT)}).")
         lines += bisection_lines(os.path.join(folder, name), case["releases"])
+        lines += exploration_lines(os.path.join(folder, name))
     return "\n".join([*lines, "", NOT_CASES]) + "\n"
 
 
