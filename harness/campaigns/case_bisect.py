@@ -15,6 +15,8 @@ changes hide in an interval whose ends agree. `every` asks for that from the sta
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -156,7 +158,7 @@ def bisect_case(case: Case, out: str, first: str | None = None, last: str | None
                             "missing": outcome.missing, "duplicated": outcome.duplicated, "kills": outcome.kills,
                             "seconds": outcome.seconds, "env_seconds": built, "packages": list(pins),
                             "installed": outcome.installed, "error": outcome.error, "replay": outcome.replay,
-                            "command": outcome.command, "out": folder})
+                            "command": outcome.command, "out": folder, "crashed_in": crashed_in(folder)})
         say(f"bisect {case.name}: {version} {found}{': ' + ', '.join(outcome.got) if outcome.got else ''}"
             f" ({outcome.seconds:g}s run, {built:g}s env; {len(result.runs)} run, {time.monotonic() - started:.0f}s"
             " so far)")
@@ -168,6 +170,22 @@ def bisect_case(case: Case, out: str, first: str | None = None, last: str | None
                        "first_verdict": found.verdicts[b], "neighbours": b == a + 1} for a, b in found.changes()]
     result.seconds = round(time.monotonic() - started, 1)
     return result
+
+
+def crashed_in(folder: str, frames: int = 2) -> str:
+    """Where a start that exited by itself with an error failed: its error line and the innermost frames of
+    its stack (`RequestQueueClient.listHead < RequestQueue._ensureHeadIsNonEmpty`), from the run's history;
+    "" when no start crashed. It tells a crash at a queue's open from one at run time."""
+    history = os.path.join(folder, "history")
+    for name in sorted(os.listdir(history)) if os.path.isdir(history) else []:
+        with open(os.path.join(history, name), encoding="utf-8") as src:
+            for line in src:
+                tail = json.loads(line).get("stderr_tail")
+                if tail:
+                    stack = [t.strip().removeprefix("at ").removeprefix("async ").split(" (")[0] for t in tail
+                             if t.strip().startswith("at ") and "JSON.parse" not in t]
+                    return f"{tail[0].strip()} in {' < '.join(stack[:frames])}" if stack else tail[0].strip()
+    return ""
 
 
 def summary_lines(result: Bisection) -> list[str]:

@@ -29,17 +29,17 @@ def bisect_markdown(data: dict) -> str:
               f" measured {data['measured_at']} at killtest {data['killtest_commit'] or '(not a checkout)'}"
               " (a shared 2-core machine: times move by a third from run to run).",
               f"- Command: `{data['command']}`", "",
-              "| release | verdict | findings | rows | lost | duplicated | kills | run s | env s | order |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "| release | verdict | findings | rows | lost | duplicated | kills | run s | env s | order | a start crashed"
+              " in |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     order = {run["version"]: i for i, run in enumerate(data["runs"], 1)}
     for version in data["versions"]:
         run = runs.get(version)
         if run is None:
-            lines.append(f"| {version} | not run | | | | | | | | |")
+            lines.append(f"| {version} | not run | | | | | | | | | |")
             continue
         lines.append(f"| {version} | {run['verdict']} | {', '.join(run['got']) or '-'} | {run['rows']} |"
                      f" {run['missing']} | {run['duplicated']} | {run['kills']} | {run['seconds']:g} |"
-                     f" {run['env_seconds']:g} | {order[version]} |")
+                     f" {run['env_seconds']:g} | {order[version]} | {run.get('crashed_in') or '-'} |")
     errors = [run for run in data["runs"] if run.get("error")]
     if errors:
         lines += ["", "Errors:", ""] + [f"- {run['version']}: {run['error']}" for run in errors]
@@ -77,6 +77,14 @@ def bisection_lines(folder: str, pinned: list[dict]) -> list[str]:
              f" releases of {data['package']} from {data['first']} to {data['last']} run"
              f"{' (every one)' if data['every'] else ''}, {data['seconds']:.0f} s in all, measured"
              f" {data['measured_at'][:10]} at killtest {data['killtest_commit'] or '-'}."]
+    order = {version: i for i, version in enumerate(data["versions"])}
+    places: dict[str, str] = {}  # where a start crashed -> the oldest release run that crashed there
+    for run in sorted(data["runs"], key=lambda run: order[run["version"]]):
+        if run.get("crashed_in"):
+            places.setdefault(run["crashed_in"].split(" in ", 1)[-1], run["version"])
+    if len(places) > 1:
+        lines.append("Where the next start crashed moved: " + "; ".join(f"in `{place}` from {version}"
+                                                                          for place, version in places.items()) + ".")
     verdicts = {run["version"]: run["verdict"] for run in data["runs"]}
     unlike = [f"{r['version']} (pinned {'flagged' if r['expect'] else 'clean'}, bisected {verdicts[r['version']]})"
               for r in pinned if r["version"] in verdicts and not r.get("label")
