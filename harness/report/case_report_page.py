@@ -10,11 +10,13 @@ Nothing in it is typed by hand but the headings: a figure comes from the run nam
 from __future__ import annotations
 
 import json
+import re
 import os
 import shlex
 
 from killtest.harness.design.registry import PROJECT_ROOT
 
+_FILE_FRAME = re.compile(r"[\w.-]+\.[cm]?[jt]s:\d+:\d+\)?$")  # a frame in a file: not `new Promise (<anonymous>)`
 _PROMISES = ("every product's record stored (no_lost_records), none of them twice where the design promises"
              " it (no_duplicates), and the crawl finishing by itself after the last start (finishes)")
 
@@ -71,7 +73,8 @@ def _where(facts: dict) -> list[str]:
                   " crawler's own nearest frame below them):", "",
                   *_fence([f"write of {os.path.basename(note['path'])}",
                            *(_short_paths(frame) for frame in note["stack"][:14])])]
-        own = next((frame for frame in note["stack"] if "/node_modules/" not in frame and "node:" not in frame), None)
+        own = next((frame for frame in note["stack"] if _FILE_FRAME.search(frame) and "/node_modules/" not in frame
+                    and "node:" not in frame), None)
         framework = next((frame for frame in note["stack"] if "/node_modules/" in frame), None)
         lines += ["", f"- The framework's write: `{_short_paths(framework)}`" if framework else "",
                   f"- The crawler's nearest frame: `{_short_paths(own)}`" if own else
