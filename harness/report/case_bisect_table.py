@@ -29,8 +29,8 @@ def bisect_markdown(data: dict) -> str:
               f" measured {data['measured_at']} at killtest {data['killtest_commit'] or '(not a checkout)'}"
               " (a shared 2-core machine: times move by a third from run to run).",
               f"- Command: `{data['command']}`", "",
-              "| release | verdict | findings | rows | lost | duplicated | kills | run s | env s | order | a start crashed"
-              " in |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "| release | verdict | findings | rows | lost | duplicated | kills | run s | env s | order"
+              " | a start crashed in |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     order = {run["version"]: i for i, run in enumerate(data["runs"], 1)}
     for version in data["versions"]:
         run = runs.get(version)

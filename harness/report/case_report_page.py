@@ -10,8 +10,8 @@ Nothing in it is typed by hand but the headings: a figure comes from the run nam
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shlex
 
 from killtest.harness.design.registry import PROJECT_ROOT
