@@ -68,9 +68,17 @@ def test_the_same_verdict_at_both_ends_and_the_probe_runs_three_releases_and_fin
     assert search(VERSIONS, verdicts_changing_at(2, 4)[0], every=True).changes() == [(1, 2), (3, 4)]
 
 
-def test_an_error_is_a_verdict_of_its_own_and_two_releases_are_a_range():
-    found = search(["2.0", "2.1"], lambda v: "error" if v == "2.1" else "flagged", warn=pytest.fail)
-    assert found.changes() == [(0, 1)] and found.verdicts == {0: "flagged", 1: "error"}
+def test_a_release_that_does_not_run_is_no_evidence_and_the_search_goes_around_it():
+    """crawlee 1.0.0 does not start beside today's pydantic: an `error` neither starts nor ends a change."""
+    broken = {"1.0", "1.9", "1.10", "1.11"}
+    verdict, asked = verdicts_changing_at(13)
+
+    def or_error(version: str) -> str:
+        return "error" if version in broken else verdict(version)
+    found = search(VERSIONS, or_error, warn=pytest.fail)
+    assert [(VERSIONS[a], VERSIONS[b]) for a, b in found.changes()] == [("1.12", "1.13")]
+    assert not found.every
+    assert search(["2.0", "2.1"], lambda v: "error" if v == "2.1" else "flagged").changes() == []
 
 
 def test_npm_versions_sort_as_semver_and_prereleases_are_told_apart():

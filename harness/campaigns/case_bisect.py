@@ -27,6 +27,7 @@ from killtest.harness.campaigns.case_registry import between, moved_pins, releas
 from killtest.harness.design.case_spec import Case, Release
 from killtest.harness.errors import KilltestError
 
+NO_VERDICT = ("error", "unknown")  # the release did not install or its run proved nothing
 NON_MONOTONE = ("the verdict changes more than once between {first} and {last}: halving cannot count the changes"
                 " between two releases that agree, so every release is run")
 
@@ -43,7 +44,9 @@ class Search:
     warning: str | None = None
 
     def changes(self) -> list[tuple[int, int]]:
-        ran = sorted(self.verdicts)
+        """Neighbours among the releases that gave a verdict (a release that did not install or run, `error`
+        or `unknown`, says nothing of the bug, so it neither starts nor ends a change)."""
+        ran = [i for i in sorted(self.verdicts) if self.verdicts[i] not in NO_VERDICT]
         return [(a, b) for a, b in zip(ran, ran[1:]) if self.verdicts[a] != self.verdicts[b]]
 
 
@@ -66,13 +69,20 @@ def search(versions: list[str], verdict: Callable[[str], str], every: bool = Fal
         for i in range(len(versions)):
             at(i)
         return found
+    def nearest(target: int, lo: int, hi: int) -> None:
+        """Run `target`, or when it gives no verdict the untried release nearest to it in [lo, hi], until
+        one does (or none is left)."""
+        for i in sorted(range(lo, hi + 1), key=lambda i: (abs(i - target), i)):
+            if i not in found.verdicts and at(i) not in NO_VERDICT:
+                return
+
     for i in sorted({0, last, *(round(k * last / (probes + 1)) for k in range(1, probes + 1))}):
-        at(i)
+        nearest(i, 0 if i < last else 1, last if i > 0 else last - 1)
     while True:
-        wide = next(((a, b) for a, b in found.changes() if b - a > 1), None)
+        wide = next(((a, b) for a, b in found.changes() if b - a > 1 and _untried(found, a, b)), None)
         if wide is None:
             break
-        at((wide[0] + wide[1]) // 2)
+        nearest((wide[0] + wide[1]) // 2, wide[0] + 1, wide[1] - 1)
     if len(found.changes()) > 1:
         found.warning = NON_MONOTONE.format(first=versions[0], last=versions[-1])
         warn(f"warning: {found.warning}")
@@ -80,6 +90,10 @@ def search(versions: list[str], verdict: Callable[[str], str], every: bool = Fal
         for i in range(len(versions)):
             at(i)
     return found
+
+
+def _untried(found: Search, a: int, b: int) -> bool:
+    return any(i not in found.verdicts for i in range(a + 1, b))
 
 
 @dataclass
