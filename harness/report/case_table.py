@@ -40,6 +40,10 @@ reproduces it alone.
 ```sh
 make cases                                     # every case: killtest cases --out results, then this page
 killtest cases --only crawlee-python-1825      # one case, both releases
+killtest cases --bisect crawlee-node-1736 --from 3.0.4   # where the verdict changes, on the registry's releases
+killtest cases --report crawlee-node-1736      # report.md of each flagged release, from runs of its own
+killtest cases --explore scrapy-7094           # each release at every store write and power cut
+make analyses                                  # all of the above for every case, its time printed
 ```
 
 The figures below are the latest run of each release (results/cases.json, which keeps every release's
