@@ -36,7 +36,10 @@ from killtest.harness.errors import KilltestError
 
 WRITE_STACKS = os.path.join(CASES_FOLDER, "write-stacks.cjs")
 # The framework's own words worth a maintainer's eye: warnings, errors and a stack's first line.
-_LOGGED = re.compile(r"(WARN|ERROR|Error\b|Exception|Traceback|invalid|will be ignored)")
+_LOGGED = re.compile(r"(WARN|ERROR|Error\b|Exception|Traceback|invalid|will be ignored|Resuming crawl)")
+# The counters of Scrapy's closing stats that say what a restart did with its job directory.
+_STATS = re.compile(r"'(dupefilter/filtered|scheduler/(enqueued|dequeued)|item_scraped_count|finish_reason"
+                    r"|downloader/request_count)'")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _WRITE_POINT = re.compile(r"^x?w\d+$")
 
@@ -133,7 +136,9 @@ def _logged(path: str, most: int = 60) -> list[dict]:
             continue  # the recording killtest makes to aim a write point: not a start of the run
         blocks, lines = [], section.splitlines()
         for i, line in enumerate(lines):
-            if _LOGGED.search(line) and not line.startswith((" ", "\t")):
+            if _STATS.search(line):  # a counter of the framework's closing stats (Scrapy's dump), indented
+                blocks.append([line.strip().rstrip(",")])
+            elif _LOGGED.search(line) and not line.startswith((" ", "\t")):
                 block = [line.rstrip()]
                 block += list(itertools.takewhile(lambda more: more.startswith((" ", "\t")), lines[i + 1:i + 9]))
                 block = [b.rstrip() for b in block]

@@ -146,7 +146,8 @@ def report_markdown(facts: dict) -> str:
                   *_fence([_short_paths(line) for line in crash["stderr_tail"]]), ""]
     for start in facts.get("logged") or []:
         blocks = [_short_paths(line) for block in start["blocks"] for line in block]
-        lines += [f"Start {start['start']}'s warnings and errors (its own output, each once):", "",
+        lines += [f"Start {start['start']}'s own log lines that matter (warnings, errors, closing counters;"
+                  " each once):", "",
                   *(_fence(blocks) if blocks else ["None."]), ""]
     if not facts.get("crashes") and not facts.get("logged"):
         lines += ["Nothing: no warning, no error, no non-zero exit.", ""]
