@@ -5,6 +5,10 @@ recorded crawl, `--power-cut` adding xw<n> after each) on the case's own small c
 env, with the case's time limit (the framework's timing, as the case already respects it). Per release it
 keeps the points run, the broken ones, each distinct failure with its words and replay line, and the time:
 a fixed or current release broken at a point its case did not pick is the result this exists for.
+
+The catalog is the case's own where its options name it, and explore's small default for what a case
+leaves to `run`'s defaults (scrapy-7094 names 10 listing pages, not their size: explored on 10 x 3, since
+every store write of a 200-product crawl is thousands of points).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from collections.abc import Callable
 
 from killtest.harness.campaigns.case_envs import ensure_env
 from killtest.harness.campaigns.case_plan import killtest_commit, killtest_word
-from killtest.harness.design.case_spec import Case
+from killtest.harness.design.case_spec import Case, Release
 from killtest.harness.options import options_of
 
 
@@ -38,9 +42,10 @@ def explore_words(case: Case) -> list[str]:
 
 
 def explore_case(case: Case, out: str, release: str | None = None, power_cut: bool = True, jobs: int = 2,
-                 rebuild: bool = False, say: Callable[[str], None] = print, command: str = "") -> dict:
+                 rebuild: bool = False, say: Callable[[str], None] = print, command: str = "",
+                 done: Callable[[dict], object] | None = None) -> dict:
     """Every release of `case` (or `release`) explored; the per-release summary, as results/cases/<case>/explore.json
-    holds it."""
+    holds it. `done` is given the summary after each release, so an interrupted exploration keeps those done."""
     result: dict = {"case": case.name, "command": command, "power_cut": power_cut, "jobs": jobs,
                     "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "killtest_commit": killtest_commit(), "releases": []}
@@ -53,30 +58,39 @@ def explore_case(case: Case, out: str, release: str | None = None, power_cut: bo
         words = ["explore", "--design", rel.design, *explore_words(case), *(["--power-cut"] if power_cut else []),
                  "-j", str(jobs), "--out", folder]
         say(f"[{case.name} {rel.key}] killtest {' '.join(words[:3])} ... (log: {os.path.join(folder, 'explore.log')})")
-        started = time.monotonic()
         with open(os.path.join(folder, "explore.log"), "w", encoding="utf-8") as log:
-            status = subprocess.run([sys.executable, "-m", "killtest", *words], env=env.environ(), stdout=log,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, check=False).returncode
-        seconds = round(time.monotonic() - started, 1)
-        data = next((json.load(open(os.path.join(folder, n), encoding="utf-8")) for n in sorted(os.listdir(folder))
-                     if n.startswith("explore-") and n.endswith(".json")), None)
-        row = {"version": rel.version, "key": rel.key, "role": rel.role, "label": rel.label, "seconds": seconds,
-               "status": status, "command": f"{env.shell_prefix()} {shlex.join([killtest_word(), *words])}",
-               "out": folder}
-        if data is None:
-            row["error"] = _last_line(os.path.join(folder, "explore.log")) or f"explore exited {status}"
-        else:
-            row.update(points=data.get("points", 0), broken=data.get("broken", 0),
-                       distinct=data.get("distinct_failures", 0),
-                       failures=[{"points": f.get("points"), "count": f.get("count"), "findings": f.get("findings"),
-                                  "where": f.get("where"), "problems": f.get("problems"),
-                                  "replay": f"{env.shell_prefix()} {f.get('replay')}"}
-                                 for f in data.get("failures", [])])
+            subprocess.run([sys.executable, "-m", "killtest", *words], env=env.environ(), stdout=log,
+                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, check=False)
+        row = release_row(rel, folder, f"{env.shell_prefix()} {shlex.join([killtest_word(), *words])}",
+                          env.shell_prefix())
         result["releases"].append(row)
         say(f"explore {case.name} {rel.key}: {row.get('points', '-')} points, {row.get('broken', '-')} broken,"
-            f" {row.get('distinct', '-')} distinct failures, {seconds:.0f}s" + (f"; {row['error']}" if "error" in row
-                                                                                 else ""))
+            f" {row.get('distinct', '-')} distinct failures, {row['seconds']:.0f}s"
+            + (f"; {row['error']}" if "error" in row else ""))
+        if done is not None:
+            done(result)
     return result
+
+
+def release_row(rel: Release, folder: str, command: str, prefix: str) -> dict:
+    """One release's line of explore.json, read from the exploration's own results in `folder` (its time is
+    explore's own elapsed_s)."""
+    path = next((os.path.join(folder, n) for n in sorted(os.listdir(folder))
+                 if n.startswith("explore-") and n.endswith(".json")), None)
+    data = json.load(open(path, encoding="utf-8")) if path else None
+    row: dict = {"version": rel.version, "key": rel.key, "role": rel.role, "label": rel.label, "command": command,
+                 "out": folder, "seconds": float(data.get("elapsed_s", 0.0)) if data else 0.0,
+                 # when its results were written: the exploration's end, UTC
+                 "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(os.path.getmtime(path))) if path
+                 else ""}
+    if data is None:
+        row["error"] = _last_line(os.path.join(folder, "explore.log")) or "explore wrote no results"
+        return row
+    row.update(points=data.get("points", 0), broken=data.get("broken", 0), distinct=data.get("distinct_failures", 0),
+               failures=[{"points": f.get("points"), "count": f.get("count"), "findings": f.get("findings"),
+                          "where": f.get("where"), "problems": f.get("problems"),
+                          "replay": f"{prefix} {f.get('replay')}"} for f in data.get("failures", [])])
+    return row
 
 
 def _last_line(path: str) -> str:

@@ -104,7 +104,7 @@ class CasesCommand(Command):
             raise KilltestError(f"--release {args.release}: {args.explore} has no such release")
         check_requirements(cases, args.release)
         result = explore_case(cases[0], args.out, release=args.release, rebuild=args.rebuild, say=progress.step,
-                              command=command_line())
+                              command=command_line(), done=lambda so_far: write_exploration(args.out, so_far))
         progress.done(f"explore {cases[0].name}: {write_exploration(args.out, result)} and explore.json")
         return EXIT_PASSED
 

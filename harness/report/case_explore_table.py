@@ -20,7 +20,8 @@ def explore_markdown(data: dict) -> str:
         lines.append(f"| {row['key']} | {row['role']} | {row.get('points', '-')} | {row.get('broken', '-')} |"
                      f" {row.get('distinct', row.get('error', '-'))} | {row['seconds']:.0f} |")
     for row in data["releases"]:
-        lines += ["", f"## {row['key']} ({row['role']})", "", f"Command: `{row['command']}`", ""]
+        lines += ["", f"## {row['key']} ({row['role']})", "",
+                  f"Finished {row.get('finished_at') or '-'}. Command: `{row['command']}`", ""]
         if "error" in row:
             lines.append(f"Did not finish: {row['error']}")
         for failure in row.get("failures", []):
