@@ -124,3 +124,24 @@ def test_scrapy_7094_bisected_on_three_real_releases_finds_2_14_0_the_first_flag
         v: True for v in data["versions"]}  # each run's env held the release it is named for
     assert "2.13.4 is the last clean, 2.14.0 the first flagged" in done.stderr
     assert "| 2.14.0 | flagged | lost" in bisect_markdown(data)
+
+
+def test_the_page_says_where_the_pinned_releases_and_the_bisection_disagree_and_where_a_crash_moved(tmp_path):
+    from killtest.harness.report.case_bisect_table import bisection_lines
+
+    def run(version: str, verdict: str, crashed: str = "") -> dict:
+        return {"version": version, "verdict": verdict, "crashed_in": crashed}
+    data = {"case": "c", "package": "p", "first": "1.0", "last": "1.3", "versions": ["1.0", "1.1", "1.2", "1.3"],
+            "runs": [run("1.0", "flagged", "E: x in open < start"), run("1.3", "clean"),
+                     run("1.1", "flagged", "E: x in listHead < isEmpty"), run("1.2", "clean")],
+            "changes": [{"last": "1.1", "last_verdict": "flagged", "first": "1.2", "first_verdict": "clean",
+                         "neighbours": True}], "every": False, "warning": None, "seconds": 12.0,
+            "measured_at": "2026-12-05T09:00:00Z", "killtest_commit": "abc"}
+    (tmp_path / "bisect.json").write_text(json.dumps(data))
+    pinned = [{"version": "1.0", "expect": ["lost"]}, {"version": "1.2", "expect": ["lost"]},
+              {"version": "1.3", "expect": []}]
+    text = "\n".join(bisection_lines(str(tmp_path), pinned))
+    assert "**1.1** the last flagged, **1.2** the first clean" in text and "4 of 4 releases" in text
+    assert "disagree: 1.2 (pinned flagged, bisected clean)" in text and "1.0 (pinned" not in text
+    assert "in `open < start` from 1.0; in `listHead < isEmpty` from 1.1" in text
+    assert bisection_lines(str(tmp_path / "not-bisected"), pinned) == []
