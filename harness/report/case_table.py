@@ -205,8 +205,11 @@ NOT_CASES = """\
   again): not measured yet. The bug is in the statistics a migration persists, and a lost count is not a
   lost or duplicated record: the case would need a promise on repeated requests across a migration
   (`bounded_requests` on the `d<seconds>:<grace>` redeploy point), which is still to be written.
-- **Scrapy #3333 / #845** (a queue file cut short by a SIGTERM): seen once on the peers page; no schedule
-  that reproduces it on every run was pinned yet, and a case that passes by luck would be a false PASS.
+- **Scrapy #3333 / #845 / #3413, queuelib #59** (a disk queue's file cut short, `struct.error: unpack
+  requires a buffer of 4 bytes` on resume): no timed schedule reproduced it on every run, but
+  `killtest cases --explore scrapy-7094` found a store-write point that does: `w5` on 2.13.4, killed at
+  the first write of `requests.queue/0`, whose 4-byte header queuelib buffers with the first record
+  (scrapy-7094's README has the mechanism and the replay line). Not a case of its own yet.
 - **apify-sdk-python #1104** (graceful stop on migration): it reacts to the platform's `MIGRATING` and
   `ABORTING` events, which the SDK listens for only on the platform; the local SIGTERM stops Twisted and
   exits cleanly on both 4.0.1 and 4.0.2, so #1103 is shown under a hard kill instead.
