@@ -83,7 +83,8 @@ def bisection_lines(folder: str, pinned: list[dict]) -> list[str]:
         if run.get("crashed_in"):
             places.setdefault(run["crashed_in"].split(" in ", 1)[-1], run["version"])
     if len(places) > 1:
-        lines.append("Where the next start crashed moved: " + "; ".join(f"in `{place}` from {version}"
+        lines.append("The crashed start's innermost frames (in the last stderr lines killtest keeps) changed: "
+                     + "; ".join(f"in `{place}` from {version}"
                                                                           for place, version in places.items()) + ".")
     verdicts = {run["version"]: run["verdict"] for run in data["runs"]}
     unlike = [f"{r['version']} (pinned {'flagged' if r['expect'] else 'clean'}, bisected {verdicts[r['version']]})"
