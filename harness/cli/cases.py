@@ -26,15 +26,18 @@ class CasesCommand(Command):
     help = "run the cases: real frameworks at pinned releases, the buggy flagged and the fixed clean"
 
     def run(self, args: argparse.Namespace, progress: Progress) -> int:
+        chosen = [flag for flag in ("bisect", "report", "explore") if getattr(args, flag) is not None]
+        if len(chosen) > 1:
+            raise KilltestError(f"--{chosen[0]} and --{chosen[1]} are two jobs: give one of them")
+        for flag in ("from", "to", "pre", "every"):
+            if getattr(args, flag) and chosen != ["bisect"]:
+                raise KilltestError(f"--{flag} goes with --bisect CASE")
         if args.bisect is not None:
             return self.bisect(args, progress)
         if args.report is not None:
             return self.report(args, progress)
         if args.explore is not None:
             return self.explore(args, progress)
-        for flag in ("from", "to", "pre", "every"):
-            if getattr(args, flag):
-                raise KilltestError(f"--{flag} goes with --bisect CASE")
         only = [n.strip() for n in (args.only or "").split(",") if n.strip()]
         if args.only is not None and not only:  # `--only ""` (an unset shell variable) is not "all of them"
             raise KilltestError("--only names no case: give --only NAME[,NAME], or leave --only out to run them all")
@@ -63,7 +66,6 @@ class CasesCommand(Command):
         progress.done(f"cases: {len(outcomes) - len(wrong)} of {len(outcomes)} releases as expected;"
                       f" {os.path.join(args.out, 'cases')}.{{json,md}}")
         return EXIT_CHECK_FAILED if wrong else EXIT_PASSED
-
 
     def bisect(self, args: argparse.Namespace, progress: Progress) -> int:
         """`--bisect CASE`: the releases where its verdict changes (campaigns/case_bisect.py)."""
