@@ -14,7 +14,9 @@ import os
 import re
 import shlex
 
-from killtest.harness.design.registry import PROJECT_ROOT
+from killtest.harness.design.case_spec import CASES_FOLDER
+from killtest.harness.design.registry import PROJECT_ROOT, design_named
+from killtest.harness.errors import KilltestError
 
 _FILE_FRAME = re.compile(r"[\w.-]+\.[cm]?[jt]s:\d+:\d+\)?$")  # a frame in a file: not `new Promise (<anonymous>)`
 _PROMISES = ("every product's record stored (no_lost_records), none of them twice where the design promises"
@@ -128,7 +130,7 @@ def report_markdown(facts: dict) -> str:
              f"- Every package installed ({len(outcome.get('installed', []))}, the env's installed.json):"
              f" {', '.join(outcome.get('installed', []))}.", "",
              "## The crawler", "",
-             f"`scrapers/cases/{facts['design']}` (the crawler it runs is named in its `command`; every file is in"
+             f"`scrapers/cases/{facts['design']}` runs `{_crawler_command(facts)}` (every file in"
              f" scrapers/cases/{facts['folder']}/ and the design it extends): a crawler written the way the"
              " framework's documentation writes one, on its default local storage, started by killtest with the"
              " address of a local test shop, killed with SIGKILL at the point below, then started again until it"
@@ -153,6 +155,14 @@ def report_markdown(facts: dict) -> str:
         lines += ["Nothing: no warning, no error, no non-zero exit.", ""]
     lines += ["## Where the kill landed", "", *_where(facts), ""]
     return "\n".join(lines).replace("\n\n\n", "\n\n") + "\n"
+
+
+def _crawler_command(facts: dict) -> str:
+    """The design's command as its spec writes it ({spec_dir}, {base_url} as killtest fills them in)."""
+    try:
+        return " ".join(design_named(os.path.join(CASES_FOLDER, facts["design"])).command_template)
+    except KilltestError:
+        return "(its design no longer loads)"
 
 
 def _from_root(line: str) -> str:
