@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: killtest baseline zoo incident bench bench-workers test check lint calibrate bench-explore docs clean cases bench-disk
+.PHONY: killtest baseline zoo incident bench bench-workers test check lint calibrate bench-explore docs clean cases bench-disk analyses
 
 # The machine the experiment pretends to run on (docs/explanation/article-reproduction.md, "A disk model"):
 # empty is the pace-only run; the closest disk model for the naive control is ARTICLE_MODEL (make killtest
@@ -106,6 +106,20 @@ docs: $(STAMP)
 cases: $(STAMP)
 	status=0; $(BIN)/killtest cases --out results || status=$$?; \
 		$(BIN)/python -m killtest.harness.report.case_table --write; exit $$status
+
+# Issue 34's whole measure: `make cases`, then each case with a fixed release bisected on the registry's
+# releases (CASE or CASE:FROM, FROM the oldest release when the pinned ones are not), then the cases'
+# releases explored at every store write and power cut; the page written again, the time printed. Hours.
+BISECT_CASES = crawlee-node-1736:3.0.4 crawlee-node-2085 scrapy-7094 apify-sdk-python-1097 crawlee-python-1825
+EXPLORE_CASES = scrapy-7094 scrapy-4106 crawlee-node-2085 crawlee-node-1736 crawlee-python-1825 apify-sdk-python-1097
+analyses: $(STAMP)
+	@start=$$(date +%s); status=0; \
+	$(BIN)/killtest cases --out results || status=$$?; \
+	for spec in $(BISECT_CASES); do case=$${spec%%:*}; from=$${spec#$$case}; \
+		$(BIN)/killtest cases --bisect $$case $${from:+--from $${from#:}} --out results || status=1; done; \
+	for case in $(EXPLORE_CASES); do $(BIN)/killtest cases --explore $$case --out results || status=1; done; \
+	$(BIN)/python -m killtest.harness.report.case_table --write; \
+	echo "make analyses: $$(( $$(date +%s) - start )) s in all (exit $$status)"; exit $$status
 
 # Every extra in one resolver pass (pip check is clean): the programs killtest runs at exact pins (the
 # recording proxy, the peer designs' frameworks) are built in envs of their own on first use, not here.

@@ -196,6 +196,20 @@ OPTIONS: tuple[Option, ...] = (
     Option("--release", "run just this release (version) of the selected cases", ("cases",)),
     Option("--rebuild", "build each release's environment again, even when a complete one is cached", ("cases",),
            action="store_true"),
+    # issue 34: where a case's verdict changes, between two releases the registry lists.
+    Option("--bisect", "find the releases where CASE's verdict changes: run its schedule on the registry's releases"
+           " between --from and --to, as few as a binary search needs", ("cases",), metavar="CASE"),
+    Option("--from", "with --bisect: the oldest release (default: the case's oldest pinned one)", ("cases",),
+           metavar="VERSION"),
+    Option("--to", "with --bisect: the newest release (default: the case's newest pinned one)", ("cases",),
+           metavar="VERSION"),
+    Option("--report", "write an upstream-ready report of each flagged release of CASE (or of --release) from a run"
+           " of its own: results/cases/<case>/<release>/report.md", ("cases",), metavar="CASE"),
+    Option("--explore", "explore each release of CASE (or --release) at every store write and with power cuts, on"
+           " the case's catalog: results/cases/<case>/explore.{json,md}", ("cases",), metavar="CASE"),
+    Option("--pre", "with --bisect: count prereleases among the releases", ("cases",), action="store_true"),
+    Option("--every", "with --bisect: run every release in the range, not a binary search", ("cases",),
+           action="store_true"),
     # `killtest envs` (issue 36): the envs built on first use, listed with their size, removed on request.
     Option("--remove", "remove these cached envs: a hash, KIND/HASH, or a kind (cases, tools, designs) for all of"
            " its envs (repeatable)", ("envs",), action="append", metavar="NAME"),

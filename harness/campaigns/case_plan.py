@@ -122,9 +122,11 @@ def check_requirements(cases: list[Case], release: str | None = None) -> None:
                   if release is None or rel.version == release])  # checks, starts nothing
 
 
-def run_release(case: Case, rel: Release, env: CaseEnv, out: str, say: Callable[[str], None]) -> ReleaseOutcome:
-    """One release's `killtest run`, its killtest.json read and judged against `expect`."""
-    folder = os.path.abspath(os.path.join(out, "cases", case.name, rel.key))
+def run_release(case: Case, rel: Release, env: CaseEnv, out: str, say: Callable[[str], None],
+                folder: str | None = None, extra_env: dict[str, str] | None = None) -> ReleaseOutcome:
+    """One release's `killtest run` (into `folder`, by default <out>/cases/<case>/<release>; with `extra_env`
+    added to its environment), its killtest.json read and judged against `expect`."""
+    folder = os.path.abspath(folder or os.path.join(out, "cases", case.name, rel.key))
     os.makedirs(folder, exist_ok=True)
     words = ["run", "--design", rel.design, *case.args, "--no-plot", "--out", folder]
     outcome = ReleaseOutcome(case=case.name, version=rel.version, label=rel.label,
@@ -140,7 +142,7 @@ def run_release(case: Case, rel: Release, env: CaseEnv, out: str, say: Callable[
     if os.path.exists(report):
         os.remove(report)  # a result of an earlier run must not pass for this one's
     started = time.monotonic()
-    status = _run_logged([sys.executable, "-m", "killtest", *words], env.environ(),
+    status = _run_logged([sys.executable, "-m", "killtest", *words], {**env.environ(), **(extra_env or {})},
                          os.path.join(folder, "killtest.log"))
     outcome.seconds = round(time.monotonic() - started, 1)
     if status == EXIT_INTERRUPTED:

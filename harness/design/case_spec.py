@@ -25,10 +25,14 @@ else:  # pragma: no cover - Python 3.10 takes the same parser from PyPI
 CASES_FOLDER = os.path.join(BUILT_IN_FOLDER, "cases")
 RUNTIMES = ("python", "node")
 STATUSES = ("fixed", "open", "clean")
-# What a release is in its case (the analyses page's label): a release expecting findings is `buggy`; a
-# clean one is `fixed` (after the fix), `before the bug` (a clean release older than the bug: not a fix),
-# `clean twin` (another design on a buggy version) or `control` (a clean case). Inferred unless given.
-ROLES = ("buggy", "fixed", "before the bug", "clean twin", "control")
+# What a release is in its case (the analyses page's label). A release expecting findings is `buggy` (a
+# bug upstream reported), `documented limitation` (what the framework's own docs or maintainers say it
+# does: BullMQ's at-least-once, the duplicates apify-sdk-python#1103 leaves to a hard kill) or
+# `unreported` (a loss no upstream issue reports as such; its README says what is known and what is not).
+# A clean one is `fixed` (after the fix), `before the bug` (a clean release older than the bug: not a
+# fix), `clean twin` (another design on a buggy version) or `control` (a clean case). Inferred unless given.
+FLAGGED_ROLES = ("buggy", "documented limitation", "unreported")
+ROLES = (*FLAGGED_ROLES, "fixed", "before the bug", "clean twin", "control")
 # Options the runner sets itself for every release: a case's `args` may not.
 RUNNER_OPTIONS = ("--design", "--out", "--name")
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -189,9 +193,9 @@ def load_case(folder: str, codes: Collection[str] = ()) -> Case:
         if not isinstance(label, str):
             raise fail(f"{prefix}.label", f"a string is expected, not {label!r}")
         role = row.get("role", "")
-        if role and (role not in ROLES or (role == "buggy") != bool(expect)):
-            raise fail(f"{prefix}.role", f"one of {', '.join(ROLES)} ('buggy' exactly when expect names"
-                       f" findings), not {role!r}")
+        if role and (role not in ROLES or (role in FLAGGED_ROLES) != bool(expect)):
+            raise fail(f"{prefix}.role", f"one of {', '.join(ROLES)} ({', '.join(FLAGGED_ROLES)} exactly when"
+                       f" expect names findings), not {role!r}")
         releases.append(Release(version, packages, expect, design, label, role or _role(status, expect, releases)))
     keys = [r.key for r in releases]
     twice = sorted({k for k in keys if keys.count(k) > 1})

@@ -14,9 +14,12 @@ import json
 import os
 import sys
 
-from killtest.harness.design.case_spec import Case
+from killtest.harness.design.case_spec import Case, load_cases
 from killtest.harness.design.registry import PROJECT_ROOT
+from killtest.harness.errors import KilltestError
 from killtest.harness.files import write_atomically
+from killtest.harness.report.case_bisect_table import bisection_lines
+from killtest.harness.report.case_explore_table import exploration_lines
 
 ANALYSES_PAGE = os.path.join(PROJECT_ROOT, "docs", "explanation", "analyses.md")
 RESULTS = os.path.join(PROJECT_ROOT, "results", "cases.json")
@@ -37,6 +40,10 @@ reproduces it alone.
 ```sh
 make cases                                     # every case: killtest cases --out results, then this page
 killtest cases --only crawlee-python-1825      # one case, both releases
+killtest cases --bisect crawlee-node-1736 --from 3.0.4   # where the verdict changes, on the registry's releases
+killtest cases --report crawlee-node-1736      # report.md of each flagged release, from runs of its own
+killtest cases --explore scrapy-7094           # each release at every store write and power cut
+make analyses                                  # all of the above for every case, its time printed
 ```
 
 The figures below are the latest run of each release (results/cases.json, which keeps every release's
@@ -59,9 +66,21 @@ as `liveness`, and what it had not fetched yet as lost: crawlee-node-2085-lockin
 120 s limit gave `liveness` and 4 of 10 lost (the same at `--time-limit 150`), where 420 s shows the
 one record really lost.
 
-A release's role: **buggy** (the bug's finding is expected), **fixed** (a release with the fix),
-**before the bug** (a clean release older than the bug: clean, not fixed), **clean twin** (a correct
-design on a buggy version) or **control** (a case that must pass everywhere).
+A release's role, given by its case.toml: **buggy** (a bug upstream reported; its finding is expected),
+**documented limitation** (flagged for what the framework's own documentation or maintainers say it does:
+BullMQ's at-least-once delivery and `maxStalledCount`, the duplicates a hard kill leaves on apify 4.0.2
+and 4.1.0, which apify-sdk-python#1103's fix says it cannot prevent), **unreported** (a loss no upstream
+issue reports as such; its case README says what is known and what is not), **fixed** (a release with
+the fix), **before the bug** (a clean release older than the bug: clean, not fixed), **clean twin** (a
+correct design on a buggy version) or **control** (a case that must pass everywhere).
+
+**Boundaries.** The pinned releases were picked by hand; `killtest cases --bisect CASE [--from V --to V]`
+runs the same schedule on the registry's releases between two versions (pip's and npm's own listings)
+and finds the last release with one verdict and the first with the other. Where a case was bisected,
+its section says what the bisection found (results/cases/<case>/bisect.md lists every release, run or
+not). Where a flagged release has an upstream-ready report (results/cases/<case>/<release>/report.md:
+the versions, a reproduction from a fresh directory, the framework's own log lines, the source line of
+the write the kill landed on), its line links it.
 """
 
 
@@ -124,10 +143,20 @@ def _release_name(release: dict) -> str:
     return release["version"] + (f" ({release['label']})" if release.get("label") else "")
 
 
-def _role(release: dict, case: dict) -> str:
-    """The release's role as measured (cases.json); a result written before roles were kept gets the old reading."""
-    return release.get("role") or ("buggy" if release["expect"] else
-                                   {"fixed": "fixed", "clean": "control"}.get(case["status"], "clean twin"))
+def _role(release: dict, case: dict, name: str = "") -> str:
+    """The release's role: a label its case.toml gives, read from there when the case still has the release
+    (a label changes without a run); else as measured (cases.json), or the old reading for a result written
+    before roles were kept."""
+    given = _given_roles().get((name, release["version"], release.get("label", "")))
+    return given or release.get("role") or ("buggy" if release["expect"] else
+                                            {"fixed": "fixed", "clean": "control"}.get(case["status"], "clean twin"))
+
+
+def _given_roles() -> dict[tuple[str, str, str], str]:
+    try:
+        return {(c.name, r.version, r.label): r.role for c in load_cases() for r in c.releases}
+    except KilltestError:  # a case.toml being edited: the measured roles stand
+        return {}
 
 
 def _provenance(release: dict) -> str:
@@ -176,8 +205,11 @@ NOT_CASES = """\
   again): not measured yet. The bug is in the statistics a migration persists, and a lost count is not a
   lost or duplicated record: the case would need a promise on repeated requests across a migration
   (`bounded_requests` on the `d<seconds>:<grace>` redeploy point), which is still to be written.
-- **Scrapy #3333 / #845** (a queue file cut short by a SIGTERM): seen once on the peers page; no schedule
-  that reproduces it on every run was pinned yet, and a case that passes by luck would be a false PASS.
+- **Scrapy #3333 / #845 / #3413, queuelib #59** (a disk queue's file cut short, `struct.error: unpack
+  requires a buffer of 4 bytes` on resume): no timed schedule reproduced it on every run, but
+  `killtest cases --explore scrapy-7094` found a store-write point that does: `w5` on 2.13.4, killed at
+  the first write of `requests.queue/0`, whose 4-byte header queuelib buffers with the first record
+  (scrapy-7094's README has the mechanism and the replay line). Not a case of its own yet.
 - **apify-sdk-python #1104** (graceful stop on migration): it reacts to the platform's `MIGRATING` and
   `ABORTING` events, which the SDK listens for only on the platform; the local SIGTERM stops Twisted and
   exits cleanly on both 4.0.1 and 4.0.2, so #1103 is shown under a hard kill instead.
@@ -205,8 +237,9 @@ NOT_CASES = """\
   `</items>`). A case of them would report the format, not the crash-safety bug."""
 
 
-def analyses_page(data: dict | None) -> str:
-    """docs/explanation/analyses.md: the introduction, one table of every case, a section per case."""
+def analyses_page(data: dict | None, results: str = RESULTS) -> str:
+    """docs/explanation/analyses.md: the introduction, one table of every case, a section per case (with its
+    bisection and reports, read beside `results`)."""
     cases = sorted((data or {}).get("cases", {}).items())
     lines = [INTRO, "## The cases", ""]
     if not cases:
@@ -215,10 +248,11 @@ def analyses_page(data: dict | None) -> str:
               "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, case in cases:
         for r in case["releases"]:
-            lines.append(f"| {case['framework']} | {_release_name(r)} | {_role(r, case)} |"
+            lines.append(f"| {case['framework']} | {_release_name(r)} | {_role(r, case, name)} |"
                          f" [{name}](#{name}): {case['title']} | {verdict_text(r)} |"
                          f" {'yes' if r['as_expected'] else '**NO**'} | {r['seconds']:g} |"
                          f" `killtest cases --only {name} --release {r['version']}` |")
+    folder = os.path.join(os.path.dirname(results), "cases")
     for name, case in cases:
         links = ", ".join(f"<{u}>" for u in case["upstream"])
         lines += ["", f"### {name}", "", f"**{case['title']}** ({case['framework']}, status: {case['status']};"
@@ -226,7 +260,7 @@ def analyses_page(data: dict | None) -> str:
                   f" [{case['readme']}](../../{case['readme']}).", "",
                   f"Schedule and options, the same for every release: `{' '.join(case['args'])}`.", ""]
         for r in case["releases"]:
-            lines.append(f"- **{_release_name(r)}**, {_role(r, case)} ({', '.join(r['packages'])}): expected"
+            lines.append(f"- **{_release_name(r)}**, {_role(r, case, name)} ({', '.join(r['packages'])}): expected"
                          f" {_expected_text(r)}; measured {verdict_text(r)} ({_counts(r)}; {r['seconds']:g} s)"
                          f"{'' if r['as_expected'] else ' — **not as expected**'}; {_provenance(r)}.")
             if r.get("installed"):
@@ -234,6 +268,12 @@ def analyses_page(data: dict | None) -> str:
                              f" dependencies as resolved: {', '.join(r['dependencies']) or 'none'}.")
             if r.get("replay"):
                 lines.append(f"  Replay, pasted from the repository: `{_from_root(r['replay'], r.get('root'))}`")
+            report = os.path.join(folder, name, os.path.basename(r.get("out", "")) or r["version"], "report.md")
+            if os.path.exists(report):
+                lines.append(f"  Upstream-ready report: [{os.path.relpath(report, PROJECT_ROOT)}]"
+                             f"(../../{os.path.relpath(report, PROJECT_ROOT)}).")
+        lines += bisection_lines(os.path.join(folder, name), case["releases"])
+        lines += exploration_lines(os.path.join(folder, name))
     return "\n".join([*lines, "", NOT_CASES]) + "\n"
 
 
@@ -250,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", default=RESULTS, help="the cases.json to read (default results/cases.json)")
     parser.add_argument("--write", action="store_true", help="write the page (default: print it)")
     args = parser.parse_args(argv)
-    page = analyses_page(read_results(args.results))
+    page = analyses_page(read_results(args.results), args.results)
     if args.write:
         write_atomically(ANALYSES_PAGE, page)
         print(f"wrote {os.path.relpath(ANALYSES_PAGE)} from {args.results}", file=sys.stderr)

@@ -11,6 +11,8 @@ ActorDatasetPushPipeline keep.
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 import time
 
@@ -19,6 +21,17 @@ from apify.scrapy import apply_apify_settings, run_scrapy_actor
 from scrapy import Spider
 from scrapy.crawler import AsyncCrawlerRunner
 from scrapy.settings import Settings
+
+
+# With CRAWLER_LOG set (`killtest cases --report` sets it), the framework's log also goes to that file,
+# record by record, under a line that opens each start: the report quotes the framework's own words.
+if os.environ.get("CRAWLER_LOG"):
+    with open(os.environ["CRAWLER_LOG"], "a", encoding="utf-8") as _opened:
+        _opened.write(f"--- crawler started: pid {os.getpid()}, storage {os.getcwd()}\n")
+    _kept = logging.FileHandler(os.environ["CRAWLER_LOG"], encoding="utf-8")
+    _kept.setLevel(logging.INFO)
+    _kept.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logging.getLogger().addHandler(_kept)
 
 
 class ShopSpider(Spider):

@@ -3,7 +3,24 @@
 // CommonJS, so NODE_PATH finds the pinned crawlee of the case's env.
 //
 //   CRAWLEE_STORAGE_DIR=storage CRAWLEE_PURGE_ON_START=false node crawler.cjs http://127.0.0.1:8000
+const fs = require('node:fs');
 const { CheerioCrawler, Dataset } = require('crawlee');
+
+// With CRAWLER_LOG set (`killtest cases --report` sets it), what Crawlee writes to stdout and stderr is
+// also appended to that file, synchronously, so a SIGKILL loses none of it: the report quotes the
+// framework's own log lines. killtest keeps no start's output after a run.
+if (process.env.CRAWLER_LOG) {
+    // One line opens each start's output: the report tells starts apart, and leaves out killtest's recording.
+    fs.appendFileSync(process.env.CRAWLER_LOG,
+        `--- crawler started: pid ${process.pid}, storage ${process.env.CRAWLEE_STORAGE_DIR || ''}\n`);
+    for (const stream of [process.stdout, process.stderr]) {
+        const write = stream.write.bind(stream);
+        stream.write = (chunk, ...rest) => {
+            fs.appendFileSync(process.env.CRAWLER_LOG, chunk);
+            return write(chunk, ...rest);
+        };
+    }
+}
 
 // Crawlee names each request's file after a hash of its uniqueKey (by default the URL, port included).
 // killtest aims a store-write point on a recording made against a shop on another port, so the key is

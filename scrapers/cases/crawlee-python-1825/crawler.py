@@ -9,11 +9,24 @@ is one JSON file of the default dataset. Nothing here is crash-safety of its own
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import sys
 import time
 
 from crawlee import ConcurrencySettings
 from crawlee.crawlers import ParselCrawler, ParselCrawlingContext
+
+
+# With CRAWLER_LOG set (`killtest cases --report` sets it), the framework's log also goes to that file,
+# record by record, under a line that opens each start: the report quotes the framework's own words.
+if os.environ.get("CRAWLER_LOG"):
+    with open(os.environ["CRAWLER_LOG"], "a", encoding="utf-8") as _opened:
+        _opened.write(f"--- crawler started: pid {os.getpid()}, storage {os.getcwd()}\n")
+    _kept = logging.FileHandler(os.environ["CRAWLER_LOG"], encoding="utf-8")
+    _kept.setLevel(logging.INFO)
+    _kept.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logging.getLogger().addHandler(_kept)
 
 
 async def crawl(base: str) -> None:

@@ -9,9 +9,22 @@ kill is whatever Scrapy's job directory and feed exporter keep.
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 
 import scrapy
+
+
+# With CRAWLER_LOG set (`killtest cases --report` sets it), the framework's log also goes to that file,
+# record by record, under a line that opens each start: the report quotes the framework's own words.
+if os.environ.get("CRAWLER_LOG"):
+    with open(os.environ["CRAWLER_LOG"], "a", encoding="utf-8") as _opened:
+        _opened.write(f"--- crawler started: pid {os.getpid()}, storage {os.getcwd()}\n")
+    _kept = logging.FileHandler(os.environ["CRAWLER_LOG"], encoding="utf-8")
+    _kept.setLevel(logging.INFO)
+    _kept.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logging.getLogger().addHandler(_kept)
 
 
 class FixtureShopSpider(scrapy.Spider):

@@ -1,0 +1,214 @@
+"""`killtest cases --bisect CASE`: the releases where a case's verdict changes, found on as few releases as it needs.
+
+The releases between two versions come from the registry (case_registry.py); each is run as `killtest
+cases` runs a release (case_plan.run_release: the case's design, schedule and expectation of its first
+buggy release, the env of its pins built once and cached), and its verdict is `flagged` (the run broke a
+promise), `clean`, or what kept it from saying either (`unknown`, `error`).
+
+`search` is the bisection, a pure function of the releases and a verdict function, so it is tested on
+made-up verdicts. It runs both ends and `probes` releases evenly spaced between them, then halves every
+interval whose ends disagree until they are neighbours. A verdict that changes once is found in about
+log2(n) runs. A verdict that changes more than once (a fix, then the bug back) shows as two intervals
+that disagree; the search then says so and runs every release, since halving cannot tell how many
+changes hide in an interval whose ends agree. `every` asks for that from the start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from killtest.harness.campaigns.case_envs import ensure_env
+from killtest.harness.campaigns.case_plan import ReleaseOutcome, killtest_commit, run_release
+from killtest.harness.campaigns.case_registry import between, moved_pins, releases, split_pin
+from killtest.harness.design.case_spec import Case, Release
+from killtest.harness.errors import KilltestError
+
+NO_VERDICT = ("error", "unknown")  # the release did not install or its run proved nothing
+NON_MONOTONE = ("the verdict changes more than once between {first} and {last}: halving cannot count the changes"
+                " between two releases that agree, so every release is run")
+
+
+@dataclass
+class Search:
+    """What `search` ran and found: the verdict of each release run, by index, and the changes between
+    neighbouring releases run (a change is complete when the two are neighbours in `versions`)."""
+
+    versions: list[str]
+    verdicts: dict[int, str]
+    order: list[int]  # the indices in the order they were run
+    every: bool  # every release was run (asked, or the verdict changed more than once)
+    warning: str | None = None
+
+    def changes(self) -> list[tuple[int, int]]:
+        """Neighbours among the releases that gave a verdict (a release that did not install or run, `error`
+        or `unknown`, says nothing of the bug, so it neither starts nor ends a change)."""
+        ran = [i for i in sorted(self.verdicts) if self.verdicts[i] not in NO_VERDICT]
+        return [(a, b) for a, b in zip(ran, ran[1:]) if self.verdicts[a] != self.verdicts[b]]
+
+
+def search(versions: list[str], verdict: Callable[[str], str], every: bool = False, probes: int = 1,
+           warn: Callable[[str], object] = print) -> Search:
+    """The releases among `versions` (oldest first) to run, chosen as the verdicts come, until every change
+    of verdict lies between two neighbours."""
+    if not versions:
+        raise KilltestError("no release to bisect")
+    found = Search(list(versions), {}, [], every)
+
+    def at(i: int) -> str:
+        if i not in found.verdicts:
+            found.verdicts[i] = verdict(versions[i])
+            found.order.append(i)
+        return found.verdicts[i]
+
+    last = len(versions) - 1
+    if every:
+        for i in range(len(versions)):
+            at(i)
+        return found
+    def nearest(target: int, lo: int, hi: int) -> None:
+        """Run `target`, or when it gives no verdict the untried release nearest to it in [lo, hi], until
+        one does (or none is left)."""
+        for i in sorted(range(lo, hi + 1), key=lambda i: (abs(i - target), i)):
+            if i not in found.verdicts and at(i) not in NO_VERDICT:
+                return
+
+    for i in sorted({0, last, *(round(k * last / (probes + 1)) for k in range(1, probes + 1))}):
+        nearest(i, 0 if i < last else 1, last if i > 0 else last - 1)
+    while True:
+        wide = next(((a, b) for a, b in found.changes() if b - a > 1 and _untried(found, a, b)), None)
+        if wide is None:
+            break
+        nearest((wide[0] + wide[1]) // 2, wide[0] + 1, wide[1] - 1)
+    if len(found.changes()) > 1:
+        found.warning = NON_MONOTONE.format(first=versions[0], last=versions[-1])
+        warn(f"warning: {found.warning}")
+        found.every = True
+        for i in range(len(versions)):
+            at(i)
+    return found
+
+
+def _untried(found: Search, a: int, b: int) -> bool:
+    return any(i not in found.verdicts for i in range(a + 1, b))
+
+
+@dataclass
+class Bisection:
+    """A case bisected: the registry's releases in the range, each one run with its verdict, the changes."""
+
+    case: str
+    package: str
+    first: str
+    last: str
+    versions: list[str]
+    runs: list[dict] = field(default_factory=list)  # in the order run: version, verdict, got, seconds, pins ...
+    changes: list[dict] = field(default_factory=list)  # last with one verdict, first with the other
+    every: bool = False
+    warning: str | None = None
+    seconds: float = 0.0  # the whole bisection, env builds included
+    command: str = ""
+    measured_at: str = ""
+    killtest_commit: str | None = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def template_of(case: Case) -> Release:
+    """The release a bisection runs at every version: the case's first buggy one (its design, schedule and
+    expectation); a case without one has nothing to look for."""
+    buggy = next((r for r in case.releases if r.expect), None)
+    if buggy is None:
+        raise KilltestError(f"{case.name} has no buggy release to bisect (a control is clean everywhere)")
+    name, _, version = split_pin(case.runtime, buggy.packages[0])
+    if version != buggy.version:
+        raise KilltestError(f"{case.name}: the first pin of release {buggy.version} ({buggy.packages[0]}) is not"
+                            " at that version, so which package to bisect is not known")
+    return buggy
+
+
+def verdict_of(outcome: ReleaseOutcome) -> str:
+    return {"invalid": "flagged", "valid": "clean"}.get(outcome.validity, outcome.validity)
+
+
+def bisect_case(case: Case, out: str, first: str | None = None, last: str | None = None, pre: bool = False,
+                every: bool = False, probes: int = 1, rebuild: bool = False,
+                say: Callable[[str], None] = print, command: str = "") -> Bisection:
+    """Run `case` on the registry's releases from `first` to `last` (default: the case's oldest and newest
+    pinned releases) as `search` picks them; every run's folder is results/cases/<case>/bisect/<version>."""
+    template = template_of(case)
+    package = split_pin(case.runtime, template.packages[0])[0]
+    listed = releases(case.runtime, package, pre)
+    pinned = sorted({r.version for r in case.releases if r.version in listed}, key=listed.index)
+    first = first or (pinned[0] if pinned else template.version)
+    last = last or (pinned[-1] if pinned else template.version)
+    versions = between(listed, first, last, package)
+    result = Bisection(case.name, package, first, last, versions, every=every, command=command,
+                       measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                       killtest_commit=killtest_commit())
+    say(f"bisect {case.name}: {len(versions)} releases of {package} from {first} to {last} on the registry"
+        f" ({', '.join(versions)}); the schedule and expectation of {template.key}")
+    started = time.monotonic()
+
+    def verdict(version: str) -> str:
+        pins = moved_pins(case.runtime, template.packages, template.version, version, pre)
+        began = time.monotonic()
+        release = Release(version, pins, template.expect, template.design, role=template.role)
+        folder = f"{out}/cases/{case.name}/bisect/{version}"
+        try:
+            env = ensure_env(case.runtime, pins, rebuild=rebuild, say=say)
+        except KilltestError as error:  # a release that does not install is a verdict of its own, not the end
+            env, outcome = None, ReleaseOutcome(case.name, version, "", "", list(pins), list(template.expect),
+                                                validity="error", error=str(error))
+        built = round(time.monotonic() - began, 1)
+        if env is not None:
+            outcome = run_release(case, release, env, out, say, folder=folder)
+        found = verdict_of(outcome)
+        result.runs.append({"version": version, "verdict": found, "got": outcome.got, "rows": outcome.rows,
+                            "missing": outcome.missing, "duplicated": outcome.duplicated, "kills": outcome.kills,
+                            "seconds": outcome.seconds, "env_seconds": built, "packages": list(pins),
+                            "installed": outcome.installed, "error": outcome.error, "replay": outcome.replay,
+                            "command": outcome.command, "out": folder, "crashed_in": crashed_in(folder)})
+        say(f"bisect {case.name}: {version} {found}{': ' + ', '.join(outcome.got) if outcome.got else ''}"
+            f" ({outcome.seconds:g}s run, {built:g}s env; {len(result.runs)} run, {time.monotonic() - started:.0f}s"
+            " so far)")
+        return found
+
+    found = search(versions, verdict, every=every, probes=probes, warn=say)
+    result.every, result.warning = found.every, found.warning
+    result.changes = [{"last": versions[a], "last_verdict": found.verdicts[a], "first": versions[b],
+                       "first_verdict": found.verdicts[b], "neighbours": b == a + 1} for a, b in found.changes()]
+    result.seconds = round(time.monotonic() - started, 1)
+    return result
+
+
+def crashed_in(folder: str, frames: int = 2) -> str:
+    """Where a start that exited by itself with an error failed: its error line and the innermost frames of
+    its stack (`RequestQueueClient.listHead < RequestQueue._ensureHeadIsNonEmpty`), from the run's history;
+    "" when no start crashed. It tells a crash at a queue's open from one at run time."""
+    history = os.path.join(folder, "history")
+    for name in sorted(os.listdir(history)) if os.path.isdir(history) else []:
+        with open(os.path.join(history, name), encoding="utf-8") as src:
+            for line in src:
+                tail = json.loads(line).get("stderr_tail")
+                if tail:
+                    stack = [t.strip().removeprefix("at ").removeprefix("async ").split(" (")[0] for t in tail
+                             if t.strip().startswith("at ") and "JSON.parse" not in t]
+                    return f"{tail[0].strip()} in {' < '.join(stack[:frames])}" if stack else tail[0].strip()
+    return ""
+
+
+def summary_lines(result: Bisection) -> list[str]:
+    """What the command prints at the end: each change, how many releases ran, the time."""
+    lines = [f"bisect {result.case}: {c['last']} is the last {c['last_verdict']}, {c['first']} the first"
+             f" {c['first_verdict']}" for c in result.changes] or [
+        f"bisect {result.case}: {result.runs[0]['verdict'] if result.runs else '-'} at every release run from"
+        f" {result.first} to {result.last}"]
+    lines.append(f"bisect {result.case}: ran {len(result.runs)} of {len(result.versions)} releases in"
+                 f" {result.seconds:.0f}s" + (" (every release)" if result.every else ""))
+    return lines
+

@@ -1,0 +1,71 @@
+"""A case's explorations as results: results/cases/<case>/explore.{json,md}, and the analyses page's lines.
+
+Every figure comes from `killtest cases --explore CASE` (campaigns/case_explore.py): per release, the
+points run, the broken ones, each distinct failure with where it landed and its replay line, the time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+
+def explore_markdown(data: dict) -> str:
+    lines = [f"# Exploration of {data['case']}: every store write{' and power cut' if data['power_cut'] else ''}",
+             "", f"Measured {data['measured_at']} at killtest {data['killtest_commit'] or '-'} with `-j {data['jobs']}`"
+             " on a shared 2-core machine (times move by a third from run to run). Command:"
+             f" `{data['command']}`.", "",
+             "| release | role | points | broken | distinct failures | s |", "| --- | --- | --- | --- | --- | --- |"]
+    for row in data["releases"]:
+        lines.append(f"| {row['key']} | {row['role']} | {row.get('points', '-')} | {row.get('broken', '-')} |"
+                     f" {row.get('distinct', row.get('error', '-'))} | {row['seconds']:.0f} |")
+    for row in data["releases"]:
+        lines += ["", f"## {row['key']} ({row['role']})", "",
+                  f"Finished {row.get('finished_at') or '-'}. Command: `{row['command']}`", ""]
+        if "error" in row:
+            lines.append(f"Did not finish: {row['error']}")
+        for failure in row.get("failures", []):
+            lines += [f"- **{', '.join(failure['findings'] or [])}** at {failure['count']} point(s)"
+                      f" ({failure['points']}): {failure['where']}.",
+                      *[f"  - {problem}" for problem in failure.get("problems") or []],
+                      f"  - replay: `{failure['replay']}`"]
+        if not row.get("failures") and "error" not in row:
+            lines.append("No point broke a promise.")
+    return "\n".join(lines) + "\n"
+
+
+def write_exploration(out: str, data: dict) -> str:
+    folder = os.path.join(out, "cases", data["case"])
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "explore.json")
+    previous = _read(path)
+    if previous and previous.get("releases"):  # one release explored again keeps the others'
+        ran = {row["key"] for row in data["releases"]}
+        data = {**data, "releases": [r for r in previous["releases"] if r["key"] not in ran] + data["releases"]}
+    with open(path, "w", encoding="utf-8") as sink:
+        json.dump(data, sink, indent=1)
+        sink.write("\n")
+    with open(os.path.join(folder, "explore.md"), "w", encoding="utf-8") as sink:
+        sink.write(explore_markdown(data))
+    return os.path.join(folder, "explore.md")
+
+
+def _read(path: str) -> dict | None:
+    try:
+        with open(path, encoding="utf-8") as src:
+            return json.load(src)
+    except (OSError, ValueError):
+        return None
+
+
+def exploration_lines(folder: str) -> list[str]:
+    """The analyses page's lines for a case's explorations, if it was explored."""
+    data = _read(os.path.join(folder, "explore.json"))
+    if not data:
+        return []
+    rows = "; ".join(f"{r['key']} ({r['role']}): " + (f"{r['broken']} of {r['points']} points broken, {r['distinct']}"
+                                                      f" distinct failures, {r['seconds']:.0f} s" if "error" not in r
+                                                      else "did not finish")
+                     for r in data["releases"])
+    return ["", f"Explored at every store write{' and power cut' if data['power_cut'] else ''}"
+                f" ([every failure, with its replay line](../../results/cases/{data['case']}/explore.md)): {rows}."]

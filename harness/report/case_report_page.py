@@ -1,0 +1,191 @@
+"""An upstream-ready report of one flagged case release (results/cases/<case>/<release>/report.md).
+
+Written from the facts campaigns/case_report.py gathered from its runs: what was installed, the crawler,
+the commands that reproduce it from a fresh directory (only the framework, killtest and the crawler),
+what was expected and what happened, the framework's own log lines, and where the kill landed (the file
+and write, and the stack read there or, for an asynchronous Node.js write, the stack that queued it).
+Nothing in it is typed by hand but the headings: a figure comes from the run named at the top.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+
+from killtest.harness.design.case_spec import CASES_FOLDER
+from killtest.harness.design.registry import PROJECT_ROOT, design_named
+from killtest.harness.errors import KilltestError
+
+_FILE_FRAME = re.compile(r"[\w.-]+\.[cm]?[jt]s:\d+:\d+\)?$")  # a frame in a file: not `new Promise (<anonymous>)`
+_PROMISES = ("every product's record stored (no_lost_records), none of them twice where the design promises"
+             " it (no_duplicates), and the crawl finishing by itself after the last start (finishes)")
+
+
+def _fence(lines: list[str], lang: str = "") -> list[str]:
+    return [f"```{lang}", *lines, "```"]
+
+
+def _reproduction(facts: dict) -> list[str]:
+    """From a fresh directory: killtest in a venv of its own, the framework as the case pins it, the replay."""
+    outcome = facts["outcome"]
+    node = facts["runtime"] == "node"
+    words = shlex.split(outcome.get("replay") or outcome["command"])
+    words = words[next(i for i, w in enumerate(words) if w.endswith("killtest")) + 1:]  # past the env assignments
+    if words and words[0] == "run":  # no replay line (a run that was not flagged): the run itself
+        words = [w for w in words if w != "--no-plot"]
+        cut = words.index("--out")
+        words = words[:cut] + words[cut + 2:]
+    design = words.index("--design") + 1
+    words[design] = f'"$CASES/{facts["design"]}"'
+    install = ([f"npm install --no-audit --no-fund --no-save --prefix framework {' '.join(facts['packages'])}"]
+               if node else ["python3 -m venv framework",
+                             f"framework/bin/pip install {' '.join(shlex.quote(p) for p in facts['packages'])}"])
+    path = ('NODE_PATH="$PWD/framework/node_modules" PATH="$PWD/framework/node_modules/.bin:$PATH"' if node
+            else 'PATH="$PWD/framework/bin:$PATH"')
+    commit = outcome.get("killtest_commit") or "(not a checkout)"
+    return _fence([
+        f"# killtest at commit {commit}: a checkout (git clone ... && git checkout {commit.removesuffix('-dirty')})",
+        "KILLTEST_SRC=/path/to/killtest-checkout",
+        "mkdir repro && cd repro",
+        "python3 -m venv killtest-venv && killtest-venv/bin/pip install \"$KILLTEST_SRC\"",
+        *install,
+        "# the crawler and its design ship with killtest (scrapers/cases/)",
+        "CASES=$(killtest-venv/bin/python -c 'import killtest.scrapers as s, os;"
+        " print(os.path.join(os.path.dirname(s.__file__), \"cases\"))')",
+        f"{path} killtest-venv/bin/killtest {' '.join(words)} --out results",
+    ], "sh")
+
+
+def _where(facts: dict) -> list[str]:
+    located = facts.get("located")
+    if facts.get("point") is None:
+        schedule = facts["args"][facts["args"].index("--schedule") + 1] if "--schedule" in facts["args"] else "-"
+        return [f"The case's schedule (`{schedule}`) kills at requests the site receives, not at a store write, so no"
+                " write was in progress to locate: the kill lands between the framework's steps."]
+    lines = [f"The kill point is `{facts['point']}` (killtest's count of the start's store writes; the write is held"
+             " at its system call's entry, then the start is SIGKILLed)."]
+    if located:
+        lines.append(f"`{_from_root(located['command'])}` says where it landed: {located['where'] or '(no words)'}.")
+    note = facts.get("write_stacks")
+    if note:
+        lines += ["", "The JavaScript stack that queued that write (its `fs.writeFile` call, noted by"
+                  " scrapers/cases/write-stacks.cjs as the call was made; the framework's frames first, the"
+                  " crawler's own nearest frame below them):", "",
+                  *_fence([f"write of {os.path.basename(note['path'])}",
+                           *(_short_paths(frame) for frame in note["stack"][:14])])]
+        own = next((frame for frame in note["stack"] if _FILE_FRAME.search(frame) and "/node_modules/" not in frame
+                    and "node:" not in frame), None)
+        framework = next((frame for frame in note["stack"] if "/node_modules/" in frame), None)
+        lines += ["", f"- The framework's write: `{_short_paths(framework)}`" if framework else "",
+                  f"- The crawler's nearest frame: `{_short_paths(own)}`" if own else
+                  "- The crawler's nearest frame: none on this stack (the framework queued the write on its own)."]
+    return lines
+
+
+def _title(facts: dict, run: dict) -> str:
+    """`crawlee 3.2.2: after a SIGKILL during markRequestHandled's write of a request file, start 2 exits ...`:
+    the framework, where the kill landed and the first thing that broke, all from the runs."""
+    first = (run.get("problems") or ["no problem recorded"])[0].split(" (broke ")[0]
+    note = facts.get("write_stacks")
+    if note:
+        # The caller that asked for the write: the first frame in another package than the write's own
+        # (markRequestHandled in @crawlee/core above lockAndWrite in @crawlee/memory-storage).
+        packages = [_package(frame) for frame in note["stack"]]
+        caller = next((_function(f) for f, p in zip(note["stack"], packages) if p and p != packages[0]), None)
+        where = f"during {caller + chr(39) + 's' if caller else 'a'} write of {'/'.join(note['path'].split('/')[-3:])}"
+    elif facts.get("point"):
+        where = f"at store write {facts['point']}"
+    else:
+        schedule = facts["args"][facts["args"].index("--schedule") + 1] if "--schedule" in facts["args"] else ""
+        where = f"at request {schedule.replace('r', '').replace(',', ' and ')}" if schedule else ""
+    return f"{facts['framework']} {facts['version']}: after a SIGKILL {where}, {first}"
+
+
+def _package(frame: str) -> str | None:
+    """`@crawlee/core` of a frame in node_modules/@crawlee/core/..., `ow` of node_modules/ow/..."""
+    at = frame.rfind("/node_modules/")
+    if at < 0:
+        return None
+    parts = frame[at + len("/node_modules/"):].split("/")
+    return "/".join(parts[:2]) if parts[0].startswith("@") else parts[0]
+
+
+def _function(frame: str) -> str:
+    words = frame.removeprefix("at ").removeprefix("async ").split(" (")[0]
+    return words.split(".")[-1]
+
+
+def report_markdown(facts: dict) -> str:
+    outcome, run = facts["outcome"], (facts.get("report_run") or {}).get("runs", [{}])[0]
+    lines = [f"# {_title(facts, run)}", "", f"Case: {facts['title']}.", "",
+             f"*Written by `killtest cases --report {facts['case']} --release {facts['version']}` from its own runs,"
+             f" {outcome['measured_at']} at killtest {outcome.get('killtest_commit') or '-'}; killtest's role for this"
+             f" release: {facts['role']}. Upstream: {', '.join(facts['upstream'])}.*", "",
+             "## Environment", "",
+             f"- {facts['interpreter']} on {facts['system']}.",
+             f"- Pinned: {', '.join(f'`{p}`' for p in facts['packages'])}; the pins' own dependencies as resolved:"
+             f" {', '.join(outcome.get('dependencies', [])) or 'none'}.",
+             f"- Every package installed ({len(outcome.get('installed', []))}, the env's installed.json):"
+             f" {', '.join(outcome.get('installed', []))}.", "",
+             "## The crawler", "",
+             f"`scrapers/cases/{facts['design']}` runs `{_crawler_command(facts)}` (every file in"
+             f" scrapers/cases/{facts['folder']}/ and the design it extends): a crawler written the way the"
+             " framework's documentation writes one, on its default local storage, started by killtest with the"
+             " address of a local test shop, killed with SIGKILL at the point below, then started again until it"
+             " finishes.", "",
+             "## Reproduce from a fresh directory", "", *_reproduction(facts), "",
+             "## Expected and actual", "",
+             f"Expected: {_PROMISES}.", "",
+             f"Actual ({outcome['rows']} rows, {outcome['missing']} of {outcome['products']} records lost,"
+             f" {outcome['duplicated']} duplicated, {outcome['kills']} kill landed; outcome: {outcome['outcome']};"
+             f" {outcome['seconds']:g} s):", "",
+             *[f"- {problem}" for problem in run.get("problems", [])], "",
+             "## What the framework logged", ""]
+    for crash in facts.get("crashes", []):
+        lines += [f"Start {crash['start'] + 1} exited with status {crash['returncode']}; its last lines:", "",
+                  *_fence([_short_paths(line) for line in crash["stderr_tail"]]), ""]
+    for start in facts.get("logged") or []:
+        blocks = [_short_paths(line) for block in start["blocks"] for line in block]
+        lines += [f"Start {start['start']}'s own log lines that matter (warnings, errors, closing counters;"
+                  " each once):", "",
+                  *(_fence(blocks) if blocks else ["None."]), ""]
+    if not facts.get("crashes") and not facts.get("logged"):
+        lines += ["Nothing: no warning, no error, no non-zero exit.", ""]
+    lines += ["## Where the kill landed", "", *_where(facts), ""]
+    return "\n".join(lines).replace("\n\n\n", "\n\n") + "\n"
+
+
+def _crawler_command(facts: dict) -> str:
+    """The design's command as its spec writes it ({spec_dir}, {base_url} as killtest fills them in)."""
+    try:
+        return " ".join(design_named(os.path.join(CASES_FOLDER, facts["design"])).command_template)
+    except KilltestError:
+        return "(its design no longer loads)"
+
+
+def _from_root(line: str) -> str:
+    return line.replace(PROJECT_ROOT.rstrip(os.sep) + os.sep, "")
+
+
+def _short_paths(line: str) -> str:
+    """A log or stack line with the env's cache path cut to node_modules/... and the checkout's left out."""
+    line = _from_root(line)
+    at = line.find("/node_modules/")
+    if at < 0:
+        return line
+    start = max(line.rfind("(", 0, at), line.rfind(" ", 0, at))
+    return line[:start + 1] + line[at + 1:]
+
+
+def write_report(out: str, facts: dict) -> str:
+    folder = os.path.join(out, "cases", facts["case"], facts["key"])
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "report.json"), "w", encoding="utf-8") as sink:
+        json.dump(facts, sink, indent=1)
+        sink.write("\n")
+    path = os.path.join(folder, "report.md")
+    with open(path, "w", encoding="utf-8") as sink:
+        sink.write(report_markdown(facts))
+    return path

@@ -1,0 +1,38 @@
+"""`killtest cases --explore CASE` (issue 34): which of a case's options an exploration takes, and what the
+results say of each release. The explorations themselves are `killtest explore` runs (tests/test_explore*)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from killtest.harness.campaigns.case_explore import explore_words
+from killtest.harness.design.case_spec import CASES_FOLDER, load_case
+from killtest.harness.report.case_explore_table import exploration_lines, explore_markdown, write_exploration
+
+
+def test_an_exploration_takes_the_cases_catalog_and_time_limit_not_its_schedule_or_patience():
+    crawlee = load_case(os.path.join(CASES_FOLDER, "crawlee-node-1736"))
+    assert explore_words(crawlee) == ["--listing-pages", "2", "--per-page", "5", "--time-limit", "60"]
+    scrapy = load_case(os.path.join(CASES_FOLDER, "scrapy-7094"))
+    assert explore_words(scrapy) == ["--listing-pages", "10", "--time-limit", "120"]
+
+
+def row(key: str, broken: int, failures: list | None = None) -> dict:
+    return {"version": key, "key": key, "role": "fixed", "label": "", "command": "killtest explore ...",
+            "out": "/x", "seconds": 60.0, "finished_at": "2026-12-05T09:30:30Z", "points": 10, "broken": broken,
+            "distinct": len(failures or []), "failures": failures or []}
+
+
+def test_a_release_explored_again_replaces_its_line_and_keeps_the_others(tmp_path):
+    failure = {"points": "w5", "count": 1, "findings": ["lost"], "where": "before the 1st write to q/0",
+               "problems": ["lost 30 of 30 records"], "replay": "PATH=/env/bin:\"$PATH\" killtest replay --schedule w5"}
+    first = {"case": "c", "command": "k", "power_cut": True, "jobs": 2, "measured_at": "t", "killtest_commit": None,
+             "releases": [row("1.0", 1, [failure]), row("1.1", 0)]}
+    write_exploration(str(tmp_path), first)
+    write_exploration(str(tmp_path), {**first, "releases": [row("1.1", 2, [failure, failure])]})
+    data = json.loads((tmp_path / "cases" / "c" / "explore.json").read_text())
+    assert [(r["key"], r["broken"]) for r in data["releases"]] == [("1.0", 1), ("1.1", 2)]
+    page = explore_markdown(data)
+    assert "replay: `PATH=/env/bin:\"$PATH\" killtest replay --schedule w5`" in page
+    assert "1.1 (fixed): 2 of 10 points broken" in exploration_lines(str(tmp_path / "cases" / "c"))[1]

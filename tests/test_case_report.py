@@ -1,0 +1,92 @@
+"""`killtest cases --report CASE` (issue 34): an upstream-ready report of a flagged release, from its own runs.
+
+The pure parts are tested on made-up files: which start's output is kept (not killtest's recording), which
+noted write is the one the kill landed on, the title. One real report: crawlee-node-1736's 3.2.2 (its env
+built once, about 45 s, cached in ~/.cache/killtest/cases/ after; the report's two runs about 45 s).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from killtest.harness.campaigns.case_report import _logged, _stacks_for, write_point
+from killtest.harness.design.case_spec import CASES_FOLDER, load_case
+from killtest.harness.report.case_report_page import _title
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KILLTEST = [sys.executable, "-m", "killtest"]
+MEMORY = "/env/node_modules/@crawlee/memory-storage/workers/worker-utils.js:44:40"
+
+
+def note(pid: int, path: str, caller: str) -> str:
+    return json.dumps({"pid": pid, "path": path, "stack": [f"at lockAndWrite ({MEMORY})",
+                                                           f"at async RequestQueue.{caller} (/env/node_modules"
+                                                           "/@crawlee/core/storages/request_queue.js:1:1)",
+                                                           "at async requestHandler (/app/crawler.cjs:47:13)"]})
+
+
+def test_the_noted_write_is_the_killed_starts_nth_write_of_the_file_the_kill_landed_on(tmp_path):
+    stacks = tmp_path / "write-stacks.jsonl"
+    stacks.write_text("\n".join([
+        note(1, "/tmp/killtest-record-x/storage/q/a.json", "recording"),  # killtest's recording: not a start
+        note(7, "/w/storage/q/a.json", "addRequests"), note(7, "/w/storage/q/a.json", "markRequestHandled"),
+        note(9, "/w/storage/q/a.json", "afterTheKill")]) + "\n{cut by the kill")
+    where = {"where": "before the 2nd write to storage/q/a.json, 405 bytes"}
+    assert _stacks_for(str(stacks), where, 0)["stack"][1].startswith("at async RequestQueue.markRequestHandled")
+    first = {"where": "before the 1st write to storage/q/a.json"}
+    assert _stacks_for(str(stacks), first, 0)["stack"][1].startswith("at async RequestQueue.addRequests")
+    assert _stacks_for(str(stacks), first, 1)["stack"][1].startswith("at async RequestQueue.afterTheKill")
+    assert _stacks_for(str(stacks), {"where": "before the 1st write to storage/q/b.json"}, 0) is None
+
+
+def test_the_framework_log_is_kept_per_start_without_the_recording_and_without_colours(tmp_path):
+    log = tmp_path / "crawler.log"
+    log.write_text("--- crawler started: pid 1, storage /tmp/killtest-record-x/storage\n"
+                   "\x1b[31mERROR\x1b[39m in the recording\n"
+                   "--- crawler started: pid 2, storage /w/storage\nINFO fine\n"
+                   "--- crawler started: pid 3, storage /w/storage\n"
+                   "\x1b[33mWARN\x1b[39m RequestQueue: entry x has invalid JSON content and will be ignored\n"
+                   "INFO done\nSyntaxError: Unexpected end of JSON input\n    at JSON.parse (<anonymous>)\nnext\n")
+    assert _logged(str(log)) == [
+        {"start": 1, "blocks": []},
+        {"start": 2, "blocks": [["WARN RequestQueue: entry x has invalid JSON content and will be ignored"],
+                                ["SyntaxError: Unexpected end of JSON input", "    at JSON.parse (<anonymous>)"]]}]
+
+
+def test_the_title_names_the_framework_the_caller_of_the_write_and_what_broke():
+    facts = {"framework": "crawlee", "version": "3.2.2", "point": "w3", "args": [], "write_stacks": json.loads(
+        note(7, "/w/storage/request_queues/default/a.json", "addRequests"))}
+    title = _title(facts, {"problems": ["start 2 exited by itself with status 1: SyntaxError: x (broke finishes)"]})
+    assert title == ("crawlee 3.2.2: after a SIGKILL during addRequests's write of request_queues/default/a.json,"
+                     " start 2 exited by itself with status 1: SyntaxError: x")
+    by_request = {"framework": "scrapy", "version": "2.14.0", "point": None, "args": ["--schedule", "r30"]}
+    assert _title(by_request, {"problems": ["lost 200 of 200 records"]}).startswith("scrapy 2.14.0: after a SIGKILL"
+                                                                                    " at request 30, lost 200")
+
+
+def test_a_case_killed_at_a_store_write_is_located_and_one_killed_at_a_request_is_not():
+    assert write_point(load_case(os.path.join(CASES_FOLDER, "crawlee-node-1736"))) == "w3"
+    assert write_point(load_case(os.path.join(CASES_FOLDER, "scrapy-7094"))) is None
+
+
+def test_crawlee_node_1736_report_names_the_framework_write_the_crawler_frame_and_the_crash(tmp_path):
+    if shutil.which("npm") is None:
+        pytest.skip("npm is missing (apt-get install npm)")
+    done = subprocess.run([*KILLTEST, "cases", "--report", "crawlee-node-1736", "--out", str(tmp_path)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = (tmp_path / "cases" / "crawlee-node-1736" / "3.2.2" / "report.md").read_text()
+    assert report.startswith("# crawlee 3.2.2: after a SIGKILL during ")
+    assert "The framework's write: `at lockAndWrite (node_modules/@crawlee/memory-storage/" in report
+    assert "The crawler's nearest frame: `at async CheerioCrawler.requestHandler (scrapers/cases/crawlee-node-2085/"\
+           "crawler.cjs:" in report
+    assert "SyntaxError: Unexpected end of JSON input" in report  # the framework's own words, from the run
+    facts = json.loads((tmp_path / "cases" / "crawlee-node-1736" / "3.2.2" / "report.json").read_text())
+    assert facts["outcome"]["validity"] == "invalid" and "crawlee==3.2.2" in facts["outcome"]["installed"]
+    assert f"{facts['outcome']['missing']} of {facts['outcome']['products']} records lost" in report
