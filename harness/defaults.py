@@ -94,6 +94,14 @@ BENCH_FAULT_TIME_LIMIT_S = 240.0
 # --- A start that makes no request, prints nothing and changes no store file for this long is stuck:
 # it is stopped and the run fails for liveness, instead of waiting out the whole time limit.
 NO_PROGRESS_S = 30.0
+# The last lines of each start's stderr and stdout the runner keeps in the history (`start_output`), and of
+# those the last few a report quotes on liveness or a stall: enough for a framework's last log line or two
+# (Crawlee says why it waits every 13 s) without printing a whole log.
+OUTPUT_TAIL_LINES = 10
+QUOTED_LINES = 3
+# A start that went this long without a request after its first one stalled (it waited on a lock, a
+# lease, a slow page): the report quotes what it said, even when the crawl finished.
+STALL_S = 10.0
 
 # --- The disk model (harness/faults/disk_model.py holds each profile's figures and source): off by default.
 DISK_PROFILES = ("nvme", "consumer-ssd", "cloud-volume", "hdd")

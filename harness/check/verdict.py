@@ -84,7 +84,7 @@ class RunVerdict:
     distinct_records: int
     correct_records: int
     wrong_records: int
-    missing_records: int
+    missing_records: int  # lost: on the site, not in the store, after a crawl that finished (0 when it did not)
     unexpected_records: int
     duplicated_records: int
     requests: int
@@ -120,6 +120,12 @@ class RunVerdict:
     stale_records: int = 0  # of the wrong records, those the site had changed: the store kept an old value
     side_effects: dict = field(default_factory=dict)  # files, webhooks and counter (harness/check/side_effects.py)
     scraper_s: float = 0.0  # of wall_s, the time a scraper start was running; the rest was the harness's
+    # On the site, not in the store, when a time limit or a no-progress stop ended the crawl: not stored because
+    # the crawl did not finish (`liveness` says so), never counted as lost.
+    not_stored_unfinished: int = 0
+    # When the crawl did not finish, every start's pace and last words; else the starts that waited long without a
+    # request (check/liveness.py StartPace): what the report quotes.
+    stalled_starts: list[dict] = field(default_factory=list)
     categories: dict = field(default_factory=dict)
     kill_findings: list[dict] = field(default_factory=list)
     validity: str = Validity.VALID.value  # valid | invalid | unknown (the merge of every named check)
