@@ -35,6 +35,19 @@ SCALE_WORKERS = (1, 2, 4, 8)  # worker counts `killtest scale` compares
 RESULT_NAME = "killtest"  # base name of a campaign's result files
 OUT_DIR = "results"
 
+# --- A design of the user's own on timed kills (`run`): its pace is measured first (harness/running/pace.py).
+# The unkilled start that measures it may take this long (a browser crawl of the article's shop: 200 s).
+MEASURE_TIME_LIMIT_S = 900.0
+# Kills count from the measured start-up times this: a later start may take a third longer to its first
+# request (timings here move by a third from run to run), and a kill before it would prove nothing.
+STARTUP_MARGIN = 1.35
+# After the start-up, kills land in the article's 0.2-1.0 s, or in the first half of the measured work
+# when the whole crawl is shorter than that: a kill after the crawl's end never lands.
+KILL_WINDOW_SHARE = 0.5
+# The time limit: every kill at its latest, then this many unkilled crawls (a restart redoes some work and
+# may wait out what the killed start held); never below TIME_LIMIT_S.
+TIME_LIMIT_CRAWLS = 3.0
+
 # --- The fixture site's catalog: the article's 25 listing pages of 20 products (killtest.fixture_site.catalog).
 LISTING_PAGES = DEFAULT_LISTING_PAGES
 PER_PAGE = DEFAULT_PRODUCTS_PER_PAGE

@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
+from killtest.harness.defaults import STARTUP_MARGIN
 from killtest.harness.errors import KilltestError
 from killtest.harness.history import History
 
@@ -123,6 +124,7 @@ class KillFinding:
     status: str  # landed | before_work | missed
     in_flight: list[str]  # pages the start was working on; their outcome was unknown at the kill
     recovered: list[str]  # of those, the pages a later start fetched again
+    waiting: bool = False  # landed on a start past its measured start-up that had made no request: waiting, at work
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -132,6 +134,21 @@ def did_work(history: History, start: int) -> bool:
     """The start made a request, or told the harness it was at work (anything past 'ready')."""
     return any(r["start"] == start for r in history.of_type("request")) or any(
         e["start"] == start and e["name"] != "ready" for e in history.of_type("scraper_event"))
+
+
+def startup_allowed_s(history: History) -> float | None:
+    """How long a start may take to its first request before its quiet is waiting, not start-up: the start-up
+    measured before the runs (running/pace.py) with its margin; None when nothing was measured (built-in designs)."""
+    measured = required_event(history, "run_started").get("measured_startup_s")
+    return None if measured is None else measured * STARTUP_MARGIN
+
+
+def waiting_at(history: History, kill: dict) -> bool:
+    """The kill came when its start was alive past the measured start-up: it had started and was waiting (on a
+    lock, a lease, a queue), so the kill landed at work though the start had made no request yet."""
+    allowed = startup_allowed_s(history)
+    started = next((e["t"] for e in history.of_type("process_started") if e["start"] == kill["start"]), None)
+    return allowed is not None and started is not None and kill["t"] - started > allowed
 
 
 def sort_kills(history: History) -> list[KillFinding]:
@@ -149,7 +166,7 @@ def sort_kills(history: History) -> list[KillFinding]:
         elif kill.get("aimed_elsewhere"):
             status = "missed"  # a store-write point's count reached another write (faults/write_gate.py)
         else:
-            status = "landed" if did_work(history, kill["start"]) else "before_work"
+            status = "landed" if did_work(history, kill["start"]) or waiting_at(history, kill) else "before_work"
         held_now = set(kill.get("held_leases", []))
         if reads_leases:
             in_flight = sorted(held_now - held_before)
@@ -159,7 +176,8 @@ def sort_kills(history: History) -> list[KillFinding]:
         held_before = held_now
         fetched_later = {r["path"] for r in requests if crawl_of.get(r["start"]) == 1 and _after(r, kill)}
         findings.append(KillFinding(kill["start"], kill["t"], kill["returncode"], status, in_flight,
-                                    [p for p in in_flight if p in fetched_later]))
+                                    [p for p in in_flight if p in fetched_later],
+                                    status == "landed" and not did_work(history, kill["start"])))
     return findings
 
 

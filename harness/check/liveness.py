@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from killtest.harness import defaults
-from killtest.harness.check.categories import EXAMPLES, required_event
+from killtest.harness.check.categories import EXAMPLES, required_event, startup_allowed_s
 from killtest.harness.check.findings import Finding
 from killtest.harness.check.verdict import CheckResult, RunVerdict, judged
 from killtest.harness.history import History
@@ -32,7 +32,9 @@ class StartPace:
     start: int  # 1-based, as reports count
     alive_s: float
     startup_s: float | None  # spawn to its first request; None: it made none
-    waiting_s: float  # the longest it went without a request after its first one, while alive
+    # The longest it went without a request after its first one, while alive; for a start that made none, its
+    # time alive past the measured start-up (categories.startup_allowed_s), when one was measured.
+    waiting_s: float
     quiet_at_end_s: float  # from its last request (or its spawn) to its end
     ended_by: str  # kill | time_limit | process_exited | crash | run_finished
     stderr_tail: list[str] = field(default_factory=list)
@@ -46,21 +48,11 @@ class StartPace:
         said = [f"stderr: {line}" for line in self.stderr_tail[-defaults.QUOTED_LINES:] if line.strip()]
         return said + [f"stdout: {line}" for line in self.stdout_tail[-defaults.QUOTED_LINES:] if line.strip()]
 
-    def summary(self) -> str:
-        """`start 3 (stopped by the time limit after 54.1s): no request for the last 48.2s, waited up to 48.2s`."""
-        startup = "no request at all" if self.startup_s is None else f"first request after {self.startup_s:g}s"
-        return (f"start {self.start} ({_ENDED[self.ended_by]} after {self.alive_s:g}s): {startup}, no request for"
-                f" its last {self.quiet_at_end_s:g}s, longest wait without a request after the first"
-                f" {self.waiting_s:g}s")
-
-
-_ENDED = {"kill": "killed", "time_limit": "stopped by the harness", "process_exited": "exited",
-          "crash": "crashed", "run_finished": "still running at the end"}
-
 
 def start_paces(history: History) -> list[StartPace]:
     """Every start's pace, from its process_started, its requests, the event that ended it and its output."""
     finished = required_event(history, "run_finished")["t"]
+    allowed = startup_allowed_s(history)
     ends: dict[int, tuple[float, str]] = {}
     for kind in _ENDS:
         for event in history.of_type(kind):
@@ -78,6 +70,8 @@ def start_paces(history: History) -> list[StartPace]:
         end, ended_by = ends.get(index, (finished, "run_finished"))
         times = sorted(t for t in requests.get(index, []) if t <= end)
         gaps = [b - a for a, b in zip(times, [*times[1:], end])]
+        if not times and allowed is not None:  # alive past the measured start-up without a request: waiting
+            gaps = [max(0.0, end - began - allowed)]
         said = output.get(index, {})
         paces.append(StartPace(index + 1, round(end - began, 3), round(times[0] - began, 3) if times else None,
                                round(max(gaps, default=0.0), 3), round(end - (times[-1] if times else began), 3),

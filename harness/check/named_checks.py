@@ -78,7 +78,19 @@ def kills_landed(e: Evidence) -> CheckResult:
     return CheckResult(Validity.UNKNOWN, figures, [(
         Finding.NO_KILL_LANDED, f"no kill landed on a start at work ({v.kills_before_work} before work,"
                                 f" {v.kills_missed} missed), so this run proved nothing"
-                                + (f"; a store-write kill was missed: {elsewhere}" if elsewhere else ""))])
+                                + (f"; a store-write kill was missed: {elsewhere}" if elsewhere else "")
+                                + _too_soon(e.history, v))])
+
+
+def _too_soon(history: History, v: RunVerdict) -> str:
+    """When timed kills came before the starts' first request: the start-up they missed, and the option to change."""
+    delays = [float(p[1:]) for p in required_event(history, "run_started")["kill_points"]
+              if p[:1] == "t" and p[1:].replace(".", "", 1).isdigit()]
+    if not v.kills_before_work or not delays:
+        return ""
+    startup = f"a median {v.startup_s:g}s" if v.startup_s is not None else "never, in the time the kills left it"
+    return (f"; the kills came {min(delays):g}-{max(delays):g}s after each start, its first request {startup}"
+            f" after it: give --kill-delay LOW,HIGH past that start-up")
 
 
 def records(e: Evidence) -> CheckResult:

@@ -52,6 +52,7 @@ def count_figures(design: str, run: int, history: History, versions: list[Catalo
         kills_not_delivered=len(started["kill_points"]) - len(kills),
         kills_before_work=sum(k.status == "before_work" for k in kills),
         kills_missed=sum(k.status == "missed" for k in kills),
+        kills_while_waiting=sum(k.waiting for k in kills),
         # For a design whose leases the harness reads, a kill's in-flight pages are the ones it left newly leased.
         kills_between_lease_and_commit=sum(1 for k in landed if k.in_flight) if started.get("reports_leases") else 0,
         kills_during_lease_wait=_kills_during_lease_wait(landed_events, waits),

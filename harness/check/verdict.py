@@ -106,6 +106,8 @@ class RunVerdict:
     rewritten_unchanged: int = 0  # records whose last_changed moved though the site never changed them
     refetched_after_commit: int = 0  # pages fetched again in the same crawl after their record was stored
     fetched_twice_by_one_start: int = 0  # pages one start fetched more than once
+    # Of the kills that landed, those on a start past its measured start-up that had made no request: waiting.
+    kills_while_waiting: int = 0
     leases_left_at_exit: list[str] = field(default_factory=list)  # claims a start left when it said it was done
     # The longest a page claimed by a killed start waited for another start to fetch it (seconds).
     longest_claim_stall_s: float = 0.0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from killtest.fixture_site.recordings.recorded_site import RecordedSite
 from killtest.fixture_site.server import SiteServer
@@ -25,6 +26,7 @@ SIDE_EFFECT_PATHS = ("/image/", "/webhook")
 STDERR_TAIL_LINES = 5
 TAIL_BYTES = 16_384  # of a start's output, what is read for its last lines
 TAIL_LINE_CHARS = 300
+_COLOUR = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # ANSI escapes: Crawlee's log colours its levels
 
 
 def add_requests(history: History, site: SiteServer, starts: list[Start], began: float) -> None:
@@ -175,7 +177,8 @@ def _last_lines(path: str) -> list[str]:
     except OSError:
         return []
     lines = text.splitlines()[1:] if size > TAIL_BYTES else text.splitlines()  # the first may be cut short
-    return [line.rstrip()[:TAIL_LINE_CHARS] for line in lines if line.strip()][-defaults.OUTPUT_TAIL_LINES:]
+    lines = [_COLOUR.sub("", line).rstrip()[:TAIL_LINE_CHARS] for line in lines]  # a log's colours are noise here
+    return [line for line in lines if line.strip()][-defaults.OUTPUT_TAIL_LINES:]
 
 
 def stderr_tail(path: str, site: SiteServer | None = None) -> list[str]:

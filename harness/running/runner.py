@@ -58,8 +58,7 @@ class RunSettings:
 
     lease_s: float = 3.0
     time_limit_s: float = defaults.TIME_LIMIT_S
-    # Crawls of the same store after the killed one, each left to finish: a scheduled re-crawl that
-    # must rewrite no unchanged record and add no row. Only for designs that take {crawl}.
+    # Crawls of the same store after the killed one, each left to finish: for designs that take {crawl}.
     recrawls: int = 0
     workers: int = 1  # worker processes per start, on one store; every kill point hits them all
     # The site's content drifts (killtest.fixture_site.catalog.drifted): before every re-crawl, and once
@@ -71,8 +70,9 @@ class RunSettings:
     no_progress_s: float | None = defaults.NO_PROGRESS_S
     # What a flush costs (killtest.harness.faults.disk_model): every start runs under strace's delay. None: no strace.
     disk: DiskModel | None = None
-    # A pause of one worker reprices the page it holds when another worker asks for it (running/target.py).
-    aim_pauses: bool = False
+    aim_pauses: bool = False  # a paused worker's page is repriced when another worker asks for it (running/target.py)
+    # The start-up measured before the runs (running/pace.py): a start alive past it without a request is waiting.
+    startup_s: float | None = None
 
 
 @dataclass
@@ -165,7 +165,7 @@ def _prepare(design: Design, schedule: KillSchedule, site: SiteServer, work_dir:
                     wall_clock_at_start=run.wall_clock_at_start, reports_leases=design.reports_leases,
                     drift=settings.drift.spec if settings.drift else None,
                     drift_seed=settings.drift.seed if settings.drift else None,
-                    recrawls=settings.recrawls, workers=settings.workers,
+                    recrawls=settings.recrawls, workers=settings.workers, measured_startup_s=settings.startup_s,
                     toxics=site.toxics[0] if site.toxics else None,
                     toxic_seed=site.toxics[1] if site.toxics else None)
     run.drift = SiteDrift(site, settings.drift, run.history, run.began)
