@@ -99,3 +99,17 @@ def test_a_kill_on_a_start_alive_past_the_measured_start_up_without_a_request_la
 
 def test_without_a_measured_start_up_a_start_that_made_no_request_is_still_before_work():
     assert [k.status for k in sort_kills(killed_while_waiting(None))] == ["landed", "before_work"]
+
+
+def test_a_first_request_long_after_the_measured_start_up_is_waiting_not_start_up():
+    """The issue's median "start-up" of 85.8 s was starts waiting out Crawlee's request locks."""
+    from killtest.harness.check.liveness import start_paces
+    from killtest.harness.check.run_figures import _median_startup
+
+    h = killed_while_waiting(2.6)
+    h.add("request", 23.2 + 177.0, path="/list/1", status=200, start=2)  # start 3 waited 177 s for a lock
+    h.first("run_finished")["t"] = 201.0
+    h = h.sorted()
+    assert _median_startup(h) == 2.6  # start 1's: start 3's 177 s is not start-up
+    last = start_paces(h)[-1]
+    assert last.startup_s == 177.0 and last.waiting_s == round(177.0 - 2.6 * defaults.STARTUP_MARGIN, 3)

@@ -70,8 +70,8 @@ def start_paces(history: History) -> list[StartPace]:
         end, ended_by = ends.get(index, (finished, "run_finished"))
         times = sorted(t for t in requests.get(index, []) if t <= end)
         gaps = [b - a for a, b in zip(times, [*times[1:], end])]
-        if not times and allowed is not None:  # alive past the measured start-up without a request: waiting
-            gaps = [max(0.0, end - began - allowed)]
+        if allowed is not None:  # alive past the measured start-up without a request: waiting, not start-up
+            gaps.append(max(0.0, (times[0] if times else end) - began - allowed))
         said = output.get(index, {})
         paces.append(StartPace(index + 1, round(end - began, 3), round(times[0] - began, 3) if times else None,
                                round(max(gaps, default=0.0), 3), round(end - (times[-1] if times else began), 3),

@@ -20,6 +20,7 @@ from killtest.harness.check.categories import (
     fetched_twice_by_one_start,
     required_event,
     sort_kills,
+    startup_allowed_s,
 )
 from killtest.harness.check.drift import all_paths_by_sku, minimum_requests
 from killtest.harness.check.health import requests_per_record
@@ -119,6 +120,9 @@ def _median_startup(history: History) -> float | None:
     for r in history.of_type("request"):
         first_request.setdefault(r["start"], r["t"])
     delays = [first_request[s] - t for s, t in started_at.items() if s in first_request]
+    # A first request later than the measured start-up came after a wait (on a lock, a queue): waiting, not start-up.
+    allowed = startup_allowed_s(history)
+    delays = [d for d in delays if allowed is None or d <= allowed]
     return round(statistics.median(delays), 4) if delays else None
 
 
