@@ -101,7 +101,7 @@ def measure_pace(plan: CampaignPlan, kill_delay_s: tuple[float, float] | None, t
         for design in plan.designs:
             on.site.set_toxics(plan.toxics, plan.toxic_seed)
             history = run_phase(on, design, KillSchedule(None, ()), settings, work_dir=plan.work_dir,
-                                prefix="killtest-pace-", on_progress=lambda m, n=design.name: say(f"[{n} pace] {m}"))
+                                prefix="killtest-pace-", on_progress=_labelled(say, f"[{design.name} pace]"))
             figures.append(figures_of(history))
     measured = paced(max(f[0] for f in figures), max(f[1] for f in figures), plan.schedules[0].kills,
                      kill_delay_s, time_limit_s, names)
@@ -109,3 +109,7 @@ def measure_pace(plan: CampaignPlan, kill_delay_s: tuple[float, float] | None, t
         f" {measured.kill_delay_s[0]:g}-{measured.kill_delay_s[1]:g}s after each start, time limit"
         f" {measured.time_limit_s:g}s (pin them: {measured.pin})")
     return measured
+
+
+def _labelled(say: Callable[[str], None], label: str) -> Callable[[str], None]:
+    return lambda message: say(f"{label} {message}")
