@@ -113,3 +113,15 @@ def test_a_first_request_long_after_the_measured_start_up_is_waiting_not_start_u
     assert _median_startup(h) == 2.6  # start 1's: start 3's 177 s is not start-up
     last = start_paces(h)[-1]
     assert last.startup_s == 177.0 and last.waiting_s == round(177.0 - 2.6 * defaults.STARTUP_MARGIN, 3)
+
+
+def test_a_start_with_no_request_in_a_crawl_nobody_has_begun_is_still_starting_not_waiting():
+    """On a loaded machine a start-up may outlast the margin: with no request yet in the whole run, the
+    start is still starting, and a kill then is before work."""
+    h = History()
+    h.add("run_started", 0.0, design="x", seed=1, kill_points=["t20"], time_limit_s=120, measured_startup_s=2.6)
+    h.add("process_started", 0.0, start=0, pid=1)
+    h.add("kill", 20.0, start=0, signal="SIGKILL", returncode=-9, held_leases=[])
+    h.add("process_started", 20.1, start=1, pid=2)
+    h.add("run_finished", 30.0, outcome="completed", wall_s=30.0)
+    assert [(k.status, k.waiting) for k in sort_kills(h)] == [("before_work", False)]

@@ -144,11 +144,15 @@ def startup_allowed_s(history: History) -> float | None:
 
 
 def waiting_at(history: History, kill: dict) -> bool:
-    """The kill came when its start was alive past the measured start-up: it had started and was waiting (on a
-    lock, a lease, a queue), so the kill landed at work though the start had made no request yet."""
+    """The kill came when its start was alive past the measured start-up, in a crawl an earlier start had begun:
+    it was waiting (on what the killed start held: a lock, a lease, a queue), so the kill landed at work though
+    the start had made no request yet. In a crawl nobody has begun, a start with no request is still starting
+    (a loaded machine may take more than the margin), so its kill is before work."""
     allowed = startup_allowed_s(history)
     started = next((e["t"] for e in history.of_type("process_started") if e["start"] == kill["start"]), None)
-    return allowed is not None and started is not None and kill["t"] - started > allowed
+    if allowed is None or started is None or kill["t"] - started <= allowed:
+        return False
+    return any(r["start"] is not None and r["start"] < kill["start"] for r in history.of_type("request"))
 
 
 def sort_kills(history: History) -> list[KillFinding]:

@@ -70,7 +70,8 @@ def start_paces(history: History) -> list[StartPace]:
         end, ended_by = ends.get(index, (finished, "run_finished"))
         times = sorted(t for t in requests.get(index, []) if t <= end)
         gaps = [b - a for a, b in zip(times, [*times[1:], end])]
-        if allowed is not None:  # alive past the measured start-up without a request: waiting, not start-up
+        begun = any(earlier < index for earlier in requests)  # an earlier start made a request: the crawl had begun
+        if allowed is not None and begun:  # alive past the measured start-up without a request: waiting
             gaps.append(max(0.0, (times[0] if times else end) - began - allowed))
         said = output.get(index, {})
         paces.append(StartPace(index + 1, round(end - began, 3), round(times[0] - began, 3) if times else None,
