@@ -8,6 +8,7 @@ setting (harness/running/pace.py); the terminal, the Markdown and the JSON say t
 from __future__ import annotations
 
 from killtest.harness import defaults
+from killtest.harness.check.liveness import StartPace
 from killtest.harness.check.verdict import RunVerdict
 from killtest.harness.report.campaign import Campaign
 
@@ -23,10 +24,8 @@ def _summary(pace: dict) -> str:
             f" {pace['waiting_s']:g}s")
 
 
-def _words(pace: dict, lines: int = defaults.QUOTED_LINES) -> list[str]:
-    said = [f"stderr: {line}" for line in pace.get("stderr_tail", [])[-lines:] if line.strip()]
-    said += [f"stdout: {line}" for line in pace.get("stdout_tail", [])[-lines:] if line.strip()]
-    return said or ["(it wrote nothing to stderr or stdout)"]
+def _words(pace: dict) -> list[str]:
+    return StartPace(**pace).words() or ["(it wrote nothing to stderr or stdout)"]
 
 
 def terminal_lines(v: RunVerdict) -> list[str]:
