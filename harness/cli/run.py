@@ -104,9 +104,10 @@ def print_pace(campaign: Campaign, progress: Progress) -> None:
         startups = sorted(v.startup_s for v in campaign.verdicts if v.startup_s is not None)
         runs = f"a median {startups[len(startups) // 2]:g}s in these runs" if startups else "none in these runs"
         then = f", {measured['startup_s']:g}s measured before them" if measured else ""
+        low, high = campaign.settings.get("kill_delay_s") or defaults.KILL_DELAY
         progress.done(f"{before} of {planned} kills landed before work (before the start's first request: start-up"
-                      f" {runs}{then}); kill delays were {campaign.settings.get('kill_delay_s')}: give --kill-delay"
-                      " LOW,HIGH past the start-up")
+                      f" {runs}{then}); the kills came {low:g}-{high:g}s after each start: give --kill-delay LOW,HIGH"
+                      " past the start-up")
 
 
 def print_baseline(campaign: Campaign, path: str, progress: Progress) -> None:
