@@ -125,3 +125,46 @@ def test_a_start_with_no_request_in_a_crawl_nobody_has_begun_is_still_starting_n
     h.add("process_started", 20.1, start=1, pid=2)
     h.add("run_finished", 30.0, outcome="completed", wall_s=30.0)
     assert [(k.status, k.waiting) for k in sort_kills(h)] == [("before_work", False)]
+
+
+def _run(tmp_path, *words):
+    import json
+    import subprocess
+    import sys
+
+    from killtest.harness.design.model import PROJECT_ROOT
+
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "killtest", "run", *words, "--runs", "1", "--kills", "2",
+                           "--listing-pages", "2", "--per-page", "3", "--lease", "0.5", "--no-plot", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=PROJECT_ROOT)
+    assert done.returncode in (0, 1), done.stderr
+    return done.stderr, json.loads((out / "killtest.json").read_text())
+
+
+def test_a_design_given_by_its_spec_is_measured_and_its_replay_line_pins_the_time_limit(tmp_path):
+    said, report = _run(tmp_path, "--design", "scrapers/idempotent.toml")
+    measured = report["settings"]["measured_pace"]
+    assert "measuring the pace of idempotent from one unkilled start" in said
+    assert f"(pin them: {measured['pin']})" in said  # before the runs, and again at the end
+    assert said.count(f"pin them: {measured['pin']}") == 2
+    assert report["settings"]["kill_delay_s"] == measured["kill_delay_s"]
+    assert report["settings"]["time_limit_s"] == measured["time_limit_s"]
+    replay = report["settings"]["replays"]["idempotent"][0]
+    assert f"--time-limit {measured['time_limit_s']:g}" in replay
+
+
+def test_pinned_figures_are_used_exactly_and_nothing_is_measured(tmp_path):
+    said, report = _run(tmp_path, "--design", "scrapers/idempotent.toml", "--kill-delay", "0.01,0.02",
+                        "--time-limit", "61")
+    assert "measuring" not in said and report["settings"]["measured_pace"] is None
+    assert report["settings"]["kill_delay_s"] == [0.01, 0.02] and report["settings"]["time_limit_s"] == 61
+    # 10-20 ms after the spawn is before any interpreter's first request: the line says so and what to change.
+    assert "2 of 2 kills landed before work" in said and "give --kill-delay LOW,HIGH past the start-up" in said
+
+
+def test_the_built_in_designs_by_name_keep_the_articles_schedule_and_limit(tmp_path):
+    said, report = _run(tmp_path, "--design", "idempotent")
+    assert "measuring" not in said and report["settings"]["measured_pace"] is None
+    assert report["settings"]["kill_delay_s"] == list(defaults.KILL_DELAY)
+    assert report["settings"]["time_limit_s"] == defaults.TIME_LIMIT_S
