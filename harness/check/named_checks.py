@@ -77,7 +77,9 @@ def kills_landed(e: Evidence) -> CheckResult:
     elsewhere = next((k["aimed_elsewhere"] for k in e.history.of_type("kill") if k.get("aimed_elsewhere")), "")
     return CheckResult(Validity.UNKNOWN, figures, [(
         Finding.NO_KILL_LANDED, f"no kill landed on a start at work ({v.kills_before_work} before work,"
-                                f" {v.kills_missed} missed), so this run proved nothing"
+                                f" {v.kills_missed} missed"
+                                + (f", {v.kills_not_delivered} not delivered: the crawl had finished before them"
+                                   if v.kills_not_delivered else "") + "), so this run proved nothing"
                                 + (f"; a store-write kill was missed: {elsewhere}" if elsewhere else "")
                                 + _too_soon(e.history, v))])
 

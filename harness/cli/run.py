@@ -98,6 +98,10 @@ def print_pace(campaign: Campaign, progress: Progress) -> None:
     measured = campaign.settings.get("measured_pace")
     if measured:
         progress.done(measured_line(measured))
+    late = sum(v.kills_not_delivered for v in campaign.verdicts if not v.kills)
+    if measured and late:  # a start-up measured on a busier machine: the crawl ended before the first kill
+        progress.done(f"{late} kills came after the crawl had finished, in runs where none landed (start-up measured"
+                      f" {measured['startup_s']:g}s, crawl {measured['crawl_s']:g}s): pin an earlier --kill-delay")
     before = sum(v.kills_before_work for v in campaign.verdicts)
     if before:
         planned = sum(v.kills_planned for v in campaign.verdicts)
