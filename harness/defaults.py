@@ -38,12 +38,9 @@ OUT_DIR = "results"
 # --- A design of the user's own on timed kills (`run`): its pace is measured first (harness/running/pace.py).
 # The unkilled start that measures it may take this long (a browser crawl of the article's shop: 200 s).
 MEASURE_TIME_LIMIT_S = 900.0
-# Kills come up to the measured start-up times this: a later start may take a third longer to its first
+# Kills count from the measured start-up times this: a later start may take a third longer to its first
 # request (timings here move by a third from run to run), and a kill before it would prove nothing.
 STARTUP_MARGIN = 1.35
-# ... and from as early as the measured start-up times this: it may as well be a third shorter (measured on a
-# busy machine, run on a quieter one), and a window that spans both keeps some kills at work either way.
-STARTUP_EARLY = 0.75
 # After the start-up, kills land in the article's 0.2-1.0 s, or in the first half of the measured work
 # when the whole crawl is shorter than that: a kill after the crawl's end never lands.
 KILL_WINDOW_SHARE = 0.5

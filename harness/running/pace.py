@@ -4,12 +4,11 @@ The article's schedule (kills 0.2-1.0 s after each start, a 120 s limit) was rig
 scraper; a browser crawler takes 2.6 s to its first request and 200 s for the article's shop, so at those
 figures every kill lands before work and the crawl is cut by the time limit. So, for a design of the
 user's own run on seeded timed kills, `run` first crawls once without a kill and reads from that start's
-history its start-up (spawn to first request) and its crawl time (spawn to exit). The kills then come
-around that start-up, from three quarters of it to a third more (timings move by a third from run to run,
-both ways: a window spanning both keeps kills at work), plus the article's 0.2-1.0 s of work, shrunk to
-the first half of the work when the crawl is shorter than that; the time limit is every kill at its
-latest plus a few unkilled crawls, never below the default. A figure the user gave (--kill-delay,
---time-limit) is used exactly and not measured for.
+history its start-up (spawn to first request) and its crawl time (spawn to exit). The kill delays are
+then counted from the first request: the measured start-up (with a margin, as timings move by a third
+from run to run) plus the article's 0.2-1.0 s, shrunk to the first half of the work when the crawl is
+shorter than that; the time limit is every kill at its latest plus a few unkilled crawls, never below
+the default. A figure the user gave (--kill-delay, --time-limit) is used exactly and not measured for.
 
 Deterministic: the same seed gives the same schedule from the same figures (`timed_schedule` is a
 function of the seed and the range), and the figures are printed with the options that pin them, which
@@ -74,8 +73,8 @@ def paced(startup_s: float, crawl_s: float, kills: int, kill_delay_s: tuple[floa
     work_s = max(crawl_s - startup_s, 0.0)
     high = min(defaults.KILL_DELAY[1], defaults.KILL_WINDOW_SHARE * work_s)
     after = (round(min(defaults.KILL_DELAY[0], high / 5), 2), round(high, 2))
-    early, late = startup_s * defaults.STARTUP_EARLY, startup_s * defaults.STARTUP_MARGIN
-    delays = kill_delay_s or (round(early + after[0], 2), round(max(late + after[1], early + after[0] + 0.01), 2))
+    begin = startup_s * defaults.STARTUP_MARGIN
+    delays = kill_delay_s or (round(begin + after[0], 2), round(max(begin + after[1], begin + after[0] + 0.01), 2))
     limit = time_limit_s or max(defaults.TIME_LIMIT_S,
                                 float(round(kills * delays[1] + defaults.TIME_LIMIT_CRAWLS * crawl_s)))
     return MeasuredPace(tuple(designs), startup_s, crawl_s, after, delays, limit)
