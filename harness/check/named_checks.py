@@ -90,9 +90,10 @@ def _too_soon(history: History, v: RunVerdict) -> str:
               if p[:1] == "t" and p[1:].replace(".", "", 1).isdigit()]
     if not v.kills_before_work or not delays:
         return ""
-    startup = f"a median {v.startup_s:g}s" if v.startup_s is not None else "never, in the time the kills left it"
-    return (f"; the kills came {min(delays):g}-{max(delays):g}s after each start, its first request {startup}"
-            f" after it: give --kill-delay LOW,HIGH past that start-up")
+    startup = (f"its first request a median {v.startup_s:g}s after it" if v.startup_s is not None else
+               "and no start made a request before its kill")
+    return (f"; the kills came {min(delays):g}-{max(delays):g}s after each start, {startup}: give --kill-delay"
+            " LOW,HIGH past the start-up")
 
 
 def records(e: Evidence) -> CheckResult:
