@@ -40,6 +40,19 @@ OUT_DIR = "results"
 # credit to it (a recorded site's paths, a connection sock_diag cannot trace) must still be paused.
 AIM_PAUSE_WAIT_S = 5.0
 
+# --- A design of the user's own on timed kills (`run`): its pace is measured first (harness/running/pace.py).
+# The unkilled start that measures it may take this long (a browser crawl of the article's shop: 200 s).
+MEASURE_TIME_LIMIT_S = 900.0
+# Kills count from the measured start-up times this: a later start may take a third longer to its first
+# request (timings here move by a third from run to run), and a kill before it would prove nothing.
+STARTUP_MARGIN = 1.35
+# After the start-up, kills land in the article's 0.2-1.0 s, or in the first half of the measured work
+# when the whole crawl is shorter than that: a kill after the crawl's end never lands.
+KILL_WINDOW_SHARE = 0.5
+# The time limit: every kill at its latest, then this many unkilled crawls (a restart redoes some work and
+# may wait out what the killed start held); never below TIME_LIMIT_S.
+TIME_LIMIT_CRAWLS = 3.0
+
 # --- The fixture site's catalog: the article's 25 listing pages of 20 products (killtest.fixture_site.catalog).
 LISTING_PAGES = DEFAULT_LISTING_PAGES
 PER_PAGE = DEFAULT_PRODUCTS_PER_PAGE
@@ -99,6 +112,14 @@ BENCH_FAULT_TIME_LIMIT_S = 240.0
 # --- A start that makes no request, prints nothing and changes no store file for this long is stuck:
 # it is stopped and the run fails for liveness, instead of waiting out the whole time limit.
 NO_PROGRESS_S = 30.0
+# The last lines of each start's stderr and stdout the runner keeps in the history (`start_output`), and of
+# those the last few a report quotes on liveness or a stall: enough for a framework's last log line or two
+# (Crawlee says why it waits every 13 s) without printing a whole log.
+OUTPUT_TAIL_LINES = 10
+QUOTED_LINES = 3
+# A start that went this long without a request after its first one stalled (it waited on a lock, a
+# lease, a slow page): the report quotes what it said, even when the crawl finished.
+STALL_S = 10.0
 
 # --- The disk model (harness/faults/disk_model.py holds each profile's figures and source): off by default.
 DISK_PROFILES = ("nvme", "consumer-ssd", "cloud-volume", "hdd")

@@ -37,6 +37,9 @@ EVENTS: dict[str, str] = {
                       " by itself)",
     "crash": "start, returncode, stderr_tail (the last lines the start wrote to stderr; on a recorded site,"
              " credentials masked), pid (the process that failed), workers (the start's): it exited with an error",
+    "start_output": "start, stderr_tail and stdout_tail (the last lines the start wrote to each, every worker's;"
+                    " on a recorded site, credentials masked), at the start's end: what a report quotes when it"
+                    " stalled or the crawl did not finish",
     "time_limit": "start, returncode, held_leases, no_progress_s (when it was stopped for making no progress"
                   " that long, not by the time limit): the start was stopped",
     "catalog_changed": "version, changed, removed, added (SKUs), products, full_crawl_requests: the site drifted",

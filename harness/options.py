@@ -83,8 +83,11 @@ OPTIONS: tuple[Option, ...] = (
            "campaign", not_negative(int), d.KILLS),
     Option("--seed", f"seed of run 1; run r uses seed + r - 1 (default {d.SEED})", RUNS, "campaign", int, d.SEED),
     Option("--kill-delay", "the range a kill lands in after each start, LOW,HIGH seconds"
-           f" (default {d.KILL_DELAY[0]},{d.KILL_DELAY[1]})", RUNS, "campaign",
+           f" (default {d.KILL_DELAY[0]},{d.KILL_DELAY[1]})", ("scale", "calibrate"), "campaign",
            default=f"{d.KILL_DELAY[0]},{d.KILL_DELAY[1]}"),
+    Option("--kill-delay", "the range a kill lands in after each start, LOW,HIGH seconds, used exactly (default: the"
+           f" built-in designs {d.KILL_DELAY[0]},{d.KILL_DELAY[1]}; a design of your own: its start-up, measured"
+           " from one unkilled start, then the article's 0.2-1.0 s of its work)", ("run",), "campaign"),
     # The catalog, then what a run meets: in this order on a replay line.
     Option("--listing-pages", f"listing pages in the catalog (default {d.LISTING_PAGES})", RUNS, "site",
            positive(int), d.LISTING_PAGES),
@@ -99,7 +102,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("--lease", f"lease length in seconds (default {d.EXACT_LEASE_S:g})", EXACT_AND_FUZZ, "scenario",
            positive(float), d.EXACT_LEASE_S, zoo_key="lease", replayed=True),
     Option("--time-limit", f"seconds a run may take before it is a liveness failure (default {d.TIME_LIMIT_S:g})",
-           RUNS, "scenario", positive(float), d.TIME_LIMIT_S),
+           ("scale", "calibrate"), "scenario", positive(float), d.TIME_LIMIT_S),
+    Option("--time-limit", "seconds a run may take before it is a liveness failure, used exactly (default"
+           f" {d.TIME_LIMIT_S:g}; for a design of your own on timed kills, raised to every kill at its latest plus"
+           f" {d.TIME_LIMIT_CRAWLS:g} of its crawls, measured from one unkilled start)", ("run",), "scenario",
+           positive(float)),
     Option("--time-limit", "seconds a run may take before it is a liveness failure"
            f" (default {d.EXACT_TIME_LIMIT_S:g})", EXACT_AND_FUZZ, "scenario", positive(float), d.EXACT_TIME_LIMIT_S,
            zoo_key="time_limit", replayed=True),

@@ -142,6 +142,10 @@ def run(design: DesignLike | Sequence[DesignLike], *, schedule: str | None = Non
             replay = replay_line(args, failed_design, schedule, given=by_name[failed.design], strict=False)
         else:  # timed kills: the failing run's seed again, alone
             rest = {dest: value for dest, value in options.items() if dest not in _NOT_RERUN}
+            measured = campaign.settings.get("measured_pace")  # pinned, so the rerun is not measured afresh
+            if measured:
+                rest |= {"kill_delay": ",".join(f"{s:g}" for s in measured["kill_delay_s"]),
+                         "time_limit": measured["time_limit_s"]}
             replay = shlex.join(["killtest", *_words("run", [by_name[failed.design]], rest), "--runs", "1",
                                  "--seed", str(failed.seed)])
     if not campaign.complete:

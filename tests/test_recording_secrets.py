@@ -9,6 +9,7 @@ parameter. The scraper is a real `command` design: a Python program in the test'
 
 from __future__ import annotations
 
+import glob
 import gzip
 import json
 import os
@@ -581,6 +582,11 @@ def test_a_scrapers_stderr_is_masked_wherever_a_recorded_sites_run_quotes_it(rec
         " ".join(verdict["problems"]))
     written = _every_file(out) + (ran.stdout + ran.stderr).encode()  # the history, killtest.json/md/html, output
     assert f"Authorization: Bearer {PLACEHOLDER}".encode() in written
+    # Every start's last words are kept in the history (start_output), masked as the crash's are.
+    from killtest.harness.history import History
+    history = History.read_jsonl(next(glob.iglob(os.path.join(out, "history", "*.jsonl"))))
+    said = [line for e in history.of_type("start_output") for line in e["stderr_tail"]]
+    assert any(f"api_key={PLACEHOLDER}: HTTP Error 404" in line for line in said), said
     for secret in secrets:
         assert secret.encode() not in written, secret
     # Recording with it fails on its exit status, quoting its last line: masked too.

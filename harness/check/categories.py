@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
+from killtest.harness.defaults import STARTUP_MARGIN
 from killtest.harness.errors import KilltestError
 from killtest.harness.history import History
 
@@ -124,6 +125,7 @@ class KillFinding:
     in_flight: list[str]  # pages the start was working on; their outcome was unknown at the kill
     recovered: list[str]  # of those, the pages a later start fetched again
     off_aim: str = ""  # a store-write kill that landed on another write than its point names: why
+    waiting: bool = False  # landed on a start past its measured start-up that had made no request: waiting, at work
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -133,6 +135,25 @@ def did_work(history: History, start: int) -> bool:
     """The start made a request, or told the harness it was at work (anything past 'ready')."""
     return any(r["start"] == start for r in history.of_type("request")) or any(
         e["start"] == start and e["name"] != "ready" for e in history.of_type("scraper_event"))
+
+
+def startup_allowed_s(history: History) -> float | None:
+    """How long a start may take to its first request before its quiet is waiting, not start-up: the start-up
+    measured before the runs (running/pace.py) with its margin; None when nothing was measured (built-in designs)."""
+    measured = required_event(history, "run_started").get("measured_startup_s")
+    return None if measured is None else measured * STARTUP_MARGIN
+
+
+def waiting_at(history: History, kill: dict) -> bool:
+    """The kill came when its start was alive past the measured start-up, in a crawl an earlier start had begun:
+    it was waiting (on what the killed start held: a lock, a lease, a queue), so the kill landed at work though
+    the start had made no request yet. In a crawl nobody has begun, a start with no request is still starting
+    (a loaded machine may take more than the margin), so its kill is before work."""
+    allowed = startup_allowed_s(history)
+    started = next((e["t"] for e in history.of_type("process_started") if e["start"] == kill["start"]), None)
+    if allowed is None or started is None or kill["t"] - started <= allowed:
+        return False
+    return any(r["start"] is not None and r["start"] < kill["start"] for r in history.of_type("request"))
 
 
 def sort_kills(history: History) -> list[KillFinding]:
@@ -147,11 +168,8 @@ def sort_kills(history: History) -> list[KillFinding]:
         forced = kill.get("signal") == "SIGTERM" or "server_restart_s" in kill
         if kill["returncode"] != -signal.SIGKILL and not forced:
             status = "missed"  # the process had already exited by itself
-        else:
-            # Delivered: the kernel reported signal 9. A store-write point whose count reached another write
-            # than its recording aimed at (faults/write_gate.py, `aimed_elsewhere`) still killed the start at
-            # a store write: the run tests a real crash, and says where it was off its aim (`off_aim`).
-            status = "landed" if did_work(history, kill["start"]) else "before_work"
+        else:  # delivered: a store-write kill off its aim (`aimed_elsewhere`) still crashed the start at a write
+            status = "landed" if did_work(history, kill["start"]) or waiting_at(history, kill) else "before_work"
         held_now = set(kill.get("held_leases", []))
         if reads_leases:
             in_flight = sorted(held_now - held_before)
@@ -161,7 +179,8 @@ def sort_kills(history: History) -> list[KillFinding]:
         held_before = held_now
         fetched_later = {r["path"] for r in requests if crawl_of.get(r["start"]) == 1 and _after(r, kill)}
         findings.append(KillFinding(kill["start"], kill["t"], kill["returncode"], status, in_flight,
-                                    [p for p in in_flight if p in fetched_later], kill.get("aimed_elsewhere", "")))
+                                    [p for p in in_flight if p in fetched_later], kill.get("aimed_elsewhere", ""),
+                                    status == "landed" and not did_work(history, kill["start"])))
     return findings
 
 

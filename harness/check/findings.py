@@ -21,10 +21,12 @@ __all__ = ["FINDINGS", "Finding", "Promise"]
 class Finding(Enum):
     """One broken promise; `Finding.LOST.value == "lost"` is its code, `.description` its one line."""
 
-    LIVENESS = ("liveness", Promise.FINISHES, "the crawl did not finish in time")
+    LIVENESS = ("liveness", Promise.FINISHES, "the crawl did not finish in time; what it had not"
+                 " stored is counted as not stored because it did not finish, never as lost")
     CRASHED = ("crashed", Promise.FINISHES, "a start exited by itself with an error")
     NO_KILL_LANDED = ("no_kill_landed", Promise.PROVES_SOMETHING, "no kill landed on a start at work")
-    LOST = ("lost", Promise.NO_LOST_RECORDS, "a product on the site was never stored")
+    LOST = ("lost", Promise.NO_LOST_RECORDS, "a product on the site was missing from the store"
+             " after a crawl that finished")
     WRONG_VALUE = ("wrong_value", Promise.CORRECT_VALUES, "a stored value other than the one the final crawl's last"
                    " fetch of its page was served (the site's at the end, for a page that crawl did not fetch)")
     NOT_ON_SITE = ("not_on_site", Promise.ONLY_SITE_RECORDS,

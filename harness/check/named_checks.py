@@ -20,6 +20,7 @@ from killtest.harness.check.categories import EXAMPLES, RecordSets, fetched_agai
 from killtest.harness.check.complaint import complaint
 from killtest.harness.check.findings import Finding
 from killtest.harness.check.holes import holes
+from killtest.harness.check.liveness import liveness
 from killtest.harness.check.side_effects import check_side_effects, side_effect_findings
 from killtest.harness.check.stale_recording import cut_short, judged_without_the_cut
 from killtest.harness.check.verdict import CheckResult, DesignTraits, RunVerdict, Validity, judged
@@ -46,24 +47,6 @@ class Evidence:
 
 
 Check = Callable[[Evidence], CheckResult]
-
-
-def liveness(e: Evidence) -> CheckResult:
-    """The crawl finished inside the time limit."""
-    v = e.verdict
-    if v.outcome != "timed_out":
-        return judged([])
-    limit = required_event(e.history, "run_started")["time_limit_s"]
-    stopped = e.history.first("time_limit") or {}
-    held = stopped.get("held_leases", [])
-    claims = (f"; the store still held {len(held)} claim(s) ({', '.join(held[:EXAMPLES])}), one of them"
-              f" unfetched for {v.longest_claim_stall_s:g}s after the kill that left it") if held else ""
-    if stopped.get("no_progress_s") is not None:
-        message = (f"liveness: start {stopped['start'] + 1} made no progress (no request, no output, no store"
-                   f" change) for {stopped['no_progress_s']:g}s, so the run was stopped{claims}")
-    else:
-        message = f"liveness: the crawl had not finished after the {limit:g}s time limit{claims}"
-    return judged([(Finding.LIVENESS, message)], {"time_limit_s": limit, "held_leases": len(held)})
 
 
 def crash(e: Evidence) -> CheckResult:
@@ -93,12 +76,27 @@ def kills_landed(e: Evidence) -> CheckResult:
             Finding.NO_KILL_LANDED, "no kill was planned, so this run proved nothing")])
     return CheckResult(Validity.UNKNOWN, figures, [(
         Finding.NO_KILL_LANDED, f"no kill landed on a start at work ({v.kills_before_work} before work,"
-                                f" {v.kills_missed} missed: the start had exited by itself), so this run proved"
-                                " nothing")])
+                                f" {v.kills_missed} missed: the start had exited by itself"
+                                + (f", {v.kills_not_delivered} not delivered: the crawl had finished before them"
+                                   if v.kills_not_delivered else "") + "), so this run proved nothing"
+                                + _too_soon(e.history, v))])
+
+
+def _too_soon(history: History, v: RunVerdict) -> str:
+    """When timed kills came before the starts' first request: the start-up they missed, and the option to change."""
+    delays = [float(p[1:]) for p in required_event(history, "run_started")["kill_points"]
+              if p[:1] == "t" and p[1:].replace(".", "", 1).isdigit()]
+    if not v.kills_before_work or not delays:
+        return ""
+    startup = (f"its first request a median {v.startup_s:g}s after it" if v.startup_s is not None else
+               "and no start made a request before its kill")
+    return (f"; the kills came {min(delays):g}-{max(delays):g}s after each start, {startup}: give --kill-delay"
+            " LOW,HIGH past the start-up")
 
 
 def records(e: Evidence) -> CheckResult:
-    """Every product stored, with the site's value, and nothing else; every row readable."""
+    """Every product stored, with the site's value, and nothing else; every row readable. A record missing from
+    a crawl that did not finish is not lost (its figure is 0): `liveness` counts it as not stored."""
     v, r = e.verdict, e.records
     found = []
     if v.missing_records:

@@ -84,7 +84,7 @@ class RunVerdict:
     distinct_records: int
     correct_records: int
     wrong_records: int
-    missing_records: int
+    missing_records: int  # lost: on the site, not in the store, after a crawl that finished (0 when it did not)
     unexpected_records: int
     duplicated_records: int
     requests: int
@@ -106,6 +106,8 @@ class RunVerdict:
     rewritten_unchanged: int = 0  # records whose last_changed moved though the site never changed them
     refetched_after_commit: int = 0  # pages fetched again in the same crawl after their record was stored
     fetched_twice_by_one_start: int = 0  # pages one start fetched more than once
+    # Of the kills that landed, those on a start past its measured start-up that had made no request: waiting.
+    kills_while_waiting: int = 0
     leases_left_at_exit: list[str] = field(default_factory=list)  # claims a start left when it said it was done
     # The longest a page claimed by a killed start waited for another start to fetch it (seconds).
     longest_claim_stall_s: float = 0.0
@@ -120,6 +122,12 @@ class RunVerdict:
     stale_records: int = 0  # of the wrong records, those the site had changed: the store kept an old value
     side_effects: dict = field(default_factory=dict)  # files, webhooks and counter (harness/check/side_effects.py)
     scraper_s: float = 0.0  # of wall_s, the time a scraper start was running; the rest was the harness's
+    # On the site, not in the store, when a time limit or a no-progress stop ended the crawl: not stored because
+    # the crawl did not finish (`liveness` says so), never counted as lost.
+    not_stored_unfinished: int = 0
+    # When the crawl did not finish, every start's pace and last words; else the starts that waited long without a
+    # request (check/liveness.py StartPace): what the report quotes.
+    stalled_starts: list[dict] = field(default_factory=list)
     categories: dict = field(default_factory=dict)
     kill_findings: list[dict] = field(default_factory=list)
     validity: str = Validity.VALID.value  # valid | invalid | unknown (the merge of every named check)

@@ -113,7 +113,8 @@ def summarise(campaign: Campaign) -> dict:
             "kills_missed": sum(v.kills_missed for v in runs),
             "in_flight_at_kills": sum(v.in_flight_at_kills for v in runs),
             "recovered": sum(v.recovered for v in runs),
-            "lost": sum(v.missing_records for v in runs),
+            "lost": sum(v.missing_records for v in runs),  # from crawls that finished only
+            "not_stored_unfinished": sum(v.not_stored_unfinished for v in runs),
             "duplicated": sum(v.duplicated_records for v in runs),
             "unexpected": sum(v.unexpected_records for v in runs),
             "kills_between_lease_and_commit": sum(v.kills_between_lease_and_commit for v in runs),

@@ -60,11 +60,12 @@ killtest excused would also excuse a real hang). Each case instead sets the fram
 options so that its waits fit the run (BullMQ's `lockDuration` 2 s and `stalledInterval` 0.5 s,
 Crawlee for Python's `CRAWLEE_PERSIST_STATE_INTERVAL_MILLIS=200`), or, where no documented option
 shortens the wait, raises `--time-limit` and `--no-progress-timeout` to the patience the framework
-needs (Crawlee 3.18 holds a killed start's request locks for 180 s: crawlee-node-2085-locking runs
-with 420 s and 400 s). With killtest's defaults a correct framework waiting out its lock is reported
-as `liveness`, and what it had not fetched yet as lost: crawlee-node-2085-locking at the default
-120 s limit gave `liveness` and 4 of 10 lost (the same at `--time-limit 150`), where 420 s shows the
-one record really lost.
+needs (Crawlee 3.18 holds a killed start's request locks for 180 s, and up to about 360 s for a request
+in flight, since `prolongRequestLock` adds the lock time to the lock already there: crawlee-node-2085-locking
+runs with 420 s and 400 s). With killtest's defaults a correct framework waiting out its lock is reported
+as `liveness`, and what it had not stored yet as not stored because the crawl did not finish (never as
+lost): crawlee-node-2085-locking at the default 120 s limit gave `liveness`, where 420 s shows the one
+record really lost.
 
 A release's role, given by its case.toml: **buggy** (a bug upstream reported; its finding is expected),
 **documented limitation** (flagged for what the framework's own documentation or maintainers say it does:

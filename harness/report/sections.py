@@ -16,6 +16,7 @@ from killtest.harness.published import (
     published_run,
 )
 from killtest.harness.report.campaign import PUBLISHED_COLUMNS, Campaign, summarise
+from killtest.harness.report.start_pace import pace_bullets
 from killtest.harness.report.triage import run_failure_bullets, run_failures
 
 
@@ -34,7 +35,7 @@ def report_sections(campaign: Campaign) -> list[Section]:
     return [s for s in (_distinct_failures(campaign), _side_by_side(campaign), _per_design(campaign),
                         _categories(campaign),
                         _health(campaign), _naive_band(campaign), _every_column(campaign),
-                        _against_baseline(campaign), _checks(campaign))
+                        _against_baseline(campaign), _start_pace(campaign), _checks(campaign))
             if s is not None]
 
 
@@ -277,6 +278,12 @@ def _health(campaign: Campaign) -> Section:
         section.rows.append([str(run)] + cells)
     section.bullets = list(campaign.health_warnings)
     return section
+
+
+def _start_pace(campaign: Campaign) -> Section | None:
+    """The pace measured before the killed runs, and what each stopped or stalled start said (report/start_pace.py)."""
+    bullets = pace_bullets(campaign)
+    return Section("What the starts said, and their pace", bullets=bullets) if bullets else None
 
 
 def replay_of(replays: dict, design: str, run: int) -> str | None:

@@ -46,6 +46,8 @@ class CampaignPlan:
     toxics: Toxics | None = None  # network faults the site injects (killtest.fixture_site.toxics)
     toxic_seed: int = 1  # run r rolls its faults with toxic_seed + r - 1, the same for every design
     health_threshold: float = defaults.HEALTH_THRESHOLD  # warn above this many requests per stored record
+    # The pace measured before the killed runs of a user's design, and the figures made of it (running/pace.py).
+    measured_pace: dict | None = None
     # design name -> the `killtest replay` line of each run, in run order, when the command can print one
     replays: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
@@ -80,6 +82,7 @@ class CampaignPlan:
                 "disk": self.settings.disk.name if self.settings.disk else None,
                 "products": len(self.catalog.products), "full_crawl_requests": self.catalog.full_crawl_requests,
                 "time_limit_s": self.settings.time_limit_s, "health_threshold": self.health_threshold,
+                "measured_pace": self.measured_pace,
                 "replays": {design: list(lines) for design, lines in self.replays},
                 "cpus": os.cpu_count(),
                 "python": sys.version.split()[0]}

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from killtest.fixture_site.recordings.recorded_site import RecordedSite
 from killtest.fixture_site.server import SiteServer
+from killtest.harness import defaults
 from killtest.harness.check.complaint import ERROR_LINE
 from killtest.harness.design.model import Design, Launch
 from killtest.harness.design.stores import kind_of, stored_counter, stored_files, stored_records
@@ -21,6 +23,9 @@ from killtest.harness.history import History
 from killtest.harness.running.processes import Start
 
 STDERR_TAIL_LINES = 5
+TAIL_BYTES = 16_384  # of a start's output, what is read for its last lines
+TAIL_LINE_CHARS = 300
+_COLOUR = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # ANSI escapes: Crawlee's log colours its levels
 
 
 def add_requests(history: History, site: SiteServer, starts: list[Start], began: float) -> None:
@@ -145,6 +150,35 @@ def refuse_a_store_never_created(design: Design, location: str, history: History
     requests = len(history.of_type("request"))
     raise KilltestError(f"{design.store.where('path')}: the store {location} was never created, though design"
                         f" {design.name!r} made {requests} requests and finished: check store.path")
+
+
+def add_start_output(history: History, starts: list[Start], began: float, site: SiteServer | None = None) -> None:
+    """The last lines each start wrote to stderr and stdout (every worker's, in order), whether it was killed,
+    stopped or finished: what a report quotes when a start stalled (check/liveness.py). Bounded: only the
+    file's last bytes are read. On a recorded site masked as a crash's stderr is."""
+    redaction = _recording_redaction(site)
+    for start in starts:
+        workers = start.retired + start.workers
+        said = {"stderr_tail": [line for w in workers for line in _last_lines(w.stderr_path)],
+                "stdout_tail": [line for w in workers for line in _last_lines(w.stdout_path)]}
+        said = {k: [redaction.text(line) for line in v[-defaults.OUTPUT_TAIL_LINES:]] if redaction is not None
+                else v[-defaults.OUTPUT_TAIL_LINES:] for k, v in said.items()}
+        history.add("start_output", start.started + start.alive_s - began, start=start.index, **said)
+
+
+def _last_lines(path: str) -> list[str]:
+    """The file's last OUTPUT_TAIL_LINES lines, each cut at TAIL_LINE_CHARS (a page of HTML is one line)."""
+    try:
+        with open(path, "rb") as src:
+            src.seek(0, os.SEEK_END)
+            size = src.tell()
+            src.seek(max(0, size - TAIL_BYTES))
+            text = src.read().decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    lines = text.splitlines()[1:] if size > TAIL_BYTES else text.splitlines()  # the first may be cut short
+    lines = [_COLOUR.sub("", line).rstrip()[:TAIL_LINE_CHARS] for line in lines]  # a log's colours are noise here
+    return [line for line in lines if line.strip()][-defaults.OUTPUT_TAIL_LINES:]
 
 
 def stderr_tail(path: str, site: SiteServer | None = None) -> list[str]:

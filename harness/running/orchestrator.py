@@ -37,6 +37,7 @@ from killtest.harness.faults.disk_model import DiskModel, adopt_orphans
 from killtest.harness.faults.schedule import KillSchedule
 from killtest.harness.history import History
 from killtest.harness.report.campaign import Campaign
+from killtest.harness.report.start_pace import terminal_lines
 from killtest.harness.report.writer import history_dir, history_path, write_json, write_results
 from killtest.harness.running.campaign_plan import CampaignPlan
 from killtest.harness.running.phase_clock import PhaseClock
@@ -179,6 +180,8 @@ def _record(campaign: Campaign, plan: CampaignPlan, design: Design, run: int, ve
     """A checked run joins the campaign, with its line on stderr and any health warning."""
     campaign.verdicts.append(verdict)
     progress.done(_one_line(label, verdict))
+    for line in terminal_lines(verdict):  # a stopped or stalled start's pace and own last words
+        progress.done(line)
     warning = health_warning(design.name, run, verdict.requests_per_record, plan.health_threshold)
     if warning:
         campaign.health_warnings.append(warning)
@@ -199,6 +202,13 @@ def _compare(campaign: Campaign, plan: CampaignPlan) -> None:
 def _one_line(label: str, v: RunVerdict) -> str:
     status = "ok" if v.valid else "FAIL: " + "; ".join(v.problems)
     return (f"{label} rows {v.rows} ({v.duplicate_ratio:.2f}/product), correct {v.correct_records},"
-            f" missing {v.missing_records}, requests {v.requests}"
+            f" missing {v.missing_records}"
+            f"{f', not stored {v.not_stored_unfinished} (the crawl did not finish)' if v.not_stored_unfinished else ''}"
+            f", requests {v.requests}"
             f"{'' if v.requests_per_record is None else f' ({v.requests_per_record:g}/record)'},"
-            f" kills {v.kills}/{v.kills_planned}, wall {v.wall_s:.2f}s: {status}")
+            f" kills {v.kills}/{v.kills_planned}{_waiting(v)}, wall {v.wall_s:.2f}s: {status}")
+
+
+def _waiting(v: RunVerdict) -> str:
+    """` (3 while waiting)`: kills that landed on a start past its measured start-up before its first request."""
+    return f" ({v.kills_while_waiting} while waiting)" if v.kills_while_waiting else ""

@@ -1,5 +1,4 @@
-"""One kill-test run: start a scraper, end each start at its kill point, restart it, let the last start
-finish, and write the history.
+"""One kill-test run: start a scraper, end each start at its kill point, restart it, let the last one finish.
 
 `run_kill_test` goes through named phases:
 1. prepare: check the schedule against what the run was given, clear the site, write `run_started`;
@@ -8,13 +7,12 @@ finish, and write the history.
    kill and record: the point fires (`point.fire`) or fired by itself (a request or line point), and
    the runner writes `kill`, `worker_restarted`, `time_limit`, `process_exited` or `crash` (a pause
    kills nothing: its target, killtest.harness.running.target, writes `paused` and `resumed`, and the start goes on);
-3. collect the history (killtest.harness.running.collect): requests, scraper events, store records, side
-   effects, then `run_finished`.
+3. collect the history (killtest.harness.running.collect): requests, scraper events, each start's last output,
+   store records, side effects, then `run_finished`.
 The runner knows no kill-point kind by name: it asks the point (killtest.harness.faults.points).
 
 Each start is one or more worker processes (killtest.harness.running.processes), each in a process group of its
-own, so a kill reaches every process the scraper made. Whatever happens, timeouts and Ctrl+C included,
-no process outlives the run.
+own, so a kill reaches every process the scraper made. No process outlives the run, whatever happens.
 """
 
 from __future__ import annotations
@@ -42,6 +40,7 @@ from killtest.harness.running.collect import (
     add_requests,
     add_scraper_events,
     add_side_effects,
+    add_start_output,
     add_store_records,
     refuse_a_store_never_created,
     stderr_tail,
@@ -59,8 +58,7 @@ class RunSettings:
 
     lease_s: float = 3.0
     time_limit_s: float = defaults.TIME_LIMIT_S
-    # Crawls of the same store after the killed one, each left to finish: a scheduled re-crawl that
-    # must rewrite no unchanged record and add no row. Only for designs that take {crawl}.
+    # Crawls of the same store after the killed one, each left to finish: for designs that take {crawl}.
     recrawls: int = 0
     workers: int = 1  # worker processes per start, on one store; every kill point hits them all
     # The site's content drifts (killtest.fixture_site.catalog.drifted): before every re-crawl, and once
@@ -72,8 +70,9 @@ class RunSettings:
     no_progress_s: float | None = defaults.NO_PROGRESS_S
     # What a flush costs (killtest.harness.faults.disk_model): every start runs under strace's delay. None: no strace.
     disk: DiskModel | None = None
-    # A pause of one worker reprices the page it holds when another worker asks for it (running/target.py).
-    aim_pauses: bool = False
+    aim_pauses: bool = False  # a paused worker's page is repriced when another worker asks for it (running/target.py)
+    # The start-up measured before the runs (running/pace.py): a start alive past it without a request is waiting.
+    startup_s: float | None = None
 
 
 @dataclass
@@ -166,7 +165,7 @@ def _prepare(design: Design, schedule: KillSchedule, site: SiteServer, work_dir:
                     wall_clock_at_start=run.wall_clock_at_start, reports_leases=design.reports_leases,
                     drift=settings.drift.spec if settings.drift else None,
                     drift_seed=settings.drift.seed if settings.drift else None,
-                    recrawls=settings.recrawls, workers=settings.workers,
+                    recrawls=settings.recrawls, workers=settings.workers, measured_startup_s=settings.startup_s,
                     toxics=site.toxics[0] if site.toxics else None,
                     toxic_seed=site.toxics[1] if site.toxics else None)
     run.drift = SiteDrift(site, settings.drift, run.history, run.began)
@@ -305,6 +304,7 @@ def _collect(run: _Run) -> History:
     history, design = run.history, run.design
     add_requests(history, run.site, run.starts, run.began)
     add_scraper_events(history, run.starts, run.began, run.site)
+    add_start_output(history, run.starts, run.began, run.site)
     add_store_records(history, design, run.location, run.wall_clock_at_start, ended - run.began, run.site)
     add_side_effects(history, design, run.launch, run.location, run.site, run.began, ended - run.began)
     # The time the scrapers ran; the rest of the run's wall time is the harness's own (harness/running/phase_clock.py).
