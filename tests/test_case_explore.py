@@ -11,9 +11,12 @@ from killtest.harness.design.case_spec import CASES_FOLDER, load_case
 from killtest.harness.report.case_explore_table import exploration_lines, explore_markdown, write_exploration
 
 
-def test_an_exploration_takes_the_cases_catalog_and_time_limit_not_its_schedule_or_patience():
+def test_an_exploration_takes_the_cases_catalog_time_limit_and_patience_not_its_schedule():
+    """explore takes --no-progress-timeout as run does (issue 33): a framework that waits out a killed start's
+    locks meets the same patience in its case's exploration as in its case's run."""
     crawlee = load_case(os.path.join(CASES_FOLDER, "crawlee-node-1736"))
-    assert explore_words(crawlee) == ["--listing-pages", "2", "--per-page", "5", "--time-limit", "60"]
+    assert explore_words(crawlee) == ["--listing-pages", "2", "--per-page", "5", "--time-limit", "60",
+                                      "--no-progress-timeout", "20"]
     scrapy = load_case(os.path.join(CASES_FOLDER, "scrapy-7094"))
     assert explore_words(scrapy) == ["--listing-pages", "10", "--time-limit", "120"]
 

@@ -28,8 +28,8 @@ from killtest.harness.options import options_of
 
 
 def explore_words(case: Case) -> list[str]:
-    """The case's options `explore` takes (its catalog, its time limit); the rest (--schedule, --runs,
-    --no-progress-timeout ...) are a run's, each with its value."""
+    """The case's options `explore` takes (its catalog, its time limit, its patience: --no-progress-timeout);
+    the rest (--schedule, --runs, ...) are a run's, each with its value."""
     takes = {o.flag: o for o in options_of("explore")}
     words, args, i = [], list(case.args), 0
     while i < len(args):
