@@ -23,8 +23,8 @@ store-write point breaks a promise with findings, at a kind of place, that no ea
 and stage (with -j N, in the job that found it; the jobs share what they claimed), whose recording has aimed the
 point already. So the locating runs in parallel with -j, needs no recording and no site of its own, and its time is
 part of the exploration's. At most MAX_LOCATED kinds of failure a process are located; one line says so past that.
-A kind's last broken point is located too (`Locator.finish`): two commits at two lines make the same calls on one
-journal, so one kind can hold two bugs; its other points take a line only when first and last agree.
+A kind's last broken point too (`Locator.finish`), and later ones read in their own run: two commits at two lines
+make the same calls on one journal (one kind, two bugs); its other points take a line only if all located agree.
 """
 
 from __future__ import annotations
@@ -184,12 +184,12 @@ class Locator:
     point; `with_locations` puts them in the outcomes' words.
 
     A kind's first broken point is read in its own run when that can be guessed (`reading`): right after a
-    broken point, a store write at a kind of place no broken point was located at yet has its stack read before
-    its kill, for the cost of reading a stack instead of a whole run. Otherwise it is run once more (`after`).
+    broken point, a store write has its stack read before its kill, for the cost of reading a stack instead of a
+    whole run; one at a kind of place a kind was located at keeps its own line (so a kind's last point is
+    mostly read already). Otherwise a kind's first is run once more (`after`), its last at the end (`finish`).
 
-    `claims` (a dict shared by -j's processes, parallel.run_jobs) holds the earliest point of each kind that a
-    process is locating: another process skips a later point of that kind, and still locates an earlier one
-    (the earliest of all is the one whose words keep the location)."""
+    `claims` (a dict shared by -j's processes, parallel.run_jobs) holds the earliest point of each kind a process
+    is locating: another process skips a later point of that kind (unless read), and locates an earlier one."""
 
     def __init__(self, design: Design, claims: Any = None, most: int = MAX_LOCATED) -> None:
         self.design, self.most, self.reason = design, most, why_not(design)
@@ -197,17 +197,18 @@ class Locator:
         self.found: dict[str, str] = {}
         self.lines: dict[str, str] = {}  # point -> the program's own `FILE:LINE`, where one was found
         self.runs, self.spent_s, self.kinds = 0, 0.0, 0
-        self.read_in_run = 0  # kinds located by reading the stack in the point's own run (no run more)
-        self._broke_last = False  # the point before broke: the next one may be the first of a new kind
+        self.read_in_run = 0  # kinds whose first was located by reading the stack in its own run (no run more)
+        self._broke_last = False  # the point before broke: the next one may break too
         self._places: set[str] = set()  # kinds of place a broken point was located at
         self._read: dict[str, Located] = {}  # point -> what its own run's stack said
         self._last: dict[str, tuple[str, Callable[[], object]]] = {}  # kind -> its last broken point, a rerun
 
     @contextlib.contextmanager
     def reading(self, point: KillPoint, place: str) -> Iterator[None]:
-        """Around `point`'s own run: read its held write's stack when it may be a new kind's first broken point."""
+        """Around `point`'s own run: read its held write's stack when it may be a new kind's first broken point, or
+        a later one of a located kind."""
         if (not self._broke_last or self.reason is not None or not isinstance(point, AtStoreWrite)
-                or place in self._places or self.kinds >= self.most):
+                or (place not in self._places and self.kinds >= self.most)):
             yield
             return
         with _stack_read(self.design) as read:
@@ -228,8 +229,10 @@ class Locator:
         key = repr((tuple(outcome.findings), outcome.place))
         if self.reason is None:
             self._last[key] = (point.spec, run_again)
-        if self.claims.get(key, index + 1) <= index:
-            return  # an earlier point of this kind is located (or being located)
+        if self.claims.get(key, index + 1) <= index:  # an earlier point of this kind is located (or being located)
+            if read is not None:  # a later point of a located kind, read in its own run: its own line, for free
+                self._keep(point.spec, read)
+            return
         self.claims[key] = index
         self.kinds += 1
         self._places.add(outcome.place)
@@ -238,25 +241,23 @@ class Locator:
         elif self.kinds > self.most:
             self.found[point.spec] = (f"no source location: only the first {self.most} kinds of failure are"
                                       " located, each one more run")
+        elif read is not None:
+            self.read_in_run += 1
+            self._keep(point.spec, read)
         else:
-            if read is not None:
-                where = read
-                self.read_in_run += 1
-            else:
-                where = self._run_located(run_again)
-            self._keep(point.spec, where)
+            self._keep(point.spec, self._run_located(run_again))
 
     def finish(self) -> None:
-        """At the end of a process's points, each kind's last broken point is located too, by one more run (with
-        -j N, each process's last of the kind), unless it was the one located first (`with_locations`)."""
+        """At the end of a process's points, each kind's last broken point not located yet is, by one more run
+        (with -j N, each process's last of the kind): `with_locations` checks a kind's line against it."""
         for spec, run_again in list(self._last.values())[:self.most]:
             if spec not in self.found:
                 self._keep(spec, self._run_located(run_again))
         self._last.clear()
 
     def _run_located(self, run_again: Callable[[], object]) -> Located:
-        began, where = time.monotonic(), located(self.design, run_again)
-        self.runs, self.spent_s = self.runs + 1, self.spent_s + time.monotonic() - began
+        began, where, self.runs = time.monotonic(), located(self.design, run_again), self.runs + 1
+        self.spent_s += time.monotonic() - began
         return where
 
     def _keep(self, spec: str, where: Located) -> None:
@@ -268,10 +269,9 @@ class Locator:
 
 def with_locations(outcomes: list, found: dict[str, str], lines: dict[str, str] | None = None) -> None:
     """A kind of failure's (findings, kind of place) first located point's words (exploration.PointOutcome.where),
-    and any other's whose line differs, end with its location in `found`; each located point keeps its own `line`
-    (in `lines`): what distinct failures are grouped by. The kind's other points take the line only when all its
-    located points (its first and last: `Locator.finish`) name one; when they differ, two bugs share the kind and
-    its other points keep no line (grouped by kind of place), so no bug hides inside the other's line."""
+    and any other's whose line differs, end with its location in `found`; each located point keeps its `line` (in
+    `lines`), what failures are grouped by. The kind's other points take the line only when all its located points
+    (first, last: `Locator.finish`) name one; else two bugs share the kind and its others keep no line."""
     kinds: dict[tuple, list] = {}
     for outcome in outcomes:
         if not outcome.valid:
