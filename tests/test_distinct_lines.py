@@ -162,8 +162,8 @@ def test_a_design_with_two_mistakes_gives_one_failure_for_its_commit_and_the_tor
     record file is written in place in two writes. Every store write explored: a kill anywhere inside the commit
     (the journal's write, its fdatasync, the database's pwrite64, ...) is one failure at the commit's line, the
     write kinds listed inside it, its first and last points agreeing. The torn file is written at two lines (the
-    flush, and the `with` block's end that writes the rest): its kind's first and last points disagree, so each
-    keeps its own line and the points between are grouped by their kind of place, never put at either line."""
+    flush, and the `with` block's end that writes the rest): its kind's located points disagree, so each keeps its
+    own line and any point not located is grouped by its kind of place, never put at either line."""
     spec = tmp_path / "design.toml"
     command = json.dumps(["python3", RECORD_THEN_DONE, "--base", "{base_url}", "--out", "{store}"])
     spec.write_text(f'[design]\nname = "shop"\ndoes_not_promise = ["bounded_requests"]\ncommand = {command}\n\n'
