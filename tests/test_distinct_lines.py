@@ -157,11 +157,13 @@ COMMIT_LINE, RECORD_LINES = (
 
 @pytest.mark.slow
 @pytest.mark.skipif(py_spy() is None or shutil.which("strace") is None, reason="needs py-spy and strace")
-def test_a_design_with_two_mistakes_gives_two_failures_each_at_its_own_line(tmp_path):
+def test_a_design_with_two_mistakes_gives_one_failure_for_its_commit_and_the_torn_file_at_its_own_lines(tmp_path):
     """Issue 35's design, outside the repository: its done mark is a SQLite commit after the record file, and the
     record file is written in place in two writes. Every store write explored: a kill anywhere inside the commit
     (the journal's write, its fdatasync, the database's pwrite64, ...) is one failure at the commit's line, the
-    write kinds listed inside it; the torn file is the other. Two failures, each with its line's text."""
+    write kinds listed inside it, its first and last points agreeing. The torn file is written at two lines (the
+    flush, and the `with` block's end that writes the rest): its kind's located points disagree, so each keeps its
+    own line and any point not located is grouped by its kind of place, never put at either line."""
     spec = tmp_path / "design.toml"
     command = json.dumps(["python3", RECORD_THEN_DONE, "--base", "{base_url}", "--out", "{store}"])
     spec.write_text(f'[design]\nname = "shop"\ndoes_not_promise = ["bounded_requests"]\ncommand = {command}\n\n'
@@ -173,16 +175,18 @@ def test_a_design_with_two_mistakes_gives_two_failures_each_at_its_own_line(tmp_
                           capture_output=True, text=True, timeout=900, cwd=str(tmp_path))
     assert done.returncode == 1, done.stderr[-2000:]
     found = json.loads((out / "explore-shop.json").read_text())
+    failures = found["failures"]
     program = shown_path(RECORD_THEN_DONE)  # in killtest's tree: named from its root, as a line point names it
-    assert found["distinct_failures"] == 2, [(f["line"], f["findings"], f["by_place"]) for f in found["failures"]]
-    assert {f["line"].rpartition(":")[0] for f in found["failures"]} == {program}
-    commit = next(f for f in found["failures"] if f["line"] == f"{program}:{COMMIT_LINE}")
-    torn = next(f for f in found["failures"] if f is not commit)
-    assert int(torn["line"].rpartition(":")[2]) in RECORD_LINES and "unreadable" in torn["findings"]
-    assert len(commit["by_place"]) >= 3 and "extra_rows" in commit["findings"]  # the commit's writes, inside it
+    [commit] = [f for f in failures if f["findings"] == ["extra_rows"]]  # the commit's every point, in one failure
+    assert commit["line"] == f"{program}:{COMMIT_LINE}", [(f["line"], f["findings"]) for f in failures]
+    assert len(commit["by_place"]) >= 3  # the commit's writes, inside it
+    torn = [f for f in failures if f is not commit]
+    assert torn and all("unreadable" in f["findings"] for f in torn)
+    assert {int(f["line"].rpartition(":")[2]) for f in torn if f["line"]} <= RECORD_LINES
+    assert all(f["line"] or f["place"] == "before the write to dataset/N.json" for f in torn)
     assert [n for n, _ in commit["source"]] == list(range(COMMIT_LINE - 2, COMMIT_LINE + 3))
     assert f"> {COMMIT_LINE} |     db.execute(\"INSERT INTO done" in done.stderr  # the line's text, in the terminal
-    assert "2 distinct failures" in done.stderr
+    assert f"{len(failures)} distinct failures" in done.stderr and found["distinct_failures"] == len(failures)
 
 
 def test_a_scrapy_write_from_the_reactor_is_named_by_the_frameworks_frame_of_the_held_thread():
@@ -228,3 +232,86 @@ def test_a_torn_row_says_which_key_it_was_when_its_text_still_does():
     assert torn.key is None and torn.unreadable == ('file 000007.json is not JSON (its sku reads SKU-000003):'
                                                     ' {"sku": "SKU-000003", "pr')
     assert record_from_json(spec, "file 000008.json", "").unreadable == "file 000008.json is not JSON: (empty)"
+
+
+def _outcomes(kinds: list[tuple[str, str]]) -> list:
+    """Broken points in order, each (point, kind of place), all with the same finding: hand-made outcomes."""
+    from killtest.harness.campaigns.exploration import PointOutcome
+
+    return [PointOutcome(point, True, False, list(EXTRA[1]), 7, 9, findings=list(EXTRA[0]), where=f"before {place}",
+                         place=place) for point, place in kinds]
+
+
+def test_a_kind_whose_first_and_last_located_points_disagree_gives_its_other_points_neither_line():
+    """Two commits at two lines make the same calls on one journal: one (findings, place) kind, two bugs. Its first
+    and last points are located at different lines: each keeps its own; the points between take neither line and
+    stay grouped by their kind of place, so the second bug is never hidden inside the first's line."""
+    from killtest.harness.campaigns.locate import with_locations
+    from killtest.harness.report.triage import point_failures
+
+    journal, db = "before the write to progress.sqlite-journal", "before the pwrite64 to progress.sqlite"
+    outcomes = _outcomes([("w1", journal), ("w2", db), ("w5", journal), ("w6", db), ("w9", journal), ("w10", db)])
+    found = {"w1": "in a (/p/s.py:30)", "w9": "in b (/p/s.py:41)", "w2": "in a (/p/s.py:30)",
+             "w10": "in a (/p/s.py:30)"}
+    with_locations(outcomes, found, {"w1": "/p/s.py:30", "w9": "/p/s.py:41", "w2": "/p/s.py:30",
+                                     "w10": "/p/s.py:30"})
+    assert [(o.point, o.line) for o in outcomes] == [("w1", "/p/s.py:30"), ("w2", "/p/s.py:30"), ("w5", ""),
+                                                     ("w6", "/p/s.py:30"), ("w9", "/p/s.py:41"),
+                                                     ("w10", "/p/s.py:30")]
+    assert outcomes[0].where.endswith(", in a (/p/s.py:30)") and outcomes[4].where.endswith(", in b (/p/s.py:41)")
+    assert outcomes[5].where == f"before {db}"  # the same line as its kind's first: said once
+    failures = point_failures(outcomes)
+    assert sorted((f.line, f.place, [b.point for b in f.points]) for f in failures) == [
+        ("", journal, ["w5"]), ("/p/s.py:30", "/p/s.py:30", ["w1", "w2", "w6", "w10"]),
+        ("/p/s.py:41", "/p/s.py:41", ["w9"])]
+
+
+def test_a_kind_located_once_or_at_one_line_gives_that_line_to_all_its_points():
+    from killtest.harness.campaigns.locate import with_locations
+
+    journal = "before the write to progress.sqlite-journal"
+    agreeing = _outcomes([("w1", journal), ("w5", journal), ("w9", journal)])
+    with_locations(agreeing, {"w1": "in a (/p/s.py:30)", "w9": "in a (/p/s.py:30)"},
+                   {"w1": "/p/s.py:30", "w9": "/p/s.py:30"})
+    assert {o.line for o in agreeing} == {"/p/s.py:30"}
+    alone = _outcomes([("w1", journal)])
+    with_locations(alone, {"w1": "in a (/p/s.py:30)"}, {"w1": "/p/s.py:30"})
+    assert alone[0].line == "/p/s.py:30"
+    unlocatable = _outcomes([("w1", journal), ("w5", journal)])  # its first has words but no line: nothing to give
+    with_locations(unlocatable, {"w1": "no source location: py-spy found no frame of the program"}, {})
+    assert [o.line for o in unlocatable] == ["", ""]
+
+
+TWO_COMMITS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scraper_fixtures",
+                           "two_commits_one_promise.py")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(py_spy() is None or shutil.which("strace") is None, reason="needs py-spy and strace")
+def test_two_commits_at_two_lines_that_break_the_same_promise_are_never_one_failure(tmp_path):
+    """The reviewer's case, a design outside the repository: the first listing page's products and the others
+    commit their done mark at two lines, each after the record file (the same mistake twice). Every kill inside
+    either commit makes the same calls on the same journal and breaks no_duplicates the same way. Both lines are
+    named, each by a failure of its own; no failure at one line holds the whole of both."""
+    program = tmp_path / "scraper.py"
+    shutil.copy(TWO_COMMITS, program)
+    source = program.read_text().splitlines()
+    first, second = (next(n for n, line in enumerate(source, 1) if mark in line)
+                     for mark in ("FIRST COMMIT", "SECOND COMMIT"))
+    spec = tmp_path / "design.toml"
+    command = json.dumps(["python3", str(program), "--base", "{base_url}", "--out", "{store}"])
+    spec.write_text(f'[design]\nname = "shop"\ndoes_not_promise = ["bounded_requests"]\ncommand = {command}\n\n'
+                    '[store]\nkind = "json_files"\npath = "{work_dir}/dataset"\nkey = "sku"\n'
+                    'fields = ["price", "name"]\n')
+    out = tmp_path / "results"
+    done = subprocess.run([sys.executable, "-m", "killtest", "explore", "--design", str(spec), "--listing-pages", "2",
+                           "--per-page", "3", "-j", "1", "--out", str(out)],
+                          capture_output=True, text=True, timeout=900, cwd=str(tmp_path))
+    assert done.returncode == 1, done.stderr[-2000:]
+    found = json.loads((out / "explore-shop.json").read_text())
+    failures = found["failures"]
+    assert {tuple(f["findings"]) for f in failures} == {("extra_rows",)}  # one promise, broken one way
+    lines = {f["line"].rpartition(":")[2] for f in failures if f["line"]}
+    assert lines == {str(first), str(second)}, [(f["line"], f["place"], f["points"]) for f in failures]
+    assert found["distinct_failures"] >= 2 and found["broken"] == sum(f["count"] for f in failures)
+    assert f"> {second} |" in done.stderr and f"> {first} |" in done.stderr  # both lines' text, in the terminal

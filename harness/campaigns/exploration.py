@@ -180,11 +180,12 @@ def explore(design: Design, on: Stage, settings: RunSettings, work_dir: str | No
         on_progress(f"[explore {design.name}] point {number}/{len(points)}: {point.spec}")
         exploration.outcomes.append(explore_located(design, on, settings, point, work_dir, cache, strict, locator,
                                                     number - 1))
-    exploration.elapsed_s = time.monotonic() - began
     if locator is not None:
+        locator.finish()  # each kind's last broken point, while the stage is up
         with_locations(exploration.outcomes, locator.found, locator.lines)
         exploration.locate_runs, exploration.locate_s = locator.runs, locator.spent_s
         exploration.located_in_run = locator.read_in_run
+    exploration.elapsed_s = time.monotonic() - began
     exploration.coverage = covered(design, exploration.outcomes, on.site.catalog, settings, cache, given)
     return exploration
 
@@ -192,7 +193,7 @@ def explore(design: Design, on: Stage, settings: RunSettings, work_dir: str | No
 def explore_located(design: Design, on: Stage, settings: RunSettings, point: KillPoint, work_dir: str | None,
                     cache: RecordingCache, strict: bool, locator: Locator | None, index: int) -> PointOutcome:
     """`explore_point`, then, with a `locator`, the program's line of its store write when it is the first
-    point of a kind of failure (one more run of the same point, here: campaigns/locate.py)."""
+    point of a kind of failure (one more run of the same point, here, or at the end: campaigns/locate.py)."""
     outcome = explore_point(design, on, settings, point, work_dir, cache, strict, locator)
     if locator is not None:
         locator.after(index, point, outcome,
@@ -306,6 +307,8 @@ def _explore_part(design: Design, catalog: Catalog, settings: RunSettings, numbe
             lines.put(f"[explore {design.name}] point {index + 1}/{total}: {spec}")
             outcomes.append((index, explore_located(design, on, settings, parse_point(spec, design), work_dir, cache,
                                                     strict, locator, index)))
+        if locator is not None:
+            locator.finish()
     located = ({"found": locator.found, "lines": locator.lines, "runs": locator.runs, "spent_s": locator.spent_s,
                 "read_in_run": locator.read_in_run} if locator else {})
     return outcomes, located

@@ -1,34 +1,30 @@
-"""The source location of a store write in a Python program: file, line and function, found without changing
-the program, while its start is held at that very write.
+"""The source location of a store write in a Python program: file, line and function, found without changing the
+program, while its start is held at that very write.
 
-A `w<n>` point's start runs under the write gate (harness/faults/write_gate.py), whose strace holds the
-writing thread in the system call's entry. With KILLTEST_LOCATE_TO set, the gate runs `py-spy dump
---nonblocking` on the held process before the kill: py-spy reads the interpreter's frames from the
-process's memory (process_vm_readv) without attaching, which matters because strace already traces it
-and a process has one tracer. The innermost frame outside Python's own library is the program's line
-that made the write (a `f.flush()` or the `with` block's end, where a buffered write really happens).
+A `w<n>` point's start runs under the write gate (harness/faults/write_gate.py), whose strace holds the writing
+thread in the system call's entry. With KILLTEST_LOCATE_TO set, the gate runs `py-spy dump --nonblocking` on the
+held process before the kill: py-spy reads the interpreter's frames from the process's memory (process_vm_readv)
+without attaching (strace already traces it, and a process has one tracer). The innermost frame outside Python's own
+library is the program's line that made the write (a `f.flush()` or a `with` block's end, where a write happens).
 
-Why py-spy: it reads any CPython 3.x from outside, with no change to the program and no import in it; a
-Python-level tracer (sys.settrace, the line points' way) would see lines, not system calls. It is the
-optional `locate` extra: without it, one line says so.
+Why py-spy: it reads any CPython 3.x from outside, with no change to the program; a Python-level tracer (the line
+points' way) would see lines, not system calls. It is the optional `locate` extra: without it, one line says so.
 
 A command's program is its first word, or the one `env` runs past its options and NAME=VALUE assignments
 (faults/write_gate.program_at). A Node.js command's held start runs as `node --perf-basic-prof
---interpreted-frames-native-stack ...` (that start only; the program is unchanged; faults/write_gate.py adds
-the flags after `node`, wherever it stands): V8 maps every
-function's code, interpreted ones included, in /tmp/perf-<pid>.map, and faults/node_stack.py matches
-the held thread's stack words against it (the map is deleted before the kill). V8's map names a
-function by where it starts, so the line is the function's first line, not the write's own: `in
-saveRecord (/app/app.cjs:3, the function's first line)`, or `in the module's top level
-(/app/app.mjs)`. An asynchronous fs call writes from libuv's worker thread, which holds no
-JavaScript frame: one line says so.
+--interpreted-frames-native-stack ...` (that start only; faults/write_gate.py adds the flags after `node`): V8 maps
+every function's code in /tmp/perf-<pid>.map, and faults/node_stack.py matches the held thread's stack words against
+it (the map is deleted before the kill). V8's map names a function by where it starts: `in saveRecord
+(/app/app.cjs:3, the function's first line)`, or `in the module's top level (/app/app.mjs)`. An asynchronous fs call
+writes from libuv's worker thread, which holds no JavaScript frame: one line says so.
 
-Each distinct failure's first point is run once more for this, as the exploration goes (`Locator`): right
-after a store-write point breaks a promise with findings, at a kind of place, that no earlier point did, in
-the same process and stage (with -j N, in the job that found it; the jobs share what they claimed), whose
-recording has aimed the point already. So the locating runs in parallel with -j, needs no recording and no
-site of its own, and its time is part of the exploration's. At most MAX_LOCATED kinds of failure a process
-are located; one line says so past that.
+Each distinct failure's first point is run once more for this, as the exploration goes (`Locator`): right after a
+store-write point breaks a promise with findings, at a kind of place, that no earlier point did, in the same process
+and stage (with -j N, in the job that found it; the jobs share what they claimed), whose recording has aimed the
+point already. So the locating runs in parallel with -j, needs no recording and no site of its own, and its time is
+part of the exploration's. At most MAX_LOCATED kinds of failure a process are located; one line says so past that.
+A kind's last broken point too (`Locator.finish`), and later ones read in their own run: two commits at two lines
+make the same calls on one journal (one kind, two bugs); its other points take a line only if all located agree.
 """
 
 from __future__ import annotations
@@ -184,17 +180,16 @@ def _named(frames: list[tuple[str, str, str]], words: Callable[[tuple[str, str, 
 
 class Locator:
     """As an exploration goes: the source location of the store write of each kind of failure's first point
-    (or the one line of `why_not`), by point, in `found`; `with_locations` puts them in the outcomes' words.
+    (or the one line of `why_not`), by point, in `found`, and at its end (`finish`) of each kind's last broken
+    point; `with_locations` puts them in the outcomes' words.
 
     A kind's first broken point is read in its own run when that can be guessed (`reading`): right after a
-    broken point, a store write at a kind of place no broken point was located at yet has its stack read
-    before its kill, as a locating run would (its own run is the same run of the same point), for the cost of
-    reading a stack instead of a whole run. Otherwise it is run once more (`after`). A clean design reads
-    nothing: no point broke before.
+    broken point, a store write has its stack read before its kill, for the cost of reading a stack instead of a
+    whole run; one at a kind of place a kind was located at keeps its own line (so a kind's last point is
+    mostly read already). Otherwise a kind's first is run once more (`after`), its last at the end (`finish`).
 
-    `claims` (a dict shared by -j's processes, parallel.run_jobs) holds the earliest point of each kind that a
-    process is locating: another process skips a later point of that kind, and still locates an earlier one
-    (the earliest of all is the one whose words keep the location)."""
+    `claims` (a dict shared by -j's processes, parallel.run_jobs) holds the earliest point of each kind a process
+    is locating: another process skips a later point of that kind (unless read), and locates an earlier one."""
 
     def __init__(self, design: Design, claims: Any = None, most: int = MAX_LOCATED) -> None:
         self.design, self.most, self.reason = design, most, why_not(design)
@@ -202,16 +197,18 @@ class Locator:
         self.found: dict[str, str] = {}
         self.lines: dict[str, str] = {}  # point -> the program's own `FILE:LINE`, where one was found
         self.runs, self.spent_s, self.kinds = 0, 0.0, 0
-        self.read_in_run = 0  # kinds located by reading the stack in the point's own run (no run more)
-        self._broke_last = False  # the point before broke: the next one may be the first of a new kind
+        self.read_in_run = 0  # kinds whose first was located by reading the stack in its own run (no run more)
+        self._broke_last = False  # the point before broke: the next one may break too
         self._places: set[str] = set()  # kinds of place a broken point was located at
         self._read: dict[str, Located] = {}  # point -> what its own run's stack said
+        self._last: dict[str, tuple[str, Callable[[], object]]] = {}  # kind -> its last broken point, a rerun
 
     @contextlib.contextmanager
     def reading(self, point: KillPoint, place: str) -> Iterator[None]:
-        """Around `point`'s own run: read its held write's stack when it may be a new kind's first broken point."""
+        """Around `point`'s own run: read its held write's stack when it may be a new kind's first broken point, or
+        a later one of a located kind."""
         if (not self._broke_last or self.reason is not None or not isinstance(point, AtStoreWrite)
-                or place in self._places or self.kinds >= self.most):
+                or (place not in self._places and self.kinds >= self.most)):
             yield
             return
         with _stack_read(self.design) as read:
@@ -230,8 +227,12 @@ class Locator:
         if outcome.valid or not isinstance(point, AtStoreWrite):
             return
         key = repr((tuple(outcome.findings), outcome.place))
-        if self.claims.get(key, index + 1) <= index:
-            return  # an earlier point of this kind is located (or being located)
+        if self.reason is None:
+            self._last[key] = (point.spec, run_again)
+        if self.claims.get(key, index + 1) <= index:  # an earlier point of this kind is located (or being located)
+            if read is not None:  # a later point of a located kind, read in its own run: its own line, for free
+                self._keep(point.spec, read)
+            return
         self.claims[key] = index
         self.kinds += 1
         self._places.add(outcome.place)
@@ -240,35 +241,52 @@ class Locator:
         elif self.kinds > self.most:
             self.found[point.spec] = (f"no source location: only the first {self.most} kinds of failure are"
                                       " located, each one more run")
+        elif read is not None:
+            self.read_in_run += 1
+            self._keep(point.spec, read)
         else:
-            if read is not None:
-                where = read
-                self.read_in_run += 1
-            else:
-                began = time.monotonic()
-                where = located(self.design, run_again)
-                self.runs, self.spent_s = self.runs + 1, self.spent_s + time.monotonic() - began
-            self.found[point.spec] = where.words
-            if where.line:  # named as a line point names its file, so a located write and a line point meet
-                path, _, number = where.line.rpartition(":")
-                self.lines[point.spec] = f"{shown_path(path)}:{number}"
+            self._keep(point.spec, self._run_located(run_again))
+
+    def finish(self) -> None:
+        """At the end of a process's points, each kind's last broken point not located yet is, by one more run
+        (with -j N, each process's last of the kind): `with_locations` checks a kind's line against it."""
+        for spec, run_again in list(self._last.values())[:self.most]:
+            if spec not in self.found:
+                self._keep(spec, self._run_located(run_again))
+        self._last.clear()
+
+    def _run_located(self, run_again: Callable[[], object]) -> Located:
+        began, where, self.runs = time.monotonic(), located(self.design, run_again), self.runs + 1
+        self.spent_s += time.monotonic() - began
+        return where
+
+    def _keep(self, spec: str, where: Located) -> None:
+        self.found[spec] = where.words
+        if where.line:  # named as a line point names its file, so a located write and a line point meet
+            path, _, number = where.line.rpartition(":")
+            self.lines[spec] = f"{shown_path(path)}:{number}"
 
 
 def with_locations(outcomes: list, found: dict[str, str], lines: dict[str, str] | None = None) -> None:
-    """Each kind of failure's first point's words (campaigns/exploration.PointOutcome.where) end with its
-    location in `found`, and every point of that kind gets its `line` (in `lines`): what distinct failures are
-    grouped by. With -j N each process locates the first it met of each kind: the first of all is one of
-    them, and only its location is kept, so the words and lines are those of -j 1."""
-    seen: dict[tuple, str] = {}
+    """A kind of failure's (findings, kind of place) first located point's words (exploration.PointOutcome.where),
+    and any other's whose line differs, end with its location in `found`; each located point keeps its `line` (in
+    `lines`), what failures are grouped by. The kind's other points take the line only when all its located points
+    (first, last: `Locator.finish`) name one; else two bugs share the kind and its others keep no line."""
+    kinds: dict[tuple, list] = {}
     for outcome in outcomes:
-        key = (tuple(outcome.findings), outcome.place)
-        if outcome.point in found and key not in seen:
-            seen[key] = (lines or {}).get(outcome.point, "")
-            outcome.where = f"{outcome.where}, {found[outcome.point]}"
-    for outcome in outcomes:
-        line = seen.get((tuple(outcome.findings), outcome.place), "") if not outcome.valid else ""
-        if line and not outcome.line:
-            outcome.line = line
+        if not outcome.valid:
+            kinds.setdefault((tuple(outcome.findings), outcome.place), []).append(outcome)
+    lines = lines or {}
+    for same in kinds.values():
+        located = [outcome for outcome in same if outcome.point in found]
+        for outcome in located:
+            if outcome is located[0] or lines.get(outcome.point, "") != lines.get(located[0].point, ""):
+                outcome.where = f"{outcome.where}, {found[outcome.point]}"
+            outcome.line = outcome.line or lines.get(outcome.point, "")
+        named = {lines.get(outcome.point, "") for outcome in located}
+        if len(named) == 1 and (line := named.pop()):
+            for outcome in same:
+                outcome.line = outcome.line or line
 
 
 def located(design: Design, run_again: Callable[[], object]) -> Located:
