@@ -40,7 +40,9 @@ class BenchCommand(Command):
         if unknown or not parts:
             raise KilltestError(f"--only takes {', '.join(defaults.BENCH_PARTS)}, comma-joined, not {args.only!r}")
         sizes = counts(args.sizes, "--sizes", "product counts", "500,5000")
-        peers = designs_named(args.peer_design or list(defaults.BENCH_PEER_DESIGNS))
+        # Named only when their part runs: naming a peer builds its framework's env on first use (minutes on a
+        # new machine), which `--only scale` never needs.
+        peers = designs_named(args.peer_design or list(defaults.BENCH_PEER_DESIGNS)) if "peers" in parts else []
         scaled = design_named(args.scale_design)
         os.makedirs(os.path.join(args.out, "bench"), exist_ok=True)
         path = os.path.join(args.out, "bench.json")
