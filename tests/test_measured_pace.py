@@ -2,6 +2,11 @@
 kill delays and time limit are made from what it showed; a figure the user gave is used exactly; the built-in
 designs keep the article's schedule. Histories and figures are made by hand, as every checker test's."""
 
+import json
+import shlex
+import subprocess
+import sys
+
 import pytest
 
 from killtest.harness import defaults
@@ -155,6 +160,17 @@ def test_a_design_given_by_its_spec_is_measured_and_its_replay_line_pins_the_tim
     assert report["settings"]["time_limit_s"] == measured["time_limit_s"]
     replay = report["settings"]["replays"]["idempotent"][0]
     assert f"--time-limit {measured['time_limit_s']:g}" in replay
+    # Its kills count from each start's first request (`f` points), and its replay line names them and runs.
+    wait = measured["first_request_wait_s"]
+    assert measured["pin"].startswith(f"--kill-delay f{measured['kill_delay_s'][0]:g},") and wait > 0
+    words = shlex.split(replay)
+    schedule = words[words.index("--schedule") + 1]
+    assert [p.endswith(f":{wait:g}") and p.startswith("f") for p in schedule.split(",")] == [True, True]
+    done = subprocess.run([sys.executable, "-m", "killtest", *words[1:], "--out", str(tmp_path / "replay")],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    replayed = json.loads((tmp_path / "replay" / "replay.json").read_text())
+    assert replayed["runs"][0]["kills_planned"] == 2 and replayed["valid"]
 
 
 def test_pinned_figures_are_used_exactly_and_nothing_is_measured(tmp_path):
