@@ -139,7 +139,8 @@ def _kill_delay_parts(text: str) -> tuple[tuple[float, float], float | None]:
         low, high = (float(part) for part in delays.split(","))
     except ValueError:
         raise KilltestError(f"--kill-delay takes LOW,HIGH in seconds after each start, for example 0.2,1.0, or"
-                            f" fLOW,HIGH[:WAIT] after its first request, for example f0.2,1.0:8, not {text!r}") from None
+                            f" fLOW,HIGH[:WAIT] after its first request, for example f0.2,1.0:8, not {text!r}"
+                            ) from None
     return (low, high), wait
 
 

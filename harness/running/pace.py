@@ -84,17 +84,19 @@ def figures_of(history: History) -> tuple[float, float]:
 
 
 def paced(startup_s: float, crawl_s: float, kills: int, kill_delay_s: tuple[float, float] | None,
-          time_limit_s: float | None, designs: Sequence[str], first_request_wait_s: float | None = None) -> MeasuredPace:
+          time_limit_s: float | None, designs: Sequence[str],
+          first_request_wait_s: float | None = None) -> MeasuredPace:
     """The kill delays and time limit made from the measured figures, the user's own where given: `kill_delay_s`
     counted from the spawn, or from the first request when `first_request_wait_s` comes with them."""
     work_s = max(crawl_s - startup_s, 0.0)
     high = min(defaults.KILL_DELAY[1], defaults.KILL_WINDOW_SHARE * work_s)
     low = round(min(defaults.KILL_DELAY[0], high / 5), 2)
     after = (low, round(max(high, low + 0.01), 2))  # a window, even for a crawl with next to no work
+    wait: float | None = first_request_wait_s
     if kill_delay_s is None:  # measured: from each start's first request, waited for a few start-ups
         delays, wait = after, first_request_wait(startup_s)
     else:
-        delays, wait = kill_delay_s, first_request_wait_s
+        delays = kill_delay_s
     latest = delays[1] if wait is None else wait + delays[1]  # a kill's latest, after its start's spawn
     limit = time_limit_s or max(defaults.TIME_LIMIT_S,
                                 float(round(kills * latest + defaults.TIME_LIMIT_CRAWLS * crawl_s)))
@@ -138,11 +140,12 @@ def measure_pace(plan: CampaignPlan, kill_delay_s: tuple[float, float] | None, t
 
 
 def kills_after(measured: MeasuredPace) -> str:
-    """`0.2-1s after each start's first request (waited for 7.8s)`, or `3-5s after each start`."""
+    """`0.2-1s after each start's first request (waited for up to 7.8s after the spawn)`, or `3-5s after each start`."""
     low, high = measured.kill_delay_s
     if measured.first_request_wait_s is None:
         return f"{low:g}-{high:g}s after each start"
-    return f"{low:g}-{high:g}s after each start's first request (waited for {measured.first_request_wait_s:g}s)"
+    wait = measured.first_request_wait_s
+    return f"{low:g}-{high:g}s after each start's first request (waited for up to {wait:g}s after the spawn)"
 
 
 def _labelled(say: Callable[[str], None], label: str) -> Callable[[str], None]:
