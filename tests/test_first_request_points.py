@@ -1,8 +1,9 @@
 """`f` kill points count from the start's own first request, so a kill lands at work however slow the start-up.
 
 A design whose every start sleeps 1.5 s before its first request is killed 0.2 s after that request
-(`f0.2`), where a `t0.2` would land before any work. A start that makes no request within the point's wait
-is killed anyway, that wait plus the delay after its spawn, so the run goes on. `killtest run` uses these
+(`f0.2`), where a `t0.2` would land before any work. A start that makes no request within the point's wait,
+in a crawl an earlier start had begun, is killed anyway, that wait plus the delay after its spawn, so the run
+goes on. `killtest run` uses these
 points for a user's design it measured (harness/running/pace.py), and its pin line gives them back.
 """
 
@@ -111,11 +112,20 @@ def test_kills_after_the_first_request_land_at_work_however_slow_the_start_up(sl
     no_process_left(history)
 
 
-def test_a_start_with_no_request_within_the_wait_is_killed_that_long_after_its_spawn(slow_start, site, tmp_path):
-    history = run_kill_test(slow_start, parse_schedule("f0.1:0.5"), site, work_dir(tmp_path),
-                            RunSettings(lease_s=0.5))
-    kill = history.first("kill")
-    spawned = history.first("process_started")["t"]
-    assert kill["returncode"] == -signal.SIGKILL and kill["t"] - spawned >= 0.5 + 0.1
-    assert history.first("run_finished")["outcome"] == "completed"  # the run went on: the next start finished
+def test_a_start_with_no_request_within_the_wait_is_killed_that_long_after_its_spawn_once_the_crawl_began(
+        slow_start, small_catalog, tmp_path):
+    with SiteServer(small_catalog, pace_rps=25) as site:
+        history = run_kill_test(slow_start, parse_schedule("f0.2:0.5,f0.1:0.5"), site, work_dir(tmp_path),
+                                RunSettings(lease_s=0.5))
+    first, second = history.of_type("kill")
+    # The first start outlasts its 0.5 s wait, but nobody had begun the crawl: it is still starting, not waiting,
+    # so the point waits on for its first request, and its kill lands at work.
+    assert first["t"] - first_request_of(history, 0) >= 0.2
+    # The second start makes no request within its wait in a crawl the first one began: it is killed 0.5 + 0.1 s
+    # after its spawn, before its first request, and the run goes on.
+    spawned = next(e["t"] for e in history.of_type("process_started") if e["start"] == 1)
+    assert second["returncode"] == -signal.SIGKILL and second["t"] - spawned >= 0.5 + 0.1
+    assert not [r for r in history.of_type("request") if r["start"] == 1]
+    assert [k.status for k in sort_kills(history)] == ["landed", "before_work"]  # nothing measured: not "waiting"
+    assert history.first("run_finished")["outcome"] == "completed"  # the next start finished the crawl
     no_process_left(history)

@@ -10,7 +10,10 @@ groups, as a `t` point does; the runner records the kill at that moment.
 A start may make no request for a long time: it is waiting out what a killed start held (Crawlee waits
 about 180 s for a request lock). So the first request is waited for at most B seconds after the spawn
 (`:B`, or FIRST_REQUEST_WAIT_S when left out); past that the point fires at spawn + B + the delay, and
-the run goes on. `killtest run` measures a user's design first (harness/running/pace.py) and writes B
+the run goes on. Only once the crawl has begun, though: while no start of the run has made a request, there
+is nothing a killed start held to wait on, and a start slower than B (a loaded machine) is still starting,
+so the point waits on for its first request (the run's time limit and no-progress stop still end a start
+that never makes one). `killtest run` measures a user's design first (harness/running/pace.py) and writes B
 from the measured start-up, so every replay line carries it.
 """
 
@@ -54,7 +57,8 @@ class AfterFirstRequest(PointKind):
 
 class FirstRequestTrigger:
     """Notes the start's first request (the site's threads call it), then kills the start `delay_s` later
-    from a thread of its own; at spawn + `wait_first_s` + `delay_s` when no request came by then."""
+    from a thread of its own; at spawn + `wait_first_s` + `delay_s` when no request came by then in a crawl
+    an earlier start had begun."""
 
     def __init__(self, point: AfterFirstRequest, site: Any) -> None:
         self.point = point
@@ -80,6 +84,8 @@ class FirstRequestTrigger:
     def _kill_when_due(self, start: Any) -> None:
         point = self.point
         self._first.wait(max(0.0, start.started + point.wait_first_s - time.monotonic()))
+        if not self._first.is_set() and self.site.request_log.crawl_total == 0:
+            self._first.wait()  # nobody has begun the crawl: this start is still starting, not waiting
         if self._disarmed.is_set():
             return
         base = self.first_request_at if self.first_request_at is not None else start.started + point.wait_first_s
