@@ -52,6 +52,12 @@ KILL_WINDOW_SHARE = 0.5
 # The time limit: every kill at its latest, then this many unkilled crawls (a restart redoes some work and
 # may wait out what the killed start held); never below TIME_LIMIT_S.
 TIME_LIMIT_CRAWLS = 3.0
+# Its kills count from each start's first request (`f` points, harness/faults/points/first_request.py), which is
+# waited for this many measured start-ups after the spawn: past that the start is waiting (on a lock a killed
+# start left: Crawlee's is 180 s), not starting, and is killed anyway so the run goes on.
+FIRST_REQUEST_WAIT_STARTUPS = 3.0
+# An `f` point written without its wait (`f0.4`, not `f0.4:8`) waits this long for the first request.
+FIRST_REQUEST_WAIT_S = 10.0
 
 # --- The fixture site's catalog: the article's 25 listing pages of 20 products (killtest.fixture_site.catalog).
 LISTING_PAGES = DEFAULT_LISTING_PAGES

@@ -85,9 +85,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--kill-delay", "the range a kill lands in after each start, LOW,HIGH seconds"
            f" (default {d.KILL_DELAY[0]},{d.KILL_DELAY[1]})", ("scale", "calibrate"), "campaign",
            default=f"{d.KILL_DELAY[0]},{d.KILL_DELAY[1]}"),
-    Option("--kill-delay", "the range a kill lands in after each start, LOW,HIGH seconds, used exactly (default: the"
-           f" built-in designs {d.KILL_DELAY[0]},{d.KILL_DELAY[1]}; a design of your own: its start-up, measured"
-           " from one unkilled start, then the article's 0.2-1.0 s of its work)", ("run",), "campaign"),
+    Option("--kill-delay", "the range a kill lands in after each start, LOW,HIGH seconds, used exactly; fLOW,HIGH:WAIT"
+           " counts from each start's first request, waited for WAIT s (default: the built-in designs"
+           f" {d.KILL_DELAY[0]},{d.KILL_DELAY[1]}; a design of your own: f0.2,1.0 with a wait of three start-ups,"
+           " measured from one unkilled start)", ("run",), "campaign"),
     # The catalog, then what a run meets: in this order on a replay line.
     Option("--listing-pages", f"listing pages in the catalog (default {d.LISTING_PAGES})", RUNS, "site",
            positive(int), d.LISTING_PAGES),

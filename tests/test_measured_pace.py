@@ -2,10 +2,16 @@
 kill delays and time limit are made from what it showed; a figure the user gave is used exactly; the built-in
 designs keep the article's schedule. Histories and figures are made by hand, as every checker test's."""
 
+import json
+import shlex
+import subprocess
+import sys
+
 import pytest
 
 from killtest.harness import defaults
 from killtest.harness.check.categories import sort_kills
+from killtest.harness.cli.plans_from_args import first_request_wait, kill_delay
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults.schedule import timed_schedule
 from killtest.harness.history import History
@@ -34,21 +40,21 @@ def test_an_unkilled_start_that_did_not_finish_is_one_line_naming_the_options_th
         figures_of(unkilled(outcome="timed_out"))
 
 
-def test_kills_count_from_the_measured_start_up_and_the_time_limit_covers_the_crawl():
+def test_kills_count_from_each_first_request_and_the_time_limit_covers_the_crawl():
     measured = paced(2.6, 199.0, 10, None, None, ["crawlee-playwright"])
-    begin = 2.6 * defaults.STARTUP_MARGIN
     assert measured.after_first_request_s == defaults.KILL_DELAY  # a long crawl: the article's 0.2-1.0 s of work
-    assert measured.kill_delay_s == (round(begin + 0.2, 2), round(begin + 1.0, 2))
-    assert measured.kill_delay_s[0] > 2.6  # every kill after the measured start-up
-    assert measured.time_limit_s == round(10 * measured.kill_delay_s[1] + defaults.TIME_LIMIT_CRAWLS * 199.0)
-    assert measured.pin == f"--kill-delay {measured.kill_delay_s[0]:g},{measured.kill_delay_s[1]:g} --time-limit" \
-                           f" {measured.time_limit_s:g}"
+    assert measured.kill_delay_s == defaults.KILL_DELAY  # `f` points: after each start's own first request
+    wait = measured.first_request_wait_s
+    assert wait == round(2.6 * defaults.FIRST_REQUEST_WAIT_STARTUPS, 2)
+    # At its latest a kill comes the wait and its delay after its spawn (a start with no request by then).
+    assert measured.time_limit_s == round(10 * (wait + 1.0) + defaults.TIME_LIMIT_CRAWLS * 199.0)
+    assert measured.pin == f"--kill-delay f0.2,1:{wait:g} --time-limit {measured.time_limit_s:g}"
 
 
 def test_a_short_crawl_is_killed_in_the_first_half_of_its_work_and_never_gets_less_than_the_default_limit():
     measured = paced(0.1, 0.5, 10, None, None, ["quick"])
     assert measured.after_first_request_s[1] == 0.2  # half of its 0.4 s of work, not the article's 1.0 s
-    assert measured.kill_delay_s[1] < 0.1 * defaults.STARTUP_MARGIN + 0.4
+    assert measured.kill_delay_s == measured.after_first_request_s
     assert measured.time_limit_s == defaults.TIME_LIMIT_S
 
 
@@ -60,10 +66,12 @@ def test_figures_the_user_gave_are_used_exactly():
 
 def test_the_same_seed_and_the_same_measured_figures_give_the_same_kill_points():
     one, two = paced(2.6, 30.0, 10, None, None, ["x"]), paced(2.6, 30.0, 10, None, None, ["x"])
-    assert timed_schedule(7, 10, *one.kill_delay_s) == timed_schedule(7, 10, *two.kill_delay_s)
+    wait = one.first_request_wait_s
+    assert timed_schedule(7, 10, *one.kill_delay_s, wait) == timed_schedule(7, 10, *two.kill_delay_s, wait)
     # The pinned figures, as the report prints them, give that schedule back without measuring.
-    low, high = (float(x) for x in one.pin.split()[1].split(","))
-    assert timed_schedule(7, 10, low, high) == timed_schedule(7, 10, *one.kill_delay_s)
+    pinned = one.pin.split()[1]
+    assert timed_schedule(7, 10, *kill_delay(pinned), first_request_wait(pinned)) == \
+        timed_schedule(7, 10, *one.kill_delay_s, wait)
 
 
 @pytest.mark.parametrize("given, timed, delay, limit, measured", [
@@ -152,6 +160,18 @@ def test_a_design_given_by_its_spec_is_measured_and_its_replay_line_pins_the_tim
     assert report["settings"]["time_limit_s"] == measured["time_limit_s"]
     replay = report["settings"]["replays"]["idempotent"][0]
     assert f"--time-limit {measured['time_limit_s']:g}" in replay
+    # Its kills count from each start's first request (`f` points), and its replay line names them and runs.
+    wait = measured["first_request_wait_s"]
+    assert measured["pin"].startswith(f"--kill-delay f{measured['kill_delay_s'][0]:g},") and wait > 0
+    words = shlex.split(replay)
+    schedule = words[words.index("--schedule") + 1]
+    assert [p.endswith(f":{wait:g}") and p.startswith("f") for p in schedule.split(",")] == [True, True]
+    done = subprocess.run([sys.executable, "-m", "killtest", *words[1:], "--out", str(tmp_path / "replay")],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    # It runs (a kill may come after so short a crawl finished: a run that proved nothing, not an error).
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr[-2000:]
+    replayed = json.loads((tmp_path / "replay" / "replay.json").read_text())
+    assert replayed["runs"][0]["kills_planned"] == 2 and replayed["runs"][0]["missing_records"] == 0
 
 
 def test_pinned_figures_are_used_exactly_and_nothing_is_measured(tmp_path):

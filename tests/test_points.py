@@ -8,6 +8,7 @@ import pytest
 from killtest.harness.design.registry import design_named
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults.points import Fired, KillPoint, StartOptions, kinds, parse_point
+from killtest.harness.faults.points.first_request import AfterFirstRequest
 from killtest.harness.faults.points.line import AtLine, anchor_for, resolve_anchor
 from killtest.harness.faults.points.pause import Pause
 from killtest.harness.faults.points.power_cut import PowerCut
@@ -22,7 +23,8 @@ ONE_OF_EACH = {"t0.4": AfterDelay(0.4), "t0.3@2": AfterDelay(0.3, worker=2), "r5
                "r5+": AtRequest(5, after_response=True), "d0.5:0.1": Redeploy(0.5, 0.1),
                "d0.2:0@1": Redeploy(0.2, 0.0, worker=1), "s0.5": ServerRestart(0.5),
                "l:scrapers/idempotent.py:127:2": AtLine("scrapers/idempotent.py", 127, 2),
-               "l:scrapers/idempotent.py:complete+8:2": AtLine("scrapers/idempotent.py", 127, 2), "w5": AtStoreWrite(5)}
+               "l:scrapers/idempotent.py:complete+8:2": AtLine("scrapers/idempotent.py", 127, 2), "w5": AtStoreWrite(5),
+               "f0.4": AfterFirstRequest(0.4), "f0.4:8": AfterFirstRequest(0.4, 8.0)}
 
 
 def complete_line() -> int:
@@ -32,10 +34,10 @@ def complete_line() -> int:
 def test_every_kind_is_registered_by_its_own_prefix():
     registered = {kind.PREFIX: kind for kind in kinds()}
     assert registered == {"t": AfterDelay, "r": AtRequest, "d": Redeploy, "s": ServerRestart, "l:": AtLine,
-                          "w": AtStoreWrite, "p": Pause, "x": PowerCut}
+                          "w": AtStoreWrite, "p": Pause, "x": PowerCut, "f": AfterFirstRequest}
     assert all(isinstance(kind.parse(text), KillPoint) for text, kind in
                [("t1", AfterDelay), ("r1", AtRequest), ("d1:0", Redeploy), ("s1", ServerRestart),
-                ("l:scrapers/idempotent.py:1:1", AtLine), ("w1", AtStoreWrite)])
+                ("l:scrapers/idempotent.py:1:1", AtLine), ("w1", AtStoreWrite), ("f1", AfterFirstRequest)])
 
 
 @pytest.mark.parametrize("text", ONE_OF_EACH)

@@ -29,12 +29,13 @@ from killtest.harness.running.write_plans import needs_recording, resolve_schedu
 def timed_plan(args: argparse.Namespace, designs: list[Design], pace_rps: float, name: str) -> CampaignPlan:
     """The plan of `run`, `scale` and `calibrate`: seeded timed schedules, or one exact schedule repeated."""
     check_recrawls(args, designs)
-    delay_range = kill_delay(args.kill_delay)
+    delay_range, wait = kill_delay(args.kill_delay), first_request_wait(args.kill_delay)
     exact = getattr(args, "schedule", None)
     if exact is not None:
         schedules = (parse_schedule(exact),) * args.runs  # exact points: every run repeats the same one
     else:
-        schedules = tuple(timed_schedule(seed, args.kills, *delay_range) for seed in run_seeds(args.seed, args.runs))
+        schedules = tuple(timed_schedule(seed, args.kills, *delay_range, first_request_wait_s=wait)
+                          for seed in run_seeds(args.seed, args.runs))
     check_points(args, schedules, designs)
     refuse_killless(schedules, "--kills 0" if exact is None else f"--schedule {exact!r}")
     return aim_store_writes(CampaignPlan(command=typed_command(args), designs=tuple(designs), schedules=schedules,
@@ -117,11 +118,30 @@ def run_settings(args: argparse.Namespace, lease_s: float) -> RunSettings:
 
 
 def kill_delay(text: str) -> tuple[float, float]:
+    """--kill-delay's LOW,HIGH: seconds after each start's spawn (`0.2,1.0`), or after its first request
+    (`f0.2,1.0:7.8`, waited for 7.8 s after the spawn: the `f` points a measured design's kills use)."""
+    return _kill_delay_parts(text)[0]
+
+
+def first_request_wait(text: str) -> float | None:
+    """How long an `f` --kill-delay waits for each start's first request; None for delays after the spawn."""
+    return _kill_delay_parts(text)[1]
+
+
+def _kill_delay_parts(text: str) -> tuple[tuple[float, float], float | None]:
+    delays, wait = text, None
     try:
-        low, high = (float(part) for part in text.split(","))
+        if text.startswith("f"):
+            delays, colon, wait_text = text[1:].partition(":")
+            wait = float(wait_text) if colon else defaults.FIRST_REQUEST_WAIT_S
+            if not wait > 0:
+                raise ValueError(text)
+        low, high = (float(part) for part in delays.split(","))
     except ValueError:
-        raise KilltestError(f"--kill-delay takes LOW,HIGH in seconds, for example 0.2,1.0, not {text!r}") from None
-    return low, high
+        raise KilltestError(f"--kill-delay takes LOW,HIGH in seconds after each start, for example 0.2,1.0, or"
+                            f" fLOW,HIGH[:WAIT] after its first request, for example f0.2,1.0:8, not {text!r}"
+                            ) from None
+    return (low, high), wait
 
 
 def drift(args: argparse.Namespace) -> Drift | None:

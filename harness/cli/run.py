@@ -12,7 +12,7 @@ from killtest.harness.check.distinct import point_ranges
 from killtest.harness.cli.ci_output import campaign_cases, publish
 from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
 from killtest.harness.cli.explore import replay_line
-from killtest.harness.cli.plans_from_args import kill_delay, timed_plan
+from killtest.harness.cli.plans_from_args import first_request_wait, kill_delay, timed_plan
 from killtest.harness.cli.shared import designs_named, prepare_dirs
 from killtest.harness.design.model import Design
 from killtest.harness.report.campaign import Campaign, summarise, verdict_words
@@ -81,9 +81,10 @@ def with_measured_pace(args: argparse.Namespace, designs: list[Design], progress
         args.kill_delay = args.kill_delay or f"{defaults.KILL_DELAY[0]},{defaults.KILL_DELAY[1]}"
         provisional = timed_plan(argparse.Namespace(**{**vars(args), "time_limit": args.time_limit
                                                        or defaults.TIME_LIMIT_S}), designs, args.pace, args.name)
-        measured = measure_pace(provisional, given_delay, args.time_limit, progress.done)
+        measured = measure_pace(provisional, given_delay, args.time_limit, progress.done,
+                                first_request_wait(args.kill_delay) if given_delay is not None else None)
         args.time_limit = measured.time_limit_s
-        args.kill_delay = ",".join(f"{s:g}" for s in measured.kill_delay_s)
+        args.kill_delay = measured.kill_delay_option  # `f` points from each start's first request, when measured
     args.kill_delay = args.kill_delay or f"{defaults.KILL_DELAY[0]},{defaults.KILL_DELAY[1]}"
     args.time_limit = args.time_limit or defaults.TIME_LIMIT_S
     return measured

@@ -1,7 +1,8 @@
 """Kill schedules: what ends each start, and the seeded timed, request and redeploy schedules.
 
 A schedule is a list of kill points, one per start; the start after the last point runs to the end.
-The kinds of point live in harness/faults/points/, one module each (timed `t0.42[@K]`, request `r5`
+The kinds of point live in harness/faults/points/, one module each (timed `t0.42[@K]`, after the
+first request `f0.4[:8]`, request `r5`
 and `r5+`, line `l:scrapers/idempotent.py:complete+3:2`, redeploy `d0.3:0.05[@K]`, server restart
 `s0.5`, pause `p0.4:3[@K]`); this module holds the schedule: its parsing, its validation against the designs,
 and its seeded kinds. A timed point's, a redeploy's or a pause's delay counts from the previous point's kill
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults.points import DesignLike, KillPoint, parse_point
+from killtest.harness.faults.points.first_request import AfterFirstRequest
 from killtest.harness.faults.points.redeploy import Redeploy
 from killtest.harness.faults.points.request import AtRequest
 from killtest.harness.faults.points.timed import AfterDelay
@@ -40,16 +42,22 @@ class KillSchedule:
         return ",".join(p.spec for p in self.points)
 
 
-def timed_schedule(seed: int, kills: int = KILLS_PER_RUN,
-                   low_s: float = KILL_DELAY_S[0], high_s: float = KILL_DELAY_S[1]) -> KillSchedule:
-    """`kills` delays drawn uniformly from [low_s, high_s]; the same seed always gives the same schedule."""
+def timed_schedule(seed: int, kills: int = KILLS_PER_RUN, low_s: float = KILL_DELAY_S[0],
+                   high_s: float = KILL_DELAY_S[1], first_request_wait_s: float | None = None) -> KillSchedule:
+    """`kills` delays drawn uniformly from [low_s, high_s]; the same seed always gives the same schedule.
+
+    The delays count from each start's spawn (`t` points), or, given `first_request_wait_s`, from its first
+    request, waited for that long (`f` points: a measured user's design, harness/running/pace.py); the same
+    seed draws the same delays either way."""
     if kills < 0:
         raise KilltestError(f"the number of kills must be zero or more, not {kills}")
     if not 0 < low_s <= high_s:
         raise KilltestError(f"kill delays need 0 < low <= high, not {low_s}..{high_s}")
     rng = random.Random(f"killtest-schedule:{seed}")
-    return KillSchedule(seed=seed, points=tuple(AfterDelay(round(rng.uniform(low_s, high_s), 4))
-                                                for _ in range(kills)))
+    delays = [round(rng.uniform(low_s, high_s), 4) for _ in range(kills)]
+    if first_request_wait_s is not None:
+        return KillSchedule(seed=seed, points=tuple(AfterFirstRequest(d, first_request_wait_s) for d in delays))
+    return KillSchedule(seed=seed, points=tuple(AfterDelay(d) for d in delays))
 
 
 def request_schedule(seed: int, kills: int, low: int, high: int) -> KillSchedule:

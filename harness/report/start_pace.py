@@ -57,11 +57,18 @@ def pace_bullets(campaign: Campaign) -> list[str]:
 
 def measured_line(measured: dict | None) -> str:
     """`measured from one unkilled start of crawlee-playwright: first request after 2.61s, crawl 6.2s; kill delays
-    2.8-3.6s, time limit 120s (pin them: --kill-delay 2.8,3.6 --time-limit 120)`."""
+    0.2-1s after each start's first request (waited for up to 7.83s after the spawn), time limit 120s
+    (pin them: --kill-delay f0.2,1:7.83 --time-limit 120)`."""
     if not measured:
         return ""
     return (f"measured from one unkilled start of {', '.join(measured['designs'])}: first request after"
-            f" {measured['startup_s']:g}s, crawl {measured['crawl_s']:g}s; kill delays"
-            f" {measured['kill_delay_s'][0]:g}-{measured['kill_delay_s'][1]:g}s after each start (the start-up, then"
-            f" {measured['after_first_request_s'][0]:g}-{measured['after_first_request_s'][1]:g}s of its work),"
+            f" {measured['startup_s']:g}s, crawl {measured['crawl_s']:g}s; kill delays {_kills_after(measured)},"
             f" time limit {measured['time_limit_s']:g}s (pin them: {measured['pin']})")
+
+
+def _kills_after(measured: dict) -> str:
+    low, high = measured["kill_delay_s"]
+    wait = measured.get("first_request_wait_s")
+    if wait is None:  # the user's --kill-delay, from the spawn
+        return f"{low:g}-{high:g}s after each start"
+    return f"{low:g}-{high:g}s after each start's first request (waited for up to {wait:g}s after the spawn)"

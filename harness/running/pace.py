@@ -4,11 +4,16 @@ The article's schedule (kills 0.2-1.0 s after each start, a 120 s limit) was rig
 scraper; a browser crawler takes 2.6 s to its first request and 200 s for the article's shop, so at those
 figures every kill lands before work and the crawl is cut by the time limit. So, for a design of the
 user's own run on seeded timed kills, `run` first crawls once without a kill and reads from that start's
-history its start-up (spawn to first request) and its crawl time (spawn to exit). The kill delays are
-then counted from the first request: the measured start-up (with a margin, as timings move by a third
-from run to run) plus the article's 0.2-1.0 s, shrunk to the first half of the work when the crawl is
-shorter than that; the time limit is every kill at its latest plus a few unkilled crawls, never below
-the default. A figure the user gave (--kill-delay, --time-limit) is used exactly and not measured for.
+history its start-up (spawn to first request) and its crawl time (spawn to exit). The kills are then
+`f` points (harness/faults/points/first_request.py), counted from each start's own first request, not
+from its spawn: a later start slower to its first request than the measured one (timings move by a third
+from run to run, a browser's more) is still killed at work. Each comes the article's 0.2-1.0 s after that
+request, shrunk to the first half of the work when the crawl is shorter than that; a start that makes no
+request within FIRST_REQUEST_WAIT_STARTUPS measured start-ups of its spawn is waiting (on what a killed
+start held), and is killed that long plus its delay after the spawn. The time limit is every kill at its
+latest plus a few unkilled crawls, never below the default. A figure the user gave (--kill-delay,
+--time-limit) is used exactly and not measured for: `--kill-delay 3,5` keeps its meaning, seconds after
+the spawn; `--kill-delay f0.2,1:7.8` (what the pin line prints) is the measured kind.
 
 Deterministic: the same seed gives the same schedule from the same figures (`timed_schedule` is a
 function of the seed and the range), and the figures are printed with the options that pin them, which
@@ -38,13 +43,24 @@ class MeasuredPace:
     designs: tuple[str, ...]
     startup_s: float  # spawn to first request, the slowest design's
     crawl_s: float  # spawn to exit of the unkilled crawl, the slowest design's
-    after_first_request_s: tuple[float, float]  # the kill window after the (margined) start-up
+    after_first_request_s: tuple[float, float]  # the kill window after each start's first request
     kill_delay_s: tuple[float, float]  # what the kills use: measured, or the user's --kill-delay
     time_limit_s: float  # what the runs use: measured, or the user's --time-limit
+    # The kills count from each start's first request, waited for this long after the spawn (`f` points);
+    # None: from the spawn (`t` points), as the user's --kill-delay LOW,HIGH asked.
+    first_request_wait_s: float | None = None
+
+    @property
+    def kill_delay_option(self) -> str:
+        """The --kill-delay that gives these kills back: `f0.2,1:7.8` for `f` points, `3,5` for `t` points."""
+        low, high = self.kill_delay_s
+        if self.first_request_wait_s is None:
+            return f"{low:g},{high:g}"
+        return f"f{low:g},{high:g}:{self.first_request_wait_s:g}"
 
     @property
     def pin(self) -> str:
-        return f"--kill-delay {self.kill_delay_s[0]:g},{self.kill_delay_s[1]:g} --time-limit {self.time_limit_s:g}"
+        return f"--kill-delay {self.kill_delay_option} --time-limit {self.time_limit_s:g}"
 
     def to_json(self) -> dict:
         return {**dataclasses.asdict(self), "pin": self.pin}
@@ -68,16 +84,29 @@ def figures_of(history: History) -> tuple[float, float]:
 
 
 def paced(startup_s: float, crawl_s: float, kills: int, kill_delay_s: tuple[float, float] | None,
-          time_limit_s: float | None, designs: Sequence[str]) -> MeasuredPace:
-    """The kill delays and time limit made from the measured figures, the user's own where given."""
+          time_limit_s: float | None, designs: Sequence[str],
+          first_request_wait_s: float | None = None) -> MeasuredPace:
+    """The kill delays and time limit made from the measured figures, the user's own where given: `kill_delay_s`
+    counted from the spawn, or from the first request when `first_request_wait_s` comes with them."""
     work_s = max(crawl_s - startup_s, 0.0)
     high = min(defaults.KILL_DELAY[1], defaults.KILL_WINDOW_SHARE * work_s)
-    after = (round(min(defaults.KILL_DELAY[0], high / 5), 2), round(high, 2))
-    begin = startup_s * defaults.STARTUP_MARGIN
-    delays = kill_delay_s or (round(begin + after[0], 2), round(max(begin + after[1], begin + after[0] + 0.01), 2))
+    low = round(min(defaults.KILL_DELAY[0], high / 5), 2)
+    after = (low, round(max(high, low + 0.01), 2))  # a window, even for a crawl with next to no work
+    wait: float | None = first_request_wait_s
+    if kill_delay_s is None:  # measured: from each start's first request, waited for a few start-ups
+        delays, wait = after, first_request_wait(startup_s)
+    else:
+        delays = kill_delay_s
+    latest = delays[1] if wait is None else wait + delays[1]  # a kill's latest, after its start's spawn
     limit = time_limit_s or max(defaults.TIME_LIMIT_S,
-                                float(round(kills * delays[1] + defaults.TIME_LIMIT_CRAWLS * crawl_s)))
-    return MeasuredPace(tuple(designs), startup_s, crawl_s, after, delays, limit)
+                                float(round(kills * latest + defaults.TIME_LIMIT_CRAWLS * crawl_s)))
+    return MeasuredPace(tuple(designs), startup_s, crawl_s, after, delays, limit, wait)
+
+
+def first_request_wait(startup_s: float) -> float:
+    """How long after its spawn a start's first request is waited for: a few measured start-ups, so a slow start
+    is still starting, not waiting; at least a second, as a 0.1 s start-up may take several times that here."""
+    return max(round(startup_s * defaults.FIRST_REQUEST_WAIT_STARTUPS, 2), 1.0)
 
 
 def needs_measuring(designs: Sequence[Design], given: Sequence[str], timed: bool,
@@ -89,7 +118,7 @@ def needs_measuring(designs: Sequence[Design], given: Sequence[str], timed: bool
 
 
 def measure_pace(plan: CampaignPlan, kill_delay_s: tuple[float, float] | None, time_limit_s: float | None,
-                 say: Callable[[str], None]) -> MeasuredPace:
+                 say: Callable[[str], None], first_request_wait_s: float | None = None) -> MeasuredPace:
     """One unkilled start of every design of `plan`, on its site and settings; the slowest design's figures."""
     names = [d.name for d in plan.designs]
     say(f"measuring the pace of {', '.join(names)} from one unkilled start each, before the killed runs"
@@ -104,11 +133,19 @@ def measure_pace(plan: CampaignPlan, kill_delay_s: tuple[float, float] | None, t
                                 prefix="killtest-pace-", on_progress=_labelled(say, f"[{design.name} pace]"))
             figures.append(figures_of(history))
     measured = paced(max(f[0] for f in figures), max(f[1] for f in figures), plan.schedules[0].kills,
-                     kill_delay_s, time_limit_s, names)
-    say(f"measured: first request after {measured.startup_s:g}s, crawl {measured.crawl_s:g}s; kill delays"
-        f" {measured.kill_delay_s[0]:g}-{measured.kill_delay_s[1]:g}s after each start, time limit"
-        f" {measured.time_limit_s:g}s (pin them: {measured.pin})")
+                     kill_delay_s, time_limit_s, names, first_request_wait_s)
+    say(f"measured: first request after {measured.startup_s:g}s, crawl {measured.crawl_s:g}s; kills"
+        f" {kills_after(measured)}, time limit {measured.time_limit_s:g}s (pin them: {measured.pin})")
     return measured
+
+
+def kills_after(measured: MeasuredPace) -> str:
+    """`0.2-1s after each start's first request (waited for up to 7.8s after the spawn)`, or `3-5s after each start`."""
+    low, high = measured.kill_delay_s
+    if measured.first_request_wait_s is None:
+        return f"{low:g}-{high:g}s after each start"
+    wait = measured.first_request_wait_s
+    return f"{low:g}-{high:g}s after each start's first request (waited for up to {wait:g}s after the spawn)"
 
 
 def _labelled(say: Callable[[str], None], label: str) -> Callable[[str], None]:
