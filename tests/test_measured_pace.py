@@ -109,6 +109,14 @@ def test_without_a_measured_start_up_a_start_that_made_no_request_is_still_befor
     assert [k.status for k in sort_kills(killed_while_waiting(None))] == ["landed", "before_work"]
 
 
+def test_a_replay_of_an_f_point_past_its_wait_counts_the_kill_waiting_as_the_measured_run_did():
+    """A replay line carries the f points, not the measured start-up: the point's own wait says the same."""
+    history = killed_while_waiting(None)
+    for kill, point in zip(history.of_type("kill"), ("f0.4:7.4", "f0.5:7.4")):
+        kill["point"] = point
+    assert [(k.status, k.waiting) for k in sort_kills(history)] == [("landed", False), ("landed", True)]
+
+
 def test_a_first_request_long_after_the_measured_start_up_is_waiting_not_start_up():
     """The issue's median "start-up" of 85.8 s was starts waiting out Crawlee's request locks."""
     from killtest.harness.check.liveness import start_paces

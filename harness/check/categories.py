@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
-from killtest.harness.defaults import STARTUP_MARGIN
+from killtest.harness.defaults import FIRST_REQUEST_WAIT_S, STARTUP_MARGIN
 from killtest.harness.errors import KilltestError
 from killtest.harness.history import History
 
@@ -144,12 +144,27 @@ def startup_allowed_s(history: History) -> float | None:
     return None if measured is None else measured * STARTUP_MARGIN
 
 
+def _first_request_wait(point: str) -> float | None:
+    """B of an `fD:B` kill point (faults/points/first_request.py): how long its start may take to its first
+    request; None for any other point."""
+    if not point.startswith("f"):
+        return None
+    if ":" not in point:
+        return FIRST_REQUEST_WAIT_S
+    try:
+        return float(point.split(":", 1)[1].split("@", 1)[0])
+    except ValueError:
+        return None
+
+
 def waiting_at(history: History, kill: dict) -> bool:
     """The kill came when its start was alive past the measured start-up, in a crawl an earlier start had begun:
     it was waiting (on what the killed start held: a lock, a lease, a queue), so the kill landed at work though
     the start had made no request yet. In a crawl nobody has begun, a start with no request is still starting
     (a loaded machine may take more than the margin), so its kill is before work."""
     allowed = startup_allowed_s(history)
+    if allowed is None:  # a replay or a pinned run measures nothing; an `fD:B` point's wait B says the same
+        allowed = _first_request_wait(kill.get("point", ""))
     started = next((e["t"] for e in history.of_type("process_started") if e["start"] == kill["start"]), None)
     if allowed is None or started is None or kill["t"] - started <= allowed:
         return False
