@@ -240,7 +240,7 @@ def explore_point(design: Design, on: Stage, settings: RunSettings, point: KillP
 
 def key_counts(verdict: RunVerdict) -> dict[str, int]:
     """How many keys were lost, duplicated, wrong and unreadable: the page's table shows the first few of each."""
-    kinds = ("lost", "duplicated", "unexpected", "unreadable")
+    kinds = ("lost", "not_stored_unfinished", "duplicated", "unexpected", "unreadable")
     return {kind: verdict.categories.get(kind, {}).get("count", 0) for kind in kinds}
 
 

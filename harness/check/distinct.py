@@ -218,10 +218,10 @@ def timeline_events(history: History) -> dict:
 
 
 def triage_of(verdict, history: History) -> dict:
-    """What the outputs keep of a broken run (a check.verdict.RunVerdict): its finding codes, its lost,
-    duplicated, unexpected and unreadable keys (a torn row, named by its file or line and, where its text
-    still says, its key), and its `timeline_events`."""
+    """What the outputs keep of a broken run (a check.verdict.RunVerdict): its finding codes, its lost, not
+    stored (a crawl that did not finish), duplicated, unexpected and unreadable keys (a torn row, named by its
+    file or line and, where its text still says, its key), and its `timeline_events`."""
     keys = {kind: verdict.categories.get(kind, {}).get("examples", [])
-            for kind in ("lost", "duplicated", "unexpected", "unreadable")}
+            for kind in ("lost", "not_stored_unfinished", "duplicated", "unexpected", "unreadable")}
     return {"findings": [code for code in verdict.findings if code != Finding.NO_KILL_LANDED.value], "keys": keys,
             "timeline": timeline_events(history)}

@@ -87,7 +87,7 @@ def summary_page(campaign: Campaign, name: str, plot_file: str | None, timelines
         v = next(v for v in campaign.verdicts if v.design == failure.place and f"run{v.run}" == failure.example.point)
         history = history_of(v.design, v.run)
         found = triage_of(v, history) if history is not None else {}
-        kinds = ("lost", "duplicated", "unexpected", "unreadable")
+        kinds = ("lost", "not_stored_unfinished", "duplicated", "unexpected", "unreadable")
         views.append(failure_view(failure, replay_of(replays, v.design, v.run) or "", found.get("timeline"),
                                   found.get("keys") or {k: v.categories.get(k, {}).get("examples", []) for k in kinds},
                                   "run", counts={k: v.categories.get(k, {}).get("count", 0) for k in kinds}))

@@ -115,12 +115,14 @@ def _per_design(campaign: Campaign) -> Section:
 
 def _categories(campaign: Campaign) -> Section:
     section = Section("Records and kills by category, all runs", [
-        "Lost: on the site, never stored. Duplicated: stored more than once. Unexpected: a value the site"
+        "Lost: on the site, missing from the store after a crawl that finished. Not stored: missing when the"
+        " time limit or a no-progress stop ended the crawl (a liveness finding, never counted as lost)."
+        " Duplicated: stored more than once. Unexpected: a value the site"
         " never showed, or a record not on the site. In flight: the pages a start was working on when it was"
         " killed (newly leased ones, for a design with leases; else its last request), whose outcome was"
         " unknown at the kill; recovered: a later start fetched them again. A kill landed when"
         " the kernel reported signal 9 on a start that had begun work."],
-        header=["Design", "lost", "duplicated records (extra rows)", "unexpected",
+        header=["Design", "lost", "not stored (crawl unfinished)", "duplicated records (extra rows)", "unexpected",
                 "in flight at a kill", "recovered", "kills landed", "before work", "missed", "not delivered"])
     for design in campaign.designs():
         runs = campaign.of_design(design)
@@ -128,7 +130,8 @@ def _categories(campaign: Campaign) -> Section:
         def total(name: str, runs: list = runs) -> int:
             return sum(getattr(v, name) for v in runs)
         extra = sum(v.categories["duplicated"]["extra_rows"] for v in runs)
-        section.rows.append([design, str(total("missing_records")), f"{total('duplicated_records')} ({extra:,})",
+        section.rows.append([design, str(total("missing_records")), str(total("not_stored_unfinished")),
+                             f"{total('duplicated_records')} ({extra:,})",
                              str(total("unexpected_records")), str(total("in_flight_at_kills")),
                              str(total("recovered")), str(total("kills")), str(total("kills_before_work")),
                              str(total("kills_missed")), str(total("kills_not_delivered"))])

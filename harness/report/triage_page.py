@@ -61,9 +61,11 @@ def _keys_table(keys: dict, counts: dict | None = None) -> str:
     """A row per kind of wrong key: its count, and the keys themselves, saying so when they are the first few."""
     rows = [(kind, values) for kind, values in keys.items() if values]
     if not rows:
-        return "<p>No key is lost, duplicated, wrong or unreadable against the site (the finding is about requests or" \
-               " the run).</p>"
-    words = {"lost": "lost (on the site, not in the store)", "duplicated": "duplicated (more than one row)",
+        return "<p>No key is lost, unstored, duplicated, wrong or unreadable against the site (the finding is about" \
+               " requests or the run).</p>"
+    words = {"lost": "lost (on the site, not in the store after a crawl that finished)",
+             "not_stored_unfinished": "not stored (the crawl did not finish: not counted as lost)",
+             "duplicated": "duplicated (more than one row)",
              "unexpected": "wrong or not on the site", "unreadable": "unreadable (a torn row: which, and its key"
              " where its text still says)"}
     body = ""
