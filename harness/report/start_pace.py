@@ -62,13 +62,15 @@ def measured_line(measured: dict | None) -> str:
     if not measured:
         return ""
     return (f"measured from one unkilled start of {', '.join(measured['designs'])}: first request after"
-            f" {measured['startup_s']:g}s, crawl {measured['crawl_s']:g}s; kill delays {_kills_after(measured)},"
+            f" {measured['startup_s']:g}s, crawl {measured['crawl_s']:g}s; kill delays"
+            f" {kills_after_words(measured['kill_delay_s'], measured.get('first_request_wait_s'))},"
             f" time limit {measured['time_limit_s']:g}s (pin them: {measured['pin']})")
 
 
-def _kills_after(measured: dict) -> str:
-    low, high = measured["kill_delay_s"]
-    wait = measured.get("first_request_wait_s")
-    if wait is None:  # the user's --kill-delay, from the spawn
+def kills_after_words(kill_delay_s, wait: float | None) -> str:
+    """`0.2-1s after each start's first request (waited for up to 7.8s after the spawn)`, or `3-5s after each
+    start` (the user's --kill-delay, from the spawn): the terminal's line and the report's say it the same way."""
+    low, high = kill_delay_s
+    if wait is None:
         return f"{low:g}-{high:g}s after each start"
     return f"{low:g}-{high:g}s after each start's first request (waited for up to {wait:g}s after the spawn)"

@@ -32,6 +32,7 @@ from killtest.harness.design.model import Design
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults.schedule import KillSchedule
 from killtest.harness.history import History
+from killtest.harness.report.start_pace import kills_after_words
 from killtest.harness.running.campaign_plan import CampaignPlan
 from killtest.harness.running.orchestrator import run_phase, stage
 
@@ -140,12 +141,8 @@ def measure_pace(plan: CampaignPlan, kill_delay_s: tuple[float, float] | None, t
 
 
 def kills_after(measured: MeasuredPace) -> str:
-    """`0.2-1s after each start's first request (waited for up to 7.8s after the spawn)`, or `3-5s after each start`."""
-    low, high = measured.kill_delay_s
-    if measured.first_request_wait_s is None:
-        return f"{low:g}-{high:g}s after each start"
-    wait = measured.first_request_wait_s
-    return f"{low:g}-{high:g}s after each start's first request (waited for up to {wait:g}s after the spawn)"
+    """When the kills come, in the report's words (report/start_pace.py)."""
+    return kills_after_words(measured.kill_delay_s, measured.first_request_wait_s)
 
 
 def _labelled(say: Callable[[str], None], label: str) -> Callable[[str], None]:
