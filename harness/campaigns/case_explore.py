@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 
 from killtest.harness.campaigns.case_envs import ensure_env
-from killtest.harness.campaigns.case_plan import killtest_commit, killtest_word
+from killtest.harness.campaigns.case_plan import killtest_commit, killtest_word, last_line
 from killtest.harness.design.case_spec import Case, Release
 from killtest.harness.options import options_of
 
@@ -84,7 +84,7 @@ def release_row(rel: Release, folder: str, command: str, prefix: str) -> dict:
                  "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(os.path.getmtime(path))) if path
                  else ""}
     if data is None:
-        row["error"] = _last_line(os.path.join(folder, "explore.log")) or "explore wrote no results"
+        row["error"] = last_line(os.path.join(folder, "explore.log")) or "explore wrote no results"
         return row
     row.update(points=data.get("points", 0), broken=data.get("broken", 0), distinct=data.get("distinct_failures", 0),
                failures=[{"points": f.get("points"), "count": f.get("count"), "findings": f.get("findings"),
@@ -92,11 +92,3 @@ def release_row(rel: Release, folder: str, command: str, prefix: str) -> dict:
                           "replay": f"{prefix} {f.get('replay')}"} for f in data.get("failures", [])])
     return row
 
-
-def _last_line(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as src:
-            lines = [line.strip() for line in src if line.strip()]
-    except OSError:
-        return ""
-    return lines[-1] if lines else ""

@@ -149,7 +149,7 @@ def run_release(case: Case, rel: Release, env: CaseEnv, out: str, say: Callable[
         raise KeyboardInterrupt
     if status not in (0, 1) or not os.path.exists(report):
         outcome.validity = "error"
-        outcome.error = _last_line(os.path.join(folder, "killtest.log")) or f"killtest run exited {status}"
+        outcome.error = last_line(os.path.join(folder, "killtest.log")) or f"killtest run exited {status}"
         return outcome
     _read_report(outcome, report, env, case.args)
     return outcome
@@ -221,7 +221,8 @@ def _run_logged(command: list[str], environ: dict[str, str], log: str) -> int:
             raise
 
 
-def _last_line(path: str) -> str:
+def last_line(path: str) -> str:
+    """The last line of a log that is not blank (a failed run's one-line error); empty when there is none."""
     try:
         with open(path, encoding="utf-8", errors="replace") as src:
             lines = [line.strip() for line in src if line.strip()]
