@@ -106,3 +106,11 @@ def pytest_collection_modifyitems(config, items):
     idle. Started first, the short ones fill in around it. The sort is stable, so every worker collects the
     same order, as xdist requires."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def browser_required(reason: str):
+    """A browser test whose Chromium or npm is missing: skipped, saying what to install, unless
+    KILLTEST_REQUIRE_BROWSER=1 (as in CI) makes it a failure."""
+    if os.environ.get("KILLTEST_REQUIRE_BROWSER") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)

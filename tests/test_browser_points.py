@@ -21,27 +21,22 @@ import tomllib
 from killtest.harness.campaigns.case_envs import ensure_env
 from killtest.harness.design.model import PROJECT_ROOT
 from killtest.harness.errors import KilltestError
+from tests.conftest import browser_required
 
 CASE = os.path.join(PROJECT_ROOT, "scrapers", "cases", "playwright-python-shop")
 CHROMIUM = "/usr/bin/chromium"
 
 
-def _required(reason: str):
-    if os.environ.get("KILLTEST_REQUIRE_BROWSER") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def playwright_env():
     if not os.access(CHROMIUM, os.X_OK):
-        _required(f"{CHROMIUM} is missing (apt-get install chromium)")
+        browser_required(f"{CHROMIUM} is missing (apt-get install chromium)")
     with open(os.path.join(CASE, "case.toml"), "rb") as spec:
         packages = tuple(tomllib.load(spec)["release"][0]["packages"])
     try:
         return ensure_env("python", packages, say=lambda _: None)
     except KilltestError as failed:
-        _required(f"cannot build the Playwright case's env: {failed}")
+        browser_required(f"cannot build the Playwright case's env: {failed}")
 
 
 @pytest.mark.slow

@@ -36,6 +36,7 @@ from killtest.harness import cgroups
 from killtest.harness.campaigns.case_envs import ensure_env
 from killtest.harness.design.model import PROJECT_ROOT
 from killtest.harness.errors import KilltestError
+from tests.conftest import browser_required
 
 CASES = os.path.join(PROJECT_ROOT, "scrapers", "cases")
 CASE = os.path.join(CASES, "puppeteer-shop")
@@ -43,12 +44,6 @@ PLAYWRIGHT_CASE = os.path.join(CASES, "playwright-python-shop")
 CHROMIUM = "/usr/bin/chromium"
 BROWSER_NAMES = ("chromium", "chrome", "node", "python")
 CHROMIUM_NAMES = ("chromium", "chrome")
-
-
-def _required(reason: str):
-    if os.environ.get("KILLTEST_REQUIRE_BROWSER") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
 
 
 def _packages(case: str) -> tuple[str, ...]:
@@ -59,7 +54,7 @@ def _packages(case: str) -> tuple[str, ...]:
 @pytest.fixture(scope="module")
 def chromium():
     if not os.access(CHROMIUM, os.X_OK):
-        _required(f"{CHROMIUM} is missing (apt-get install chromium)")
+        browser_required(f"{CHROMIUM} is missing (apt-get install chromium)")
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +68,7 @@ def node_modules(chromium):
                            env={**os.environ, "PUPPETEER_SKIP_DOWNLOAD": "1"}, check=True, capture_output=True,
                            timeout=600)
         except (OSError, subprocess.SubprocessError) as failed:
-            _required(f"cannot install {packages} with npm: {failed}")
+            browser_required(f"cannot install {packages} with npm: {failed}")
     return os.path.join(prefix, "node_modules")
 
 
@@ -83,7 +78,7 @@ def playwright_env(chromium):
     try:
         return ensure_env("python", _packages(PLAYWRIGHT_CASE), say=lambda _: None)
     except KilltestError as failed:
-        _required(f"cannot build the Playwright case's env: {failed}")
+        browser_required(f"cannot build the Playwright case's env: {failed}")
 
 
 class Tree:
@@ -250,7 +245,7 @@ def test_sigkill_of_killtest_mid_crawl_leaves_no_browser(node_modules, tmp_path)
 def test_sigkill_of_killtest_cases_mid_browser_crawl_leaves_nothing(chromium, tmp_path):
     """The outer `killtest cases` SIGKILLed while its `killtest run` (a session of its own) drives Chromium."""
     if shutil.which("npm") is None:
-        _required("npm is missing (apt-get install npm)")
+        browser_required("npm is missing (apt-get install npm)")
     cases = subprocess.Popen([sys.executable, "-m", "killtest", "cases", "--only", "puppeteer-shop",
                               "--out", str(tmp_path / "out")], cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, text=True)

@@ -30,6 +30,7 @@ import pytest
 from killtest.harness.campaigns.case_envs import ensure_env
 from killtest.harness.design.model import PROJECT_ROOT
 from killtest.harness.errors import KilltestError
+from tests.conftest import browser_required
 
 PACKAGES = ("crawlee@3.18.1", "playwright@1.65.2")
 DESIGN = os.path.join(PROJECT_ROOT, "tests", "scraper_fixtures", "crawlee_playwright", "design.toml")
@@ -37,22 +38,16 @@ CHROMIUM = "/usr/bin/chromium"
 LOCK_S = "3"
 
 
-def _required(reason: str):
-    if os.environ.get("KILLTEST_REQUIRE_BROWSER") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def crawlee_env():
     if not os.access(CHROMIUM, os.X_OK):
-        _required(f"{CHROMIUM} is missing (apt-get install chromium)")
+        browser_required(f"{CHROMIUM} is missing (apt-get install chromium)")
     if shutil.which("npm") is None:
-        _required("npm is missing (apt-get install npm)")
+        browser_required("npm is missing (apt-get install npm)")
     try:
         return ensure_env("node", PACKAGES, say=lambda _: None)
     except KilltestError as failed:
-        _required(f"cannot install {' '.join(PACKAGES)}: {failed}")
+        browser_required(f"cannot install {' '.join(PACKAGES)}: {failed}")
 
 
 def test_a_crawlee_playwright_crawler_at_the_defaults_is_killed_at_work_and_never_falsely_loses(crawlee_env,

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 
+from killtest.harness.files import write_atomically
+
 
 def bisect_markdown(data: dict) -> str:
     runs = {run["version"]: run for run in data["runs"]}
@@ -52,12 +54,9 @@ def write_bisection(out: str, data: dict) -> str:
     """Write <out>/cases/<case>/bisect.{json,md}; the Markdown's path is returned."""
     folder = os.path.join(out, "cases", data["case"])
     os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "bisect.json"), "w", encoding="utf-8") as sink:
-        json.dump(data, sink, indent=1)
-        sink.write("\n")
+    write_atomically(os.path.join(folder, "bisect.json"), json.dumps(data, indent=1) + "\n")
     path = os.path.join(folder, "bisect.md")
-    with open(path, "w", encoding="utf-8") as sink:
-        sink.write(bisect_markdown(data))
+    write_atomically(path, bisect_markdown(data))
     return path
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 
+from killtest.harness.files import write_atomically
+
 
 def explore_markdown(data: dict) -> str:
     lines = [f"# Exploration of {data['case']}: every store write{' and power cut' if data['power_cut'] else ''}",
@@ -42,11 +44,8 @@ def write_exploration(out: str, data: dict) -> str:
     if previous and previous.get("releases"):  # one release explored again keeps the others'
         ran = {row["key"] for row in data["releases"]}
         data = {**data, "releases": [r for r in previous["releases"] if r["key"] not in ran] + data["releases"]}
-    with open(path, "w", encoding="utf-8") as sink:
-        json.dump(data, sink, indent=1)
-        sink.write("\n")
-    with open(os.path.join(folder, "explore.md"), "w", encoding="utf-8") as sink:
-        sink.write(explore_markdown(data))
+    write_atomically(path, json.dumps(data, indent=1) + "\n")  # an interrupted write keeps the releases before
+    write_atomically(os.path.join(folder, "explore.md"), explore_markdown(data))
     return os.path.join(folder, "explore.md")
 
 

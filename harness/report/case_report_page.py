@@ -17,6 +17,7 @@ import shlex
 from killtest.harness.design.case_spec import CASES_FOLDER
 from killtest.harness.design.registry import PROJECT_ROOT, design_named
 from killtest.harness.errors import KilltestError
+from killtest.harness.files import write_atomically
 
 _FILE_FRAME = re.compile(r"[\w.-]+\.[cm]?[jt]s:\d+:\d+\)?$")  # a frame in a file: not `new Promise (<anonymous>)`
 _PROMISES = ("every product's record stored (no_lost_records), none of them twice where the design promises"
@@ -182,10 +183,7 @@ def _short_paths(line: str) -> str:
 def write_report(out: str, facts: dict) -> str:
     folder = os.path.join(out, "cases", facts["case"], facts["key"])
     os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "report.json"), "w", encoding="utf-8") as sink:
-        json.dump(facts, sink, indent=1)
-        sink.write("\n")
+    write_atomically(os.path.join(folder, "report.json"), json.dumps(facts, indent=1) + "\n")
     path = os.path.join(folder, "report.md")
-    with open(path, "w", encoding="utf-8") as sink:
-        sink.write(report_markdown(facts))
+    write_atomically(path, report_markdown(facts))
     return path
