@@ -10,7 +10,7 @@ import time
 from flask import Flask, Response, abort, g, request
 
 from killtest.fixture_site.catalog import Catalog
-from killtest.fixture_site.doors import DOOR, WORKER_PID
+from killtest.fixture_site.doors import CLOSED_DOOR, DOOR, WORKER_PID
 from killtest.fixture_site.request_log import RequestLog, browser_initiated
 from killtest.fixture_site.toxics import ToxicDice, toxic_named
 from killtest.fixture_site.webhooks import WebhookLog
@@ -32,6 +32,7 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
     harness uses them to kill a scraper at an exact request. What a browser asks for of its own accord
     (killtest.fixture_site.request_log.browser_initiated) calls neither: `r5` is the design's 5th request,
     not the browser's icon; the shop's images and webhooks, which the design itself asks for, are requests.
+    Nor does a request that came in through a door closed before the site read it (a killed start's).
     `app.config["ON_REQUEST_BY"]`, when set, is called first for such a request, with the path and the pid
     of the worker the request is credited to (None when it could not be told: fixture_site/socket_owner.py):
     an aimed pause stops that worker at its own request.
@@ -60,11 +61,14 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
         # The request hooks see every request the design made, its images and webhooks too (a kill between a
         # product's record and its image is a point of the side-effect designs and the BullMQ cases), and none
         # of a browser's own: `r5` is the design's 5th request, never the browser's icon.
+        # Nor a dead start's: a request it sent before its kill and the site reads only after its door closed is
+        # its own (the request log credits it so), never the running start's `r5` or first request.
+        counted = not g.browser and not request.environ.get(CLOSED_DOOR)
         by_worker = app.config.get("ON_REQUEST_BY")
-        if by_worker is not None and not g.browser:
+        if by_worker is not None and counted:
             by_worker(request.path, request.environ.get(WORKER_PID))
         on_request = app.config.get("ON_REQUEST")
-        if on_request is not None and not g.browser:
+        if on_request is not None and counted:
             on_request(request.path)
         pace.wait_for_a_slot()
         delay_s = slow_paths.get(request.path, latency_s)
@@ -86,7 +90,7 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
                    door=request.environ.get(DOOR), worker_pid=request.environ.get(WORKER_PID),
                    version=g.get("version"), browser=g.get("browser", False))
         on_sent = app.config.get("ON_RESPONSE_SENT")
-        if on_sent is not None and not g.get("browser", False):
+        if on_sent is not None and not g.get("browser", False) and not request.environ.get(CLOSED_DOOR):
             path = request.path
             response.call_on_close(lambda: on_sent(path))  # the WSGI server closes it after writing the body
         return response

@@ -37,6 +37,9 @@ from killtest.fixture_site.socket_owner import owner
 # own, then runs on another site, whose first door asks for the same port.
 _last_port: int | None = None
 DOOR = "killtest.door"  # the WSGI environ key holding the door a request is credited to, or None
+# The environ key that is True when the request's door was closed before the site read it: a dead start's, sent
+# before its kill; no request hook counts it toward the start that runs now (its `r5`, its first request).
+CLOSED_DOOR = "killtest.closed_door"
 WORKER_PID = "killtest.worker_pid"  # the environ key holding the pid of the worker that made it, or None
 
 
@@ -92,6 +95,18 @@ class Doors:
             listening = socket.create_server((self._host, 0), backlog=128)
         _last_port = listening.getsockname()[1]
         return listening
+
+    def shut(self) -> None:
+        """The start behind the open door is dead: take in its connections and close the door, keeping their
+        credit. What it sent and the site reads later is its own, not the next point's."""
+        with self._lock:
+            self._close_door()
+        os.write(self._wake_w, b"s")
+
+    def is_closed(self, door: int | None) -> bool:
+        """Whether `door` (an id `credit` gave) is no longer the open one; None (the site's own port) never is."""
+        with self._lock:
+            return door is not None and (self._door is None or self._door[0] != door)
 
     def close(self) -> None:
         """The run is over: take in the last door's connections and close it; the next run asks for its port again."""

@@ -10,7 +10,7 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from killtest.fixture_site.app import create_app
 from killtest.fixture_site.catalog import Catalog
-from killtest.fixture_site.doors import DOOR, WORKER_PID, Doors
+from killtest.fixture_site.doors import CLOSED_DOOR, DOOR, WORKER_PID, Doors
 from killtest.fixture_site.request_log import RequestLog
 from killtest.fixture_site.toxics import ToxicDice
 from killtest.fixture_site.webhooks import WebhookLog
@@ -28,6 +28,7 @@ class _QuietHandler(WSGIRequestHandler):
         doors = getattr(self.server, "killtest_doors", None)  # the door it is credited to (killtest.fixture_site.doors)
         credit = doors.credit(self.connection, self.client_address) if doors is not None else (None, None)
         environ[DOOR], environ[WORKER_PID] = credit
+        environ[CLOSED_DOOR] = doors is not None and doors.is_closed(credit[0])
         return environ
 
     def finish(self) -> None:
@@ -95,6 +96,12 @@ class SiteServer:
     def connections_unread(self) -> int:
         """Connections taken in through a door while its doors are paused, and not read yet."""
         return 0 if self._doors is None else self._doors.unread()
+
+    def shut_door(self) -> None:
+        """The start behind the open door is dead: close its door before the next point is armed, so that a
+        request it sent and the site reads late is credited to it and counted by no hook (Doors.shut)."""
+        if self._doors is not None:
+            self._doors.shut()
 
     def close_doors(self) -> None:
         """Close every door, once the connections already made through them are taken in."""

@@ -158,3 +158,27 @@ def test_the_kernel_names_the_inode_of_a_connections_client_end_and_none_once_it
             assert owner(address, server.getsockname(), [os.getpid()]) is None
     assert client_inode(("127.0.0.1", 1), ("127.0.0.1", 2)) is None
     assert client_inode(("::1", 1), ("::1", 2)) is None  # IPv6: not asked
+
+
+def test_a_request_a_dead_start_sent_and_the_site_read_after_its_door_closed_reaches_no_request_hook(tmp_path):
+    """A kill point counts the running start's requests: a killed start's request read late (a loaded machine)
+    fired the next start's `f` point at once (a CI run saw its kill 0.15 s after the spawn, not 0.6 s)."""
+    seen: list[str] = []
+    with SiteServer(build_catalog(listing_pages=1, products_per_page=2, seed=1)) as site:
+        site.set_request_hook(seen.append)
+        launch = Launch(base_url=site.base_url, work_dir=str(tmp_path), lease_s=1.0, open_door=site.open_door)
+        with site.doors_paused():  # the site is slow to read: the dead start's request waits, unread
+            killed = spawn(DESIGN, launch, 0)
+            _wait_for(lambda: _said(killed.workers[0].stdout_path))
+            killed.kill()
+            _wait_for(lambda: site.connections_unread() == 1)
+            site.shut_door()  # as the runner does before it arms the next point
+        _wait_for(lambda: site.request_log.total == 1)
+        assert seen == []  # logged, credited to its door, and counted by no hook
+        following = spawn(DESIGN, launch, 1)
+        _wait_for(lambda: site.request_log.total == 2)
+        following.kill()
+        site.close_doors()
+    assert len(seen) == 1  # the running start's own request is counted
+    doors = [entry.door for entry in site.request_log.snapshot()]
+    assert doors[0] == killed.door and doors[1] == following.door != killed.door

@@ -182,6 +182,8 @@ def _planned_starts(schedule: KillSchedule, settings: RunSettings) -> list[tuple
 
 def _start_until_its_point(run: _Run, point: KillPoint | None, crawl: int, which: str) -> bool:
     """Phase 2 for one point: start, arm, wait for the point, kill and record. False: the run stops here."""
+    if run.current is None and run.starts:
+        run.site.shut_door()  # the dead start's late requests stay its own, never counted by the next point
     armed: Armed = NotArmed() if point is None else point.arm(run.site)
     try:
         if run.current is None:  # a point that hit one worker leaves the start running
