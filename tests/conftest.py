@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import resource
+import time
 
 import psutil
 import pytest
@@ -114,3 +117,44 @@ def browser_required(reason: str):
     if os.environ.get("KILLTEST_REQUIRE_BROWSER") == "1":
         pytest.fail(reason)
     pytest.skip(reason)
+
+
+def _cpu_s() -> float:
+    """CPU seconds (user + sys) of this process and of the children it has waited for."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def pytest_configure(config):
+    """KILLTEST_TEST_CPU: this session's folder inside it, made by the controller; xdist's workers inherit it."""
+    if os.environ.get("KILLTEST_TEST_CPU") and not hasattr(config, "workerinput"):
+        session = os.path.join(os.environ["KILLTEST_TEST_CPU"], f"session-{os.getpid()}")
+        os.makedirs(session, exist_ok=True)
+        os.environ["KILLTEST_TEST_CPU_SESSION"] = session
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """KILLTEST_TEST_CPU=FOLDER: each test's CPU seconds (set-up, call and tear-down, its waited-for subprocesses
+    included) appended to FOLDER/<pid>.jsonl, and the costliest printed at the end. The suite is CPU-bound on two
+    cores, so CPU, not wall time, says what a test costs CI (docs/reference/tests.md)."""
+    folder = os.environ.get("KILLTEST_TEST_CPU_SESSION")
+    began, wall = _cpu_s(), time.monotonic()
+    yield
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, f"{os.getpid()}.jsonl"), "a", encoding="utf-8") as out:
+            out.write(json.dumps({"test": item.nodeid, "cpu_s": round(_cpu_s() - began, 2),
+                                  "wall_s": round(time.monotonic() - wall, 2)}) + "\n")
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    folder = os.environ.get("KILLTEST_TEST_CPU_SESSION")
+    if not folder or hasattr(config, "workerinput") or not os.path.isdir(folder):
+        return
+    spent = [json.loads(line) for name in os.listdir(folder) if name.endswith(".jsonl")
+             for line in open(os.path.join(folder, name), encoding="utf-8")]
+    spent.sort(key=lambda t: -t["cpu_s"])
+    terminalreporter.section(f"CPU: {sum(t['cpu_s'] for t in spent):.0f} CPU-s in {len(spent)} tests, the costliest")
+    for t in spent[:20]:
+        terminalreporter.write_line(f"{t['cpu_s']:8.1f} CPU-s {t['wall_s']:8.1f} s  {t['test']}")
