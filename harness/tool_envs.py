@@ -179,6 +179,7 @@ class CachedEnv:
     size_bytes: int
     packages: tuple[str, ...]  # the pins it was built of (empty for an env built before killtest-env.json)
     build_s: float | None
+    interrupted: bool = False  # a build folder no link names whose builder is gone (killed midway)
 
     @property
     def label(self) -> str:
@@ -205,13 +206,41 @@ def cached_envs(kinds: tuple[str, ...] = KINDS) -> list[CachedEnv]:
     return found
 
 
+def interrupted_builds(kinds: tuple[str, ...] = KINDS) -> list[CachedEnv]:
+    """Build folders no link names and whose builder is gone: an install killed midway (a SIGKILL, a power cut).
+    The next build of the same env removes its own; one never built again would stay unseen, so `killtest envs`
+    lists these and removes them as it does envs."""
+    found = []
+    for kind in kinds:
+        root = cache_root(kind)
+        names = sorted(os.listdir(root)) if os.path.isdir(root) else []
+        linked = {os.path.realpath(os.path.join(root, n)) for n in names if os.path.islink(os.path.join(root, n))}
+        for name in names:
+            path = os.path.join(root, name)
+            if "." in name and not os.path.islink(path) and os.path.isdir(path) \
+                    and os.path.realpath(path) not in linked and not _builder_alive(path):
+                found.append(CachedEnv(kind, name, path, _size(path), (), None, interrupted=True))
+    return found
+
+
 def remove_env(env: CachedEnv) -> None:
     """Remove one env: its link first (so no run takes a half-removed env), then its folder."""
     root = cache_root(env.kind)
     with _building(root):
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(os.path.join(root, env.name))
+        if not env.interrupted:  # an interrupted build is a folder only
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(root, env.name))
         shutil.rmtree(env.folder, ignore_errors=True)
+
+
+def _builder_alive(folder: str) -> bool:
+    """Whether the killtest that is building `folder` (its .builder file's pid) is alive, and not this one."""
+    try:
+        with open(os.path.join(folder, ".builder")) as src:
+            pid = int(src.read().strip() or 0)
+    except (OSError, ValueError):
+        pid = 0
+    return bool(pid and pid != os.getpid() and psutil.pid_exists(pid))
 
 
 def _size(folder: str) -> int:
@@ -271,11 +300,6 @@ def _remove_abandoned(root: str, digest: str) -> None:
         if not name.startswith(digest + ".") or os.path.islink(path) or not os.path.isdir(path) \
                 or os.path.realpath(path) == linked:
             continue
-        try:
-            with open(os.path.join(path, ".builder")) as src:
-                pid = int(src.read().strip() or 0)
-        except (OSError, ValueError):
-            pid = 0
-        if pid and pid != os.getpid() and psutil.pid_exists(pid):
+        if _builder_alive(path):
             continue  # another killtest is building it right now
         shutil.rmtree(path, ignore_errors=True)

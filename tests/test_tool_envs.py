@@ -122,3 +122,29 @@ def test_killtest_envs_lists_the_cached_envs_with_their_size_and_removes_them(ow
     assert not os.listdir(os.path.dirname(tools.root))  # the link and its folder
     assert killtest("envs", "--remove-all", env=env).returncode == 0
     assert cached_envs() == []
+
+
+def test_a_build_killed_midway_is_listed_and_removed_and_one_still_building_is_left_alone(own_cache):
+    """A SIGKILLed install leaves its folder (no link names it); the next build of that env removes it, but an env
+    never built again kept it unseen. `killtest envs` lists it and --remove-all takes it; a build whose killtest
+    is alive is another process's work in progress and stays."""
+    env = dict(os.environ)
+    root = os.path.join(own_cache, "killtest", "cases")
+    os.makedirs(root)
+    dead = subprocess.Popen(["true"])  # a pid whose process has ended
+    dead.wait()
+    killed, building = os.path.join(root, "0123456789abcdef.1-1"), os.path.join(root, "fedcba9876543210.2-2")
+    for folder, pid in ((killed, dead.pid), (building, os.getpid())):
+        os.makedirs(os.path.join(folder, "lib"))
+        with open(os.path.join(folder, ".builder"), "w") as out:
+            out.write(str(pid))
+        with open(os.path.join(folder, "lib", "half.py"), "w") as out:
+            out.write("x" * 5000)
+    listed = killtest("envs", env=env)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stderr.strip().splitlines()
+    [line] = [line for line in lines if "0123456789abcdef" in line]
+    assert line.startswith("cases/0123456789abcdef.1-1") and "never finished" in line and "interrupted build" in line
+    assert not [line for line in lines if "fedcba9876543210" in line]  # its builder (this test) is alive
+    assert killtest("envs", "--remove-all", env=env).returncode == 0
+    assert not os.path.exists(killed) and os.path.isdir(building)

@@ -4,7 +4,8 @@ killtest builds the programs it runs at exact pins in envs of their own, on firs
 a case's framework release, the recording proxy (mitmproxy), a design's `packages` (the peer designs'
 Scrapy and Crawlee). They stay in ~/.cache/killtest/<kind>/<hash> until removed here: `--remove NAME`
 (a hash, KIND/HASH, or a kind for all of its envs) or `--remove-all`. A removed env is built again the next
-time it is needed.
+time it is needed. A build killed midway (its folder, no link to it, its builder dead) is listed too, as an
+interrupted build, and removed the same way.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 from killtest.harness.cli.command import EXIT_PASSED, Command
 from killtest.harness.errors import KilltestError
 from killtest.harness.running.progress import Progress
-from killtest.harness.tool_envs import KINDS, CachedEnv, cache_root, cached_envs, remove_env
+from killtest.harness.tool_envs import KINDS, CachedEnv, cache_root, cached_envs, interrupted_builds, remove_env
 
 
 def size_text(size_bytes: int) -> str:
@@ -40,13 +41,13 @@ class EnvsCommand(Command):
     help = "list the envs killtest built on first use (cases, tools, designs) with their size; remove them"
 
     def run(self, args: argparse.Namespace, progress: Progress) -> int:
-        envs = cached_envs()
+        envs = cached_envs() + interrupted_builds()
         names = list(args.remove or ())
         if args.remove_all or names:
             gone = envs if args.remove_all else chosen(envs, names)
             for env in gone:
                 remove_env(env)
-                pins = " ".join(env.packages) or "pins not recorded"
+                pins = _pins(env)
                 progress.done(f"removed {env.label} ({size_text(env.size_bytes)}, {pins})")
             progress.done(f"removed {len(gone)} env(s), {size_text(sum(e.size_bytes for e in gone))};"
                           " each is built again when next needed")
@@ -56,9 +57,16 @@ class EnvsCommand(Command):
             progress.done(f"no cached envs in {folder}")
             return EXIT_PASSED
         for env in envs:
-            built = f"built in {env.build_s:.0f}s" if env.build_s is not None else "build time not recorded"
-            pins = " ".join(env.packages) or "pins not recorded"
+            built = ("never finished" if env.interrupted else f"built in {env.build_s:.0f}s"
+                     if env.build_s is not None else "build time not recorded")
+            pins = _pins(env)
             progress.done(f"{env.label}  {size_text(env.size_bytes):>9}  {built}  {pins}")
         progress.done(f"{len(envs)} env(s), {size_text(sum(e.size_bytes for e in envs))} in {folder};"
                       " killtest envs --remove NAME|KIND or --remove-all to free them")
         return EXIT_PASSED
+
+
+def _pins(env: CachedEnv) -> str:
+    if env.interrupted:
+        return "an interrupted build (its install was killed midway): nothing uses it"
+    return " ".join(env.packages) or "pins not recorded"
