@@ -8,11 +8,10 @@
    the runner writes `kill`, `worker_restarted`, `time_limit`, `process_exited` or `crash` (a pause
    kills nothing: its target, killtest.harness.running.target, writes `paused` and `resumed`, and the start goes on);
 3. collect the history (killtest.harness.running.collect): requests, scraper events, each start's last output,
-   store records, side effects, then `run_finished`.
-The runner knows no kill-point kind by name: it asks the point (killtest.harness.faults.points).
+   store records, side effects, then `run_finished`. The runner knows no kill-point kind by name: it asks the point.
 
-Each start is one or more worker processes (killtest.harness.running.processes), each in a process group of its
-own, so a kill reaches every process the scraper made. No process outlives the run, whatever happens.
+Each start is one or more worker processes (running.processes), each in a process group of its own, so a kill
+reaches every process the scraper made. No process outlives the run, whatever happens.
 """
 
 from __future__ import annotations
@@ -190,9 +189,9 @@ def _start_until_its_point(run: _Run, point: KillPoint | None, crawl: int, which
             _start(run, point, crawl)
         assert run.current is not None
         armed.watch(run.current)
-        index = run.current.index
         what = "runs to the end" if point is None else f"kill at {point.spec}"
-        run.on_progress(f"start {index + 1}, {which}{f' (re-crawl {crawl - 1})' if crawl > 1 else ''}, {what}")
+        again = f" (re-crawl {crawl - 1})" if crawl > 1 else ""
+        run.on_progress(f"start {run.current.index + 1}, {which}{again}, {what}")
         return _wait_then_kill(run, point, armed, crawl)
     finally:
         armed.disarm()
