@@ -2,11 +2,11 @@
 
 `run_kill_test` goes through named phases:
 1. prepare: check the schedule against what the run was given, clear the site, write `run_started`;
-2. for each planned start: start it (unless a point that hit one worker left it running), arm its
-   point (`point.arm`: the request kind hooks the site), wait for the point (`point.wait_s`), then
-   kill and record: the point fires (`point.fire`) or fired by itself (a request or line point), and
-   the runner writes `kill`, `worker_restarted`, `time_limit`, `process_exited` or `crash` (a pause
-   kills nothing: its target, killtest.harness.running.target, writes `paused` and `resumed`, and the start goes on);
+2. for each planned start: close the dead start's door to the site, start it (unless a point that hit one worker
+   left it running), arm its point (`point.arm`: the request kind hooks the site), wait for it (`point.wait_s`), then
+   kill and record: the point fires (`point.fire`) or fired by itself (a request or line point), and the runner
+   writes `kill`, `worker_restarted`, `time_limit`, `process_exited` or `crash` (a pause kills nothing: its
+   target, running.target, writes `paused` and `resumed`, and the start goes on);
 3. collect the history (killtest.harness.running.collect): requests, scraper events, each start's last output,
    store records, side effects, then `run_finished`. The runner knows no kill-point kind by name: it asks the point.
 
@@ -181,8 +181,8 @@ def _planned_starts(schedule: KillSchedule, settings: RunSettings) -> list[tuple
 
 def _start_until_its_point(run: _Run, point: KillPoint | None, crawl: int, which: str) -> bool:
     """Phase 2 for one point: start, arm, wait for the point, kill and record. False: the run stops here."""
-    if run.current is None and run.starts:
-        run.site.shut_door()  # the dead start's late requests stay its own, never counted by the next point
+    if run.current is None and run.starts:  # the dead start's late requests stay its own, not the next point's
+        run.site.shut_door()
     armed: Armed = NotArmed() if point is None else point.arm(run.site)
     try:
         if run.current is None:  # a point that hit one worker leaves the start running
