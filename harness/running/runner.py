@@ -312,8 +312,7 @@ def _collect(run: _Run) -> History:
     scraper_s = sum(min(start.alive_s, ended - start.started) for start in run.starts)
     history.add("run_finished", ended - run.began, outcome=run.outcome, wall_s=round(ended - run.began, 4),
                 scraper_s=round(scraper_s, 4), store_found=store_found(design, run.location))
-    history = history.sorted()
-    first_crash = history.first("crash")
+    first_crash = (history := history.sorted()).first("crash")
     if first_crash is not None and first_crash["start"] == 0 and not history.of_type("request"):
         raise ScraperStartError(f"design {design.name!r} exited with status {first_crash['returncode']} before"
                                 f" its first request: {complaint(first_crash['stderr_tail'] or ['(no output)'])}")
