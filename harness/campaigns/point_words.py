@@ -66,6 +66,17 @@ def schedule_words(points: Sequence[KillPoint], history: History, cache: dict, d
     return {"where": where, "place": place, **({"line": line} if line else {})}
 
 
+def logical_write(point: KillPoint, recording: Any) -> str:
+    """The logical write a store-write point lands inside, as points (`w11-w12`: the writes a buffered stream
+    made one after another on one open file, faults/store_writes.Recording.logical_write), when it is made of
+    several writes; "" otherwise. The lines of its pieces are one failure (check/distinct.py)."""
+    if not isinstance(point, AtStoreWrite) or point.connection is not None or not isinstance(recording, Recording):
+        return ""
+    first, last = recording.logical_write(point.index)
+    kind = point.spec[:len(point.spec) - len(str(point.index))]  # `w`, or `xw` for a power cut
+    return f"{kind}{first}-{kind}{last}" if last > first else ""
+
+
 def _words(point: KillPoint, history: History, recording: Any, kill: dict | None) -> tuple[str, str]:
     if isinstance(point, AtStoreWrite):
         after = request_words(history, kill) if kill is not None else ""
