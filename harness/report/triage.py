@@ -119,6 +119,18 @@ def locating_words(exploration) -> str | None:
             f" {exploration.locate_s:.1f} s of the exploration's {exploration.elapsed_s:.1f} s ({share:.1f}%)")
 
 
+def fuzz_locating_words(result) -> str | None:
+    """What reading the stacks of a fuzz's store-write kills cost (campaigns/fuzz_locate.py), its share of the
+    fuzz's time; None when no stack was read."""
+    read = [trial for trial in result.trials if getattr(trial, "located_s", 0.0)]
+    if not read:
+        return None
+    spent = sum(trial.located_s for trial in read)
+    share = 100 * spent / result.elapsed_s if result.elapsed_s else 0.0
+    return (f"source locations: the store-write kills of {len(read)} schedule{'s' if len(read) != 1 else ''} located"
+            f" in their own runs; {spent:.1f} s of the fuzz's {result.elapsed_s:.1f} s ({share:.1f}%)")
+
+
 def exploration_header(outcomes: list, failures: list[Failure]) -> str:
     return header(len(outcomes), sum(1 for o in outcomes if not o.valid), len(failures))
 
@@ -183,9 +195,10 @@ def failures_markdown(failures: list[Failure], replay: Callable[[Broken], str]) 
 
 def trial_failures(trials: Iterable) -> list[Failure]:
     """The distinct failures among a fuzz's failing schedules (campaigns/fuzzing.Trial), grouped as explore's
-    points are: by promises, findings and the kinds of place the schedule's kills landed at, in the user's
-    terms (`r3,w9` and `w12,r4` at the same kinds of place are one); the smallest case first. A schedule none
-    of whose points could be described (timed kills only) is placed by its folded text (`tN,rN`)."""
+    points are: by promises, findings and the program's line every kill landed at (a located store write, a line
+    point: campaigns/fuzz_locate.py), else the kinds of place the kills landed at, in the user's terms (`r3,w9`
+    and `w12,r4` at the same kinds of place are one); the smallest case first. A schedule none of whose points
+    could be described (timed kills only) is placed by its folded text (`tN,rN`)."""
     broken = []
     for i, trial in enumerate(trials):
         if trial.problems:
@@ -197,7 +210,8 @@ def trial_failures(trials: Iterable) -> list[Failure]:
             broken.append(Broken(case.schedule, tuple(trial.triage.get("findings", ())), tuple(trial.problems),
                                  where=f"{words} (on {catalog})" if words else f"on {catalog}",
                                  place=trial.triage.get("place") or ",".join(folded(p) for p in points),
-                                 size=len(points) * 100_000 + products, order=i, line=trial.triage.get("line", "")))
+                                 size=len(points) * 100_000 + products, order=i, line=trial.triage.get("line", ""),
+                                 write=trial.triage.get("write", "")))
     return group_failures(broken, shown=shown_line)
 
 
