@@ -118,3 +118,31 @@ def test_both_lines_text_is_shown_marked_with_a_gap_between_far_lines(tmp_path):
     printed = failure_lines(failures, lambda b: f"killtest replay --schedule {b.point}")
     assert printed[0] == f"failure 1 of 1, at {program}:31 and 33: {TORN_FILE[1][0]}"
     assert "    > 31 | line 31" in printed and "    > 33 | line 33" in printed and "      32 | line 32" in printed
+
+
+def test_the_junit_case_and_the_page_of_a_torn_write_name_both_its_lines(tmp_path):
+    """The outputs read the grouped failures: one JUnit failing case for the two pieces, its text with both lines
+    marked; the page's source block bolds both."""
+    import xml.etree.ElementTree as ElementTree
+
+    from killtest.harness.campaigns.exploration import PointOutcome
+    from killtest.harness.cli.ci_output import point_cases
+    from killtest.harness.report.junit import write_junit
+    from killtest.harness.report.triage import point_failures
+    from killtest.harness.report.triage_page import failure_view, triage_page
+
+    program = tmp_path / "scraper.py"
+    program.write_text("".join(f"line {n}\n" for n in range(1, 41)))
+    outcomes = [PointOutcome(f"w{n}", True, False, list(TORN_FILE[1]), 1, 2, findings=list(TORN_FILE[0]),
+                             where=f"before the write {n}", place="before the write to dataset/N.json",
+                             line=f"{program}:{line}", write="w11-w12") for n, line in ((11, 33), (12, 31))]
+    outcomes.append(PointOutcome("w13", True, True, [], 1, 2))
+    write_junit(str(tmp_path / "junit.xml"), "explore", point_cases("shop", outcomes, lambda b: f"replay {b.point}"))
+    cases = ElementTree.parse(tmp_path / "junit.xml").getroot().iter("testcase")
+    failed = [case for case in cases if case.find("failure") is not None]
+    assert len(failed) == 1 and failed[0].get("name").endswith(f"at {program}:31 and 33: {TORN_FILE[1][0]}")
+    text = failed[0].find("failure").text
+    assert "> 31 | line 31" in text and "> 33 | line 33" in text and "  32 | line 32" in text
+    [failure] = point_failures(outcomes)
+    page = triage_page("t", [], [failure_view(failure, "replay w11")], [], [])
+    assert "<b>31 | line 31</b>" in page and "<b>33 | line 33</b>" in page and "<b>32 |" not in page
