@@ -241,11 +241,12 @@ def _section(result) -> str:
     for number, failure in enumerate(failures, 1):
         title = "; ".join(failure.get("problems", [])) or ", ".join(failure.get("findings", []))
         line = failure.get("line") or ""
-        at = line.rpartition(":")[2]
-        lines += [f"failure {number}: {f'at {line}' if line else failure.get('place')}: {title}",
+        at = {each.rpartition(":")[2] for each in failure.get("lines") or [line]}  # one logical write: its lines
+        named = failure.get("place") if len(at) > 1 else line
+        lines += [f"failure {number}: {f'at {named}' if line else failure.get('place')}: {title}",
                   f"  {failure.get('count')} covered: {failure.get('points')}",
                   f"  {failure.get('example')}: {failure.get('where')}",
-                  *(f"    {'>' if str(n) == at else ' '} {n} | {text}" for n, text in failure.get("source", [])),
+                  *(f"    {'>' if str(n) in at else ' '} {n} | {text}" for n, text in failure.get("source", [])),
                   f"  replay: {failure.get('replay')}"]
     lines.append(f"results: {result.results_dir}")
     return "\n".join(lines)

@@ -157,13 +157,13 @@ COMMIT_LINE, RECORD_LINES = (
 
 @pytest.mark.slow
 @pytest.mark.skipif(py_spy() is None or shutil.which("strace") is None, reason="needs py-spy and strace")
-def test_a_design_with_two_mistakes_gives_one_failure_for_its_commit_and_the_torn_file_at_its_own_lines(tmp_path):
+def test_a_design_with_two_mistakes_gives_two_failures_its_commit_and_its_torn_file_at_both_its_lines(tmp_path):
     """Issue 35's design, outside the repository: its done mark is a SQLite commit after the record file, and the
     record file is written in place in two writes. Every store write explored: a kill anywhere inside the commit
     (the journal's write, its fdatasync, the database's pwrite64, ...) is one failure at the commit's line, the
-    write kinds listed inside it, its first and last points agreeing. The torn file is written at two lines (the
-    flush, and the `with` block's end that writes the rest): its kind's located points disagree, so each keeps its
-    own line and any point not located is grouped by its kind of place, never put at either line."""
+    write kinds listed inside it. The torn file is written at two lines (the flush, and the `with` block's end that
+    writes the rest), by two writes on one open file with nothing between them: one logical write, so one failure
+    at both lines, each line's text shown. Two mistakes, two failures."""
     spec = tmp_path / "design.toml"
     command = json.dumps(["python3", RECORD_THEN_DONE, "--base", "{base_url}", "--out", "{store}"])
     spec.write_text(f'[design]\nname = "shop"\ndoes_not_promise = ["bounded_requests"]\ncommand = {command}\n\n'
@@ -176,17 +176,21 @@ def test_a_design_with_two_mistakes_gives_one_failure_for_its_commit_and_the_tor
     assert done.returncode == 1, done.stderr[-2000:]
     found = json.loads((out / "explore-shop.json").read_text())
     failures = found["failures"]
+    assert found["distinct_failures"] == len(failures) == 2, [(f["lines"], f["findings"]) for f in failures]
     program = shown_path(RECORD_THEN_DONE)  # in killtest's tree: named from its root, as a line point names it
     [commit] = [f for f in failures if f["findings"] == ["extra_rows"]]  # the commit's every point, in one failure
-    assert commit["line"] == f"{program}:{COMMIT_LINE}", [(f["line"], f["findings"]) for f in failures]
+    assert commit["line"] == f"{program}:{COMMIT_LINE}" and commit["lines"] == [commit["line"]]
     assert len(commit["by_place"]) >= 3  # the commit's writes, inside it
-    torn = [f for f in failures if f is not commit]
-    assert torn and all("unreadable" in f["findings"] for f in torn)
-    assert {int(f["line"].rpartition(":")[2]) for f in torn if f["line"]} <= RECORD_LINES
-    assert all(f["line"] or f["place"] == "before the write to dataset/N.json" for f in torn)
+    [torn] = [f for f in failures if f is not commit]
+    assert "unreadable" in torn["findings"]
+    torn_lines = {int(line.rpartition(":")[2]) for line in torn["lines"]}
+    assert len(torn_lines) == 2 and torn_lines <= RECORD_LINES, torn["lines"]
     assert [n for n, _ in commit["source"]] == list(range(COMMIT_LINE - 2, COMMIT_LINE + 3))
     assert f"> {COMMIT_LINE} |     db.execute(\"INSERT INTO done" in done.stderr  # the line's text, in the terminal
-    assert f"{len(failures)} distinct failures" in done.stderr and found["distinct_failures"] == len(failures)
+    assert all(f"> {n} |" in done.stderr for n in torn_lines)  # both lines of the torn write, marked
+    assert "2 distinct failures" in done.stderr
+    page = (out / "explore-shop.html").read_text()
+    assert all(f"<b>{n} |" in page for n in (*torn_lines, COMMIT_LINE))
 
 
 def test_a_scrapy_write_from_the_reactor_is_named_by_the_frameworks_frame_of_the_held_thread():

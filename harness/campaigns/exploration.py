@@ -27,7 +27,7 @@ from killtest.fixture_site.catalog import Catalog
 from killtest.harness.campaigns.coverage import covered
 from killtest.harness.campaigns.locate import Locator, with_locations
 from killtest.harness.campaigns.parallel import chunks, run_jobs
-from killtest.harness.campaigns.point_words import describe
+from killtest.harness.campaigns.point_words import describe, logical_write
 from killtest.harness.check.distinct import request_before, triage_of
 from killtest.harness.check.findings import Finding
 from killtest.harness.check.verdict import RunVerdict, Validity
@@ -49,9 +49,7 @@ EXPLORE_HITS = (1, 2)  # the first and second execution of each line: a listing 
 
 def commit_path_lines(design: Design) -> list[tuple[str, int]]:
     """(project-relative file, line) for the first line of every statement in the design's commit path."""
-    source_file = design.source_file
-    tree = ast.parse(open(source_file, encoding="utf-8").read())
-    relative = shown_path(source_file)
+    tree, relative = ast.parse(open(design.source_file, encoding="utf-8").read()), shown_path(design.source_file)
     lines: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name in design.commit_path:
@@ -93,6 +91,7 @@ class PointOutcome:
     timeline: dict = field(default_factory=dict)  # what the triage page draws (a broken point's)
     key_counts: dict = field(default_factory=dict)  # how many keys each of `keys`' lists stands for (they are cut)
     page: str = ""  # the path of the killed start's last request before the kill (a request point's: its page)
+    write: str = ""  # the logical write a store-write point lands inside (`w11-w12`), when of several writes
 
 
 @dataclass
@@ -140,9 +139,8 @@ def _power_cut_twin(point: KillPoint) -> list[KillPoint]:
 
 
 def refuse_power_cut(design: Design, command: str, needs_strace: bool = True) -> None:
-    """`--power-cut` where the power cannot be cut under this design's store: one line saying why, before any
-    run. The commands and killtest.spread call it as they read their options, before a directory or a server
-    is made; deeper down, each power-cut point refuses the same way when its run begins (power_cut.py)."""
+    """`--power-cut` where the power cannot be cut under this design's store: one line saying why, before any run
+    or directory (the commands and killtest.spread); each power-cut point refuses alike as it runs (power_cut.py)."""
     try:
         refuse_what_cannot_lose_power("xw<n>", [design])
         if needs_strace:
@@ -208,7 +206,8 @@ def explore_point(design: Design, on: Stage, settings: RunSettings, point: KillP
     `locator` may read the held write's stack in this run (campaigns/locate.Locator.reading)."""
     schedule = resolve_schedule(KillSchedule(seed=None, points=(point,)), design, on, settings, work_dir=work_dir,
                                 cache=cache)
-    reading = (locator.reading(point, describe(schedule.points[0], History(), cache.get((design.name, "")))[1])
+    recording = cache.get((design.name, ""))  # the first start's, which aimed the point (a store write)
+    reading = (locator.reading(point, describe(schedule.points[0], History(), recording)[1])
                if locator is not None else contextlib.nullcontext())
     with reading:
         history = run_phase(on, design, schedule, settings, work_dir=work_dir, prefix="killtest-explore-")
@@ -222,7 +221,8 @@ def explore_point(design: Design, on: Stage, settings: RunSettings, point: KillP
     outcome = PointOutcome(point.spec, landed, not problems, problems, verdict.rows, verdict.requests,
                            waived=waived)
     if landed or problems:  # every point the kill reached, for the table's "where" (about 0.1 ms a point)
-        outcome.where, outcome.place = describe(schedule.points[0], history, cache.get((design.name, "")))
+        outcome.where, outcome.place = describe(schedule.points[0], history, recording)
+        outcome.write = logical_write(schedule.points[0], recording)
         kill = history.first("kill") or history.first("power_lost")
         made = request_before(history, kill["t"], kill.get("start", 0)) if kill else None
         outcome.page = made[1] if made else ""

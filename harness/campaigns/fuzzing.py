@@ -8,11 +8,10 @@
    points, drop a point, lower a point's number, shrink the catalog), each step one run, kept when it still
    fails. Exact runs repeat exactly, so the smallest schedule reproduces: it is the one printed as a
    `killtest replay` line. A power-cut point (`xw45`) shrinks as its trigger does.
-
+A searched failure's kills at store writes are located at the program's lines (campaigns/fuzz_locate.py).
 On a recorded site (a design whose spec names a recording: docs/how-to/record-your-site.md) the recording is
 the catalog: no catalog size is drawn, a case's catalog is 0x0 (`Case.recorded`), every case runs on one
 replay served by the orchestrator's `stage` for the whole search, and shrinking never tries a smaller catalog.
-
 With `jobs` above 1, that many searches run at once in their own processes (harness/campaigns/parallel.py), on
 seeds seed, seed+1, ...; each has its own site, work dirs and servers. The property tests of
 tests/test_fuzz.py call `search` and `shrink` as the command does.
@@ -35,8 +34,8 @@ from hypothesis import strategies as st
 from killtest.fixture_site.catalog import build_catalog
 from killtest.fixture_site.server import SiteServer
 from killtest.harness.campaigns.exploration import broken_promises, triage_of
+from killtest.harness.campaigns.fuzz_locate import trial_reading, trial_words
 from killtest.harness.campaigns.fuzz_schedules import catalog_sizes, exact, file_store, kill_schedules, line_points
-from killtest.harness.campaigns.point_words import schedule_words
 from killtest.harness.design.model import Design
 from killtest.harness.design.site_spec import one_site
 from killtest.harness.errors import KilltestError
@@ -80,6 +79,7 @@ class Trial:
     problems: list[str]  # empty: every promise kept
     exact: bool
     triage: dict = field(default_factory=dict)  # a failure's findings, keys, timeline (triage_of), where and place
+    located_s: float = 0.0  # reading its store-write kills' stacks took (campaigns/fuzz_locate.py)
 
 
 @dataclass
@@ -147,32 +147,34 @@ class Bench:
     def cache(self, pages: int, per_page: int) -> RecordingCache:
         return self.recordings.setdefault((pages, per_page), {})
 
-    def trial(self, case: Case, on: Stage | None = None) -> Trial:
-        """One run of the case, held to the design's promises; a write strace cannot reach is no failure."""
+    def trial(self, case: Case, on: Stage | None = None, locate: bool = False) -> Trial:
+        """One run of the case, held to the design's promises; a write strace cannot reach is no failure. `locate`:
+        its store-write kills' stacks are read (a search's trial; not a shrink's step: only the search is grouped)."""
         if on is None:
             with self.on(case.pages, case.per_page) as stage_on:
-                return self.trial(case, stage_on)
+                return self.trial(case, stage_on, locate)
         points = tuple(parse_point(p, self.design) for p in case.schedule.split(","))
-        schedule = KillSchedule(seed=None, points=points)
-        is_exact = all(exact(p, self.design) for p in points)
+        is_exact, cache = all(exact(p, self.design) for p in points), self.cache(case.pages, case.per_page)
         try:
-            aimed = resolve_schedule(schedule, self.design, on, self.settings, work_dir=self.work_dir,
-                                     cache=self.cache(case.pages, case.per_page))
+            aimed = resolve_schedule(KillSchedule(None, points), self.design, on, self.settings, work_dir=self.work_dir,
+                                     cache=cache)
         except KilltestError:
             return Trial(case, [], is_exact)  # a later start's write strace cannot aim at: not a run
-        history = run_phase(on, self.design, aimed, self.settings, work_dir=self.work_dir, prefix="killtest-fuzz-")
+        with trial_reading(self.design, aimed.points) if locate else contextlib.nullcontext() as read:
+            history = run_phase(on, self.design, aimed, self.settings, work_dir=self.work_dir, prefix="killtest-fuzz-")
+        found, located_s = read() if read is not None else ([], 0.0)
         verdict = check_phase(self.design, 1, history, on.site.catalog)  # fuzz --strict hands in design.strict()
-        problems = broken_promises(verdict)  # a failure's points are told in words, as explore's (point_words.py)
-        words = schedule_words(aimed.points, history, self.cache(case.pages, case.per_page), self.design.name)
-        return Trial(case, problems, is_exact, {**triage_of(verdict, history), **words} if problems else {})
+        problems = broken_promises(verdict)  # told in words, as explore's points, at the program's line when known
+        words = trial_words(aimed.points, history, cache, self.design.name, case.catalog, found)
+        return Trial(case, problems, is_exact, {**triage_of(verdict, history), **words} if problems else {},
+                     round(located_s, 4))
 
 
 @contextlib.contextmanager
 def bench(design: Design, run_settings: RunSettings, *, prefork: bool = True,
           work_dir: str | None = None, power_cut: bool = False) -> Iterator[Bench]:
-    """The orchestrator's store-server and pre-fork phases for one design; a site per catalog in `Bench.on`.
-    A design that names a recording meets its replay instead, set up once by the orchestrator's `stage`
-    as for `run` and `explore` (the replay proxy, its CA, no pre-forked start). `power_cut`: x points too."""
+    """The orchestrator's store-server and pre-fork phases for one design; a site per catalog in `Bench.on`. A design
+    naming a recording meets its replay, set up once by the orchestrator's `stage`. `power_cut`: x points too."""
     site = one_site([design])
     if site is not None:
         with stage(load_site(site), [design], prefork=prefork) as on:
@@ -188,8 +190,7 @@ def search(on: Bench, examples: int, seed: int, max_seconds: float | None = None
     trials: list[Trial] = []
 
     def run(case: Case, stage_on: Stage) -> None:
-        trial = on.trial(case, stage_on)
-        trials.append(trial)
+        trials.append(trial := on.trial(case, stage_on, locate=True))
         on_trial(trial)
 
     _each_case(on, examples, seed, None if max_seconds is None else time.monotonic() + max_seconds, run)
@@ -198,8 +199,7 @@ def search(on: Bench, examples: int, seed: int, max_seconds: float | None = None
 
 def draw_cases(on: Bench, examples: int, seed: int) -> list[Case]:
     """The cases `search` would run with this seed, drawn the same way but not run: one pytest item each
-    (killtest.spread). Hypothesis only generates, and a case's outcome never feeds back into the draws,
-    so the same seed gives the same cases on every machine that records the same store writes."""
+    (killtest.spread). Hypothesis only generates: a seed gives the same cases wherever the same writes are recorded."""
     cases: list[Case] = []
     _each_case(on, examples, seed, None, lambda case, stage_on: cases.append(case))
     return cases
@@ -228,9 +228,8 @@ def _each_case(on: Bench, examples: int, seed: int, deadline: float | None,
 
 
 def shrink(on: Bench, failing: Case, on_step: Callable[[Trial], None] = lambda trial: None) -> tuple[Trial, int]:
-    """The smallest failing case reachable from `failing` by exact steps, and how many runs it took.
-
-    When the failure needs a timed point, the case is returned as found, marked not exact."""
+    """The smallest failing case reachable from `failing` by exact steps, and how many runs it took. When the
+    failure needs a timed point, the case is returned as found, marked not exact."""
     runs = 0
     tried: dict[Case, Trial | None] = {}
     target: set[str] = set()  # the promises the failure broke: a smaller case must break one of them

@@ -6,7 +6,6 @@ thread in the system call's entry. With KILLTEST_LOCATE_TO set, the gate runs `p
 held process before the kill: py-spy reads the interpreter's frames from the process's memory (process_vm_readv)
 without attaching (strace already traces it, and a process has one tracer). The innermost frame outside Python's own
 library is the program's line that made the write (a `f.flush()` or a `with` block's end, where a write happens).
-
 Why py-spy: it reads any CPython 3.x from outside, with no change to the program; a Python-level tracer (the line
 points' way) would see lines, not system calls. It is the optional `locate` extra: without it, one line says so.
 
@@ -21,10 +20,11 @@ writes from libuv's worker thread, which holds no JavaScript frame: one line say
 Each distinct failure's first point is run once more for this, as the exploration goes (`Locator`): right after a
 store-write point breaks a promise with findings, at a kind of place, that no earlier point did, in the same process
 and stage (with -j N, in the job that found it; the jobs share what they claimed), whose recording has aimed the
-point already. So the locating runs in parallel with -j, needs no recording and no site of its own, and its time is
-part of the exploration's. At most MAX_LOCATED kinds of failure a process are located; one line says so past that.
+point already: it runs in parallel with -j, needs no recording or site of its own, and its time is the exploration's.
+At most MAX_LOCATED kinds of failure a process are located; one line says so past that.
 A kind's last broken point too (`Locator.finish`), and later ones read in their own run: two commits at two lines
 make the same calls on one journal (one kind, two bugs); its other points take a line only if all located agree.
+A fuzzed schedule's kills at store writes are read in its own run, one dump a kill (campaigns/fuzz_locate.py).
 """
 
 from __future__ import annotations
@@ -211,10 +211,10 @@ class Locator:
                 or (place not in self._places and self.kinds >= self.most)):
             yield
             return
-        with _stack_read(self.design) as read:
+        with stack_reads(self.design) as read:
             yield
-        where, seconds = read()
-        self.spent_s += seconds
+        found, seconds = read()
+        where, self.spent_s = [None, *found][-1], self.spent_s + seconds
         if where is not None:
             self._read[point.spec] = where
 
@@ -291,30 +291,30 @@ def with_locations(outcomes: list, found: dict[str, str], lines: dict[str, str] 
 
 def located(design: Design, run_again: Callable[[], object]) -> Located:
     """`in FUNCTION (FILE:LINE)` of the store write `run_again()` holds its start at, read from outside."""
-    with _stack_read(design) as read:
+    with stack_reads(design) as read:
         run_again()
-    return read()[0] or Located(NO_JS_FRAME if language(design) == "node"
-                                else "no source location: py-spy found no frame of the program")
+    return [None, *read()[0]][-1] or Located(NO_JS_FRAME if language(design) == "node"
+                                             else "no source location: py-spy found no frame of the program")
 
 
 @contextlib.contextmanager
-def _stack_read(design: Design) -> Iterator[Callable[[], tuple[Located | None, float]]]:
-    """Within it, a start held at its store write has its stack read before the kill (faults/write_gate.locate);
-    the callable it yields gives, afterwards, where the write was made (None when no frame was found) and the
-    seconds reading it took."""
-    node = language(design) == "node"
+def stack_reads(design: Design) -> Iterator[Callable[[], tuple[list[Located | None], float]]]:
+    """Within it, each start held at a store write has its stack read before the kill (faults/write_gate.locate
+    appends a dump a kill); the callable it yields gives, afterwards, where each write was made (None when no frame
+    was found), in the kills' order, and the seconds reading them took."""
     with lifeline.temp_dir(prefix="killtest-locate-") as dumps:
-        path = os.path.join(dumps, "stack.txt")
+        path, node = os.path.join(dumps, "stack.txt"), language(design) == "node"
         os.environ.update(KILLTEST_LOCATE_TO=path, KILLTEST_PY_SPY=py_spy() or "py-spy",
                           KILLTEST_LOCATE_NODE="1" if node else "")
         try:
-            yield lambda: _read_dump(dump, node)
+            yield lambda: _read_dumps(text, node)
         finally:
             for name in ("KILLTEST_LOCATE_TO", "KILLTEST_PY_SPY", "KILLTEST_LOCATE_NODE"):
                 os.environ.pop(name, None)
-            dump = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
+            text = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
 
 
-def _read_dump(dump: str, node: bool) -> tuple[Located | None, float]:
-    seconds = _READ_IN.search(dump)
-    return (js_located(dump) if node else frames_located(dump)), float(seconds[1]) if seconds else 0.0
+def _read_dumps(text: str, node: bool) -> tuple[list[Located | None], float]:
+    dumps = re.findall(r".*?^# held thread \d+$", text, flags=re.M | re.S) or ([text] if text.strip() else [])
+    seconds = sum(float(found[1]) for found in _READ_IN.finditer(text))
+    return [js_located(dump) if node else frames_located(dump) for dump in dumps], seconds

@@ -10,7 +10,7 @@ file numbers folded) is what harness/check/distinct.py groups failures by.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from killtest.harness.check.distinct import folded, nth, request_before, request_words
@@ -33,12 +33,13 @@ def describe(point: KillPoint, history: History, recording: Any = None, kill: di
     return cut + where, cut + place
 
 
-def describe_schedule(points: Sequence[KillPoint], history: History,
-                      recording_before: Callable[[str], Any]) -> tuple[str, str]:
+def describe_schedule(points: Sequence[KillPoint], history: History, recording_before: Callable[[str], Any],
+                      located: Mapping[str, str] | None = None) -> tuple[str, str]:
     """(where, place) of a schedule of several points (a fuzzed one): each point that landed, in its own
     words, and the kinds of place they landed at, each once, sorted: `r3,w9` and `w12,r4` at the same kinds
     of place are one place. `recording_before(specs)` is the recording that aimed a store write after the
-    schedule's points `specs` (comma-joined), as write_plans caches it. ("", "") when no point is described."""
+    schedule's points `specs` (comma-joined), as write_plans caches it; `located`: a store-write kill's place in the
+    program, by its spec (campaigns/fuzz_locate.py), said after it. ("", "") when no point is described."""
     kills = [e for e in history.events if e["type"] in ("kill", "power_lost")]
     words, places = [], []
     for i, point in enumerate(points):
@@ -47,6 +48,8 @@ def describe_schedule(points: Sequence[KillPoint], history: History,
             continue  # it did not land (or a pause, a drift: nothing killed)
         kills = [e for e in kills if e.get("start") != kill.get("start")]
         where, place = describe(point, history, recording_before(",".join(p.spec for p in points[:i])), kill)
+        said = (located or {}).get(point.spec)
+        where = f"{where}, {said}" if where and said else where
         if where:
             words.append((point.spec, where))
             places.append(place)
@@ -55,15 +58,24 @@ def describe_schedule(points: Sequence[KillPoint], history: History,
     return "; ".join(f"{spec} {where}" for spec, where in words), " and ".join(sorted(set(places)))
 
 
-def schedule_words(points: Sequence[KillPoint], history: History, cache: dict, design: str) -> dict[str, str]:
+def schedule_words(points: Sequence[KillPoint], history: History, cache: dict, design: str,
+                   located: Mapping[str, str] | None = None) -> dict[str, str]:
     """`describe_schedule` as a fuzzed trial keeps it ({"where", "place"}), its recordings from write_plans's
-    cache (keyed by the design's name and the points before)."""
-    where, place = describe_schedule(points, history, lambda before: cache.get((design, before)))
-    landed = {e.get("point") for e in history.events if e["type"] in ("kill", "power_lost")}
-    hit = [point for point in points if point.spec in landed]
-    # One kill that landed at a line of the program: that line is the failure's, as explore's line points are
-    line = f"{hit[0].path}:{hit[0].line}" if len(hit) == 1 and isinstance(hit[0], AtLine) else ""
-    return {"where": where, "place": place, **({"line": line} if line else {})}
+    cache (keyed by the design's name and the points before); `located`: its store-write kills' places in the
+    program (campaigns/fuzz_locate.py)."""
+    where, place = describe_schedule(points, history, lambda before: cache.get((design, before)), located)
+    return {"where": where, "place": place}
+
+
+def logical_write(point: KillPoint, recording: Any) -> str:
+    """The logical write a store-write point lands inside, as points (`w11-w12`: the writes a buffered stream
+    made one after another on one open file, faults/store_writes.Recording.logical_write), when it is made of
+    several writes; "" otherwise. The lines of its pieces are one failure (check/distinct.py)."""
+    if not isinstance(point, AtStoreWrite) or point.connection is not None or not isinstance(recording, Recording):
+        return ""
+    first, last = recording.logical_write(point.index)
+    kind = point.spec[:len(point.spec) - len(str(point.index))]  # `w`, or `xw` for a power cut
+    return f"{kind}{first}-{kind}{last}" if last > first else ""
 
 
 def _words(point: KillPoint, history: History, recording: Any, kill: dict | None) -> tuple[str, str]:

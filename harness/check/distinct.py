@@ -7,8 +7,12 @@ Antithesis by the property and where it failed. This module does the same for ki
 points are one failure when they broke the same promises with the same findings at the same line of the
 user's own program (`line`: a located store write's frame, or a line point's line). Which system call of
 a commit the kill landed before is detail inside it (`by_place`), not a failure of its own: the user
-cannot change SQLite's journal, only the line that commits. Two lines are never merged. Where no line is
-known, the kind of place stays the key: a store write's file (its numbers folded, so
+cannot change SQLite's journal, only the line that commits. Two lines are merged only when they made the
+pieces of one logical write (`write`: stream writes on one open file, nothing between them, no fsync, no
+close: faults/store_writes.Recording.logical_write), which a kill between the pieces tore apart: a file
+written in place by a `write` and the `with` block's end that writes the rest is one failure at both lines.
+Two commits, or any two writes with a sync, a request or another file's write between, stay two. Where no
+line is known, the kind of place stays the key: a store write's file (its numbers folded, so
 `dataset/000001.json` and `dataset/000002.json` are one file of a kind) and system call, or a request for
 the same kind of page. Each group is shown once, with how many points it covers (as ranges: `w51-w60`,
 `w1-w115 every 3rd`), and its smallest and earliest point, whose replay line to print.
@@ -41,6 +45,7 @@ class Broken:
     size: int = 0  # how big its case is (fuzz: points and products); smaller is shown first
     order: int = 0  # its place in the order the command tried them
     line: str = ""  # the user's own source line, `FILE:LINE`, where known (a located write, a line point)
+    write: str = ""  # the logical write it landed inside (`w11-w12`), when that is made of several writes
 
 
 @dataclass
@@ -51,7 +56,8 @@ class Failure:
     findings: tuple[str, ...]
     place: str  # the user's line (`scraper.py:37`) when known, else the kind of place
     points: list[Broken] = field(default_factory=list)
-    line: str = ""  # `FILE:LINE` as located, when the failure is grouped by it
+    line: str = ""  # `FILE:LINE` as located, when the failure is grouped by it (the first of `lines`)
+    lines: tuple[str, ...] = ()  # every line it is at: more than one when they made one logical write
 
     @property
     def example(self) -> Broken:
@@ -83,7 +89,8 @@ class Failure:
     def to_json(self) -> dict:
         example = self.example
         return {"promises": list(self.promises), "findings": list(self.findings), "place": self.place,
-                "line": self.line, "count": len(self.points), "points": self.points_text(),
+                "line": self.line, "lines": list(self.lines or ([self.line] if self.line else [])),
+                "count": len(self.points), "points": self.points_text(),
                 "by_place": [{"place": place, "count": len(points), "points": point_ranges(b.point for b in points)}
                              for place, points in self.by_place()],
                 "example": example.point, "where": example.where, "problems": list(example.problems)}
@@ -109,19 +116,77 @@ def folded(path: str) -> str:
 
 def group_failures(broken: Sequence[Broken], shown: Callable[[str], str] = lambda line: line) -> list[Failure]:
     """The distinct failures among `broken`, the largest first (then the earliest): by promises, findings and
-    the user's line where it is known, else by the kind of place. `shown(line)`: how a heading names a line
-    (a shorter path)."""
-    groups: dict[tuple, Failure] = {}
+    the user's line where it is known, else by the kind of place; the lines of one logical write's pieces
+    (`Broken.write`) with the same promises and findings are one failure, and a piece with no line of its own
+    joins them. `shown(line)`: how a heading names a line (a shorter path)."""
     named = {finding.value: finding.promise.value for finding in Finding}
+    keyed: list[tuple[tuple, Broken]] = []
     for b in broken:
         promises = tuple(dict.fromkeys(named.get(code, code) for code in b.findings))
         where = ("line", b.line) if b.line else ("place", b.place or place_of(b.point))
-        key = (promises, tuple(b.findings), *where)
-        if key not in groups:
-            groups[key] = (Failure(promises, tuple(b.findings), shown(b.line), line=b.line) if b.line
-                           else Failure(promises, tuple(b.findings), where[1]))
-        groups[key].points.append(b)
-    return sorted(groups.values(), key=lambda f: (-len(f.points), min(b.order for b in f.points)))
+        keyed.append(((promises, tuple(b.findings), *where), b))
+    joined = _joined_by_writes(keyed)
+    groups: dict[tuple, list[tuple[tuple, Broken]]] = {}
+    for i, (key, b) in enumerate(keyed):
+        at = joined.get(i, key)
+        groups.setdefault(at, []).append((at if at[2] == "line" and key[2] != "line" else key, b))
+    failures = []
+    for root, members in groups.items():
+        promises, findings, kind, where = root
+        lines = tuple(sorted({key[3] for key, _ in members if key[2] == "line"}, key=_line_order))
+        failure = (Failure(promises, findings, lines_place(lines, shown), line=lines[0], lines=lines) if lines
+                   else Failure(promises, findings, where))
+        failure.points = [b for _, b in members]
+        failures.append(failure)
+    return sorted(failures, key=lambda f: (-len(f.points), min(b.order for b in f.points)))
+
+
+def _joined_by_writes(keyed: list[tuple[tuple, Broken]]) -> dict[int, tuple]:
+    """The key of the failure each point is in, by its index, where one logical write joins it to others: the
+    lines of a write's pieces are one when their points broke the same promises with the same findings, and a
+    piece with no line of its own is at them. A point no logical write joins is not in it."""
+    parent: dict[tuple, tuple] = {}
+
+    def root(key: tuple) -> tuple:
+        while parent.get(key, key) != key:
+            key = parent[key]
+        return key
+
+    pieces: dict[tuple, list[int]] = {}  # (promises, findings, logical write) -> its points, by index
+    for i, (key, b) in enumerate(keyed):
+        if b.write:
+            pieces.setdefault((key[0], key[1], b.write), []).append(i)
+    at: dict[int, tuple] = {}
+    for indexes in pieces.values():
+        located = sorted({keyed[i][0] for i in indexes if keyed[i][0][2] == "line"}, key=lambda k: _line_order(k[3]))
+        if not located:
+            continue  # no piece has a line: its points stay by their kind of place
+        for key in located[1:]:
+            if root(key) != root(located[0]):
+                parent[root(key)] = root(located[0])
+        at.update((i, keyed[i][0] if keyed[i][0][2] == "line" else located[0]) for i in indexes)
+    return {i: root(key) for i, key in at.items()} | {i: root(key) for i, (key, _) in enumerate(keyed)
+                                                      if key[2] == "line" and key in parent}
+
+
+def _line_order(line: str) -> tuple[str, int]:
+    path, _, number = line.rpartition(":")
+    return (path, int(number)) if number.isdigit() else (line, 0)
+
+
+def lines_place(lines: Sequence[str], shown: Callable[[str], str] = lambda line: line) -> str:
+    """How a heading names a failure's lines: `scraper.py:33`, `scraper.py:31 and 33` (one file),
+    `a.py:3 and b.py:9`."""
+    files: dict[str, list[str]] = {}
+    for line in lines:
+        path, _, number = shown(line).rpartition(":")
+        files.setdefault(path, []).append(number)
+    parts = [f"{path}:{_and(numbers)}" for path, numbers in files.items()]
+    return _and(parts)
+
+
+def _and(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
 
 
 def point_ranges(points: Iterable[str], most: int | None = None) -> str:

@@ -19,7 +19,13 @@ from killtest.harness.design.model import Design
 from killtest.harness.design.registry import design_named
 from killtest.harness.errors import KilltestError
 from killtest.harness.files import write_atomically
-from killtest.harness.report.triage import failure_lines, failures_json, failures_markdown, trial_failures
+from killtest.harness.report.triage import (
+    failure_lines,
+    failures_json,
+    failures_markdown,
+    fuzz_locating_words,
+    trial_failures,
+)
 from killtest.harness.report.triage_page import failure_view, triage_page
 from killtest.harness.running.progress import Progress
 from killtest.harness.running.runner import RunSettings
@@ -48,6 +54,8 @@ class FuzzCommand(Command):
                       f" {len(failures)} distinct failure{'s' if len(failures) != 1 else ''},"
                       f" {result.shrink_runs} shrink runs, {result.schedules_per_minute} schedules/minute;"
                       f" {base}.{{json,md,html}}")
+        if located := fuzz_locating_words(result):
+            progress.done(located)
         if result.shrunk is None:
             return EXIT_PASSED
         exact = "" if result.shrunk.exact else " (not exact: it may not repeat)"
@@ -96,6 +104,7 @@ def fuzz_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Design
     by_broken = lambda broken: trial_replay(args, design, result.trials[broken.order])  # noqa: E731
     write_atomically(f"{base}.json", json.dumps({**result.to_json(), "replay": replay, "database": saved,
                                                  "distinct_failures": len(failures),
+                                                 "locate_s": round(sum(t.located_s for t in result.trials), 2),
                                                  "failures": failures_json(failures, by_broken)},
                                                 indent=2) + "\n")
     write_atomically(f"{base}.md", markdown(result, typed_command(args), replay,

@@ -38,6 +38,13 @@ WRITE_SYSCALLS = ("write", "pwrite64", "writev", "pwritev", "pwritev2", "fsync",
                   "rename", "renameat", "renameat2", "truncate", "ftruncate", "unlink", "unlinkat", "fallocate")
 PATH_SYSCALLS = {"rename", "renameat", "renameat2", "truncate", "unlink", "unlinkat"}  # named by path, not fd
 SEND_SYSCALLS = ("sendto", "sendmsg", "sendmmsg")  # with write and writev: how a request leaves the scraper
+# Writes that go on from a file's current position: two of them on one open file, nothing between, are one
+# logical write a buffered stream made in pieces (`Recording.logical_write`). Not pwrite64: a database's
+# positioned writes (SQLite's journal and WAL frames) are its own transactions' and keep their own lines.
+STREAM_WRITES = ("write", "writev")
+# Not a write, but traced by the recording only: a close between two writes to one fd number ends the open
+# file they were made on (a number is reused by the next open).
+CLOSE_SYSCALLS = ("close",)
 HTTP_METHODS = ("GET ", "POST ", "PUT ", "HEAD ", "DELETE ", "PATCH ")
 # The harness's own files in the work dir: a start's stdout and stderr (harness/running/processes.py).
 HARNESS_FILE = re.compile(r"^start-\d+(-w\d+)?(-r\d+)?\.(out|err)$")
@@ -60,6 +67,10 @@ class StoreCall:
     # What a write or pwrite asked for (bytes, and the offset of a pwrite), for the words that describe it.
     size: int | None = field(default=None, compare=False)
     offset: int | None = field(default=None, compare=False)
+    fd: int | None = field(default=None, compare=False)  # the file descriptor it was made on (None: by path)
+    # It goes on with the write before it: a stream write by the same thread on the same open file (same fd, not
+    # closed between), with nothing between them (no request, no other store call: no fsync, no other file).
+    goes_on: bool = field(default=False, compare=False)
 
     @property
     def aim(self) -> tuple[str, int, tuple[str, ...]]:
@@ -145,6 +156,19 @@ class Recording:
             words += f" at offset {call.offset}" if call.offset is not None else ""
         return words, f"{call.syscall} {'of' if call.syscall in _OF else 'to'} {re.sub(r'[0-9]+', 'N', target)}"
 
+    def logical_write(self, n: int) -> tuple[int, int]:
+        """The first and last n (1-based) of the logical write that holds the n-th store write: the writes a
+        buffered stream made one after another on one open file, nothing between them (`StoreCall.goes_on`).
+        A kill before any of them but the first tears that one write apart; (n, n) for a write of its own."""
+        if not 1 <= n <= len(self.calls):
+            return n, n
+        first, last = n, n
+        while self.calls[first - 1].goes_on:
+            first -= 1
+        while last < len(self.calls) and self.calls[last].goes_on:
+            last += 1
+        return first, last
+
     def reachable_writes(self) -> list[int]:
         """Every n whose plan strace can carry out: the first write to reach its (syscall, count)."""
         first: dict[tuple[str, int], int] = {}
@@ -195,7 +219,7 @@ def recording_prefix(log_path: str) -> tuple[str, ...]:
     """strace, recording every write and send of the start and its children, with file and socket names; libuv's
     thread pool of one thread (`ONE_POOL_THREAD`), as the write gate's start has it."""
     return (*ONE_POOL_THREAD, "strace", "-f", "-q", "-yy", "-s", "24", "--seccomp-bpf", "-o", log_path,
-            "-e", f"trace={','.join(WRITE_SYSCALLS + SEND_SYSCALLS)}", "--")
+            "-e", f"trace={','.join(WRITE_SYSCALLS + SEND_SYSCALLS + CLOSE_SYSCALLS)}", "--")
 
 
 def parse_recording(text: str, values: Mapping[str, str]) -> Recording:
@@ -205,15 +229,22 @@ def parse_recording(text: str, values: Mapping[str, str]) -> Recording:
     calls: list[StoreCall] = []
     counts: dict[tuple[int, str], int] = {}
     requests = 0
+    stream: tuple[int, int, str] | None = None  # (tid, fd, path) of a stream write nothing has come after yet
     for line in text.splitlines():
         found = _LINE.match(line)
         if found is None or "resumed>" in line:
             continue
         tid, name, args = int(found["tid"]), found["name"], found["args"]
+        if name in CLOSE_SYSCALLS:
+            closed = _FD_PATH.match(args)
+            if stream is not None and closed is not None and (_fd(args), closed["path"]) == stream[1:]:
+                stream = None
+            continue
         if name in SEND_SYSCALLS or name in ("write", "writev"):
             if _sends_request(args):
                 requests += 1
                 events.append(("request", requests))
+                stream = None
                 continue
         if name not in WRITE_SYSCALLS:
             continue
@@ -223,9 +254,13 @@ def parse_recording(text: str, values: Mapping[str, str]) -> Recording:
         counts[(tid, name)] = counts.get((tid, name), 0) + 1
         events.append(("write", len(calls)))
         sized = _SIZE.search(args) if name in ("write", "pwrite64") else None
+        fd = None if name in PATH_SYSCALLS else _fd(args)
+        here = (tid, fd, paths[0]) if name in STREAM_WRITES and fd is not None else None
         calls.append(StoreCall(tid, name, tuple(_relative(p, work_dir) for p in paths), counts[(tid, name)],
                                size=int(sized["size"]) if sized else None,
-                               offset=int(sized["offset"]) if sized and sized["offset"] else None))
+                               offset=int(sized["offset"]) if sized and sized["offset"] else None,
+                               fd=fd, goes_on=here is not None and here == stream))
+        stream = here
     return Recording(tuple(events), tuple(calls))
 
 
@@ -258,6 +293,12 @@ def _paths(name: str, args: str) -> list[str]:
         return [_unescape(m.group(1)) for m in _QUOTED.finditer(args)]
     fd = _FD_PATH.match(args)
     return [fd["path"]] if fd is not None else []
+
+
+def _fd(args: str) -> int | None:
+    """The file descriptor a call's first argument names (`3</path>`), None when it names none."""
+    number = re.match(r"\s*(-?\d+)<", args)
+    return int(number[1]) if number else None
 
 
 def _in_store(path: str, work_dir: str, store: str) -> bool:

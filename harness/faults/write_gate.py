@@ -123,7 +123,7 @@ def locate(tid: int) -> None:
                 f"# held thread {tid}\n")  # py-spy lists every thread: the held one made the write
     except (OSError, StopIteration, subprocess.SubprocessError) as error:
         text = f"no stack: {error}"
-    with open(target, "w", encoding="utf-8") as out:
+    with open(target, "a", encoding="utf-8") as out:  # a dump a kill: a fuzzed schedule may hold several
         out.write(text)
 
 

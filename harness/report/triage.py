@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from killtest.harness.check.distinct import Broken, Failure, folded, group_failures, header, point_ranges
 from killtest.harness.design.model import PROJECT_ROOT
@@ -30,7 +30,7 @@ _BROKE = re.compile(r"\(broke (\w+)\)$")
 def point_failures(outcomes: Iterable) -> list[Failure]:
     """The distinct failures among an exploration's broken points, in the order they were tried."""
     return group_failures([Broken(o.point, tuple(o.findings), tuple(o.problems), o.where, o.place, order=i,
-                                  line=getattr(o, "line", ""))
+                                  line=getattr(o, "line", ""), write=getattr(o, "write", ""))
                            for i, o in enumerate(outcomes) if not o.valid], shown=shown_line)
 
 
@@ -47,29 +47,50 @@ def _source_path(path: str) -> str:
     return path if os.path.isabs(path) else os.path.join(PROJECT_ROOT, path)
 
 
-def source_excerpt(line: str, around: int = AROUND) -> list[tuple[int, str]]:
-    """The text of `FILE:LINE` with `around` lines either side, read from the program's file: (number, text)
-    pairs; [] when the file or the line cannot be read (a program changed or removed since)."""
-    path, _, number = line.rpartition(":")
-    if not number.isdigit():
+def source_excerpt(line: str | Sequence[str], around: int = AROUND) -> list[tuple[int, str]]:
+    """The text of `FILE:LINE` (or of each of a failure's lines in the first one's file) with `around` lines
+    either side, read from the program's file: (number, text) pairs, in order, a gap where two lines are far
+    apart; [] when the file or the line cannot be read (a program changed or removed since)."""
+    lines = [line] if isinstance(line, str) else list(line)
+    path = lines[0].rpartition(":")[0] if lines else ""
+    at = marked_numbers(lines)
+    if not at:
         return []
-    at = int(number)
     try:
         with open(_source_path(path), encoding="utf-8", errors="replace") as source:
             text = source.read().splitlines()
     except OSError:
         return []
-    if not 1 <= at <= len(text):
+    if not all(1 <= n <= len(text) for n in at):
         return []
-    return [(n, text[n - 1].rstrip()) for n in range(max(1, at - around), min(len(text), at + around) + 1)]
+    shown = sorted({n for a in at for n in range(max(1, a - around), min(len(text), a + around) + 1)})
+    return [(n, text[n - 1].rstrip()) for n in shown]
 
 
-def excerpt_lines(line: str, indent: str = "    ") -> list[str]:
-    """A failure's own line in the terminal: the line marked `>`, its neighbours numbered beside it."""
+def marked_numbers(lines: str | Sequence[str]) -> list[int]:
+    """The numbers of a failure's lines (`FILE:LINE` each) in the first one's file: the ones its text marks."""
+    lines = [lines] if isinstance(lines, str) else list(lines)
+    path = lines[0].rpartition(":")[0] if lines else ""
+    return sorted({int(n) for p, _, n in (each.rpartition(":") for each in lines) if p == path and n.isdigit()})
+
+
+def failure_source(failure: Failure) -> list[str]:
+    """The lines a failure is at (`Failure.lines`, or its one line), for its text."""
+    return list(failure.lines or ([failure.line] if failure.line else []))
+
+
+def excerpt_lines(line: str | Sequence[str], indent: str = "    ") -> list[str]:
+    """A failure's own line (or lines) in the terminal: each marked `>`, its neighbours numbered beside it, `...`
+    where two lines are far apart."""
     excerpt = source_excerpt(line)
     width = len(str(excerpt[-1][0])) if excerpt else 0
-    at = int(line.rpartition(":")[2]) if excerpt else 0
-    return [f"{indent}{'>' if n == at else ' '} {n:>{width}} | {text}" for n, text in excerpt]
+    at = set(marked_numbers(line)) if excerpt else set()
+    shown: list[str] = []
+    for i, (n, text) in enumerate(excerpt):
+        if i and n > excerpt[i - 1][0] + 1:
+            shown.append(f"{indent}  {'.' * width} |")
+        shown.append(f"{indent}{'>' if n in at else ' '} {n:>{width}} | {text}")
+    return shown
 
 
 def places_line(failure: Failure, most: int | None = TERMINAL_PARTS, parts: int | None = 3) -> str | None:
@@ -96,6 +117,18 @@ def locating_words(exploration) -> str | None:
     return (f"{read + runs} kind{'s' if read + runs != 1 else ''} of failure located in the program: {read} from"
             f" the stack read in the point's own run, {runs} point{'s' if runs != 1 else ''} run once more;"
             f" {exploration.locate_s:.1f} s of the exploration's {exploration.elapsed_s:.1f} s ({share:.1f}%)")
+
+
+def fuzz_locating_words(result) -> str | None:
+    """What reading the stacks of a fuzz's store-write kills cost (campaigns/fuzz_locate.py), its share of the
+    fuzz's time; None when no stack was read."""
+    read = [trial for trial in result.trials if getattr(trial, "located_s", 0.0)]
+    if not read:
+        return None
+    spent = sum(trial.located_s for trial in read)
+    share = 100 * spent / result.elapsed_s if result.elapsed_s else 0.0
+    return (f"source locations: the store-write kills of {len(read)} schedule{'s' if len(read) != 1 else ''} located"
+            f" in their own runs; {spent:.1f} s of the fuzz's {result.elapsed_s:.1f} s ({share:.1f}%)")
 
 
 def exploration_header(outcomes: list, failures: list[Failure]) -> str:
@@ -126,7 +159,7 @@ def failure_lines(failures: list[Failure], replay: Callable[[Broken], str], noun
             lines.append(f"  {by_kind}")
         lines.append(f"  {example.point}: {example.where or failure.place}")
         if failure.line:
-            lines += excerpt_lines(failure.line)
+            lines += excerpt_lines(failure_source(failure))
         lines.append(f"  replay: {replay(example)}")
     return lines
 
@@ -134,14 +167,14 @@ def failure_lines(failures: list[Failure], replay: Callable[[Broken], str], noun
 def failures_json(failures: list[Failure], replay: Callable[[Broken], str]) -> list[dict]:
     """Each failure's JSON, with its replay line and, grouped by a line, that line's text and its neighbours."""
     return [{**failure.to_json(), "replay": replay(failure.example),
-             "source": [list(pair) for pair in source_excerpt(failure.line)] if failure.line else []}
+             "source": [list(pair) for pair in source_excerpt(failure_source(failure))] if failure.line else []}
             for failure in failures]
 
 
 def failure_details(failure: Failure) -> list[str]:
     """What a JUnit case or a pytest report adds under a failure: the kinds inside it and its line's text."""
     return [*([by_kind] if (by_kind := places_line(failure)) else []),
-            *(excerpt_lines(failure.line, "") if failure.line else [])]
+            *(excerpt_lines(failure_source(failure), "") if failure.line else [])]
 
 
 def failures_markdown(failures: list[Failure], replay: Callable[[Broken], str]) -> list[str]:
@@ -154,17 +187,18 @@ def failures_markdown(failures: list[Failure], replay: Callable[[Broken], str]) 
                   f"- {len(failure.points)} point(s): {point_ranges(b.point for b in failure.points)}",
                   *([f"- {by_kind}"] if (by_kind := places_line(failure, most=None, parts=None)) else []),
                   f"- smallest and earliest: `{example.point}`" + (f", {example.where}" if example.where else ""),
-                  *(["", "```", *excerpt, "```", ""] if failure.line and (excerpt := excerpt_lines(failure.line, ""))
-                    else []),
+                  *(["", "```", *excerpt, "```", ""]
+                    if failure.line and (excerpt := excerpt_lines(failure_source(failure), "")) else []),
                   f"- replay: `{replay(example)}`", ""]
     return lines
 
 
 def trial_failures(trials: Iterable) -> list[Failure]:
     """The distinct failures among a fuzz's failing schedules (campaigns/fuzzing.Trial), grouped as explore's
-    points are: by promises, findings and the kinds of place the schedule's kills landed at, in the user's
-    terms (`r3,w9` and `w12,r4` at the same kinds of place are one); the smallest case first. A schedule none
-    of whose points could be described (timed kills only) is placed by its folded text (`tN,rN`)."""
+    points are: by promises, findings and the program's line every kill landed at (a located store write, a line
+    point: campaigns/fuzz_locate.py), else the kinds of place the kills landed at, in the user's terms (`r3,w9`
+    and `w12,r4` at the same kinds of place are one); the smallest case first. A schedule none of whose points
+    could be described (timed kills only) is placed by its folded text (`tN,rN`)."""
     broken = []
     for i, trial in enumerate(trials):
         if trial.problems:
@@ -176,7 +210,8 @@ def trial_failures(trials: Iterable) -> list[Failure]:
             broken.append(Broken(case.schedule, tuple(trial.triage.get("findings", ())), tuple(trial.problems),
                                  where=f"{words} (on {catalog})" if words else f"on {catalog}",
                                  place=trial.triage.get("place") or ",".join(folded(p) for p in points),
-                                 size=len(points) * 100_000 + products, order=i, line=trial.triage.get("line", "")))
+                                 size=len(points) * 100_000 + products, order=i, line=trial.triage.get("line", ""),
+                                 write=trial.triage.get("write", "")))
     return group_failures(broken, shown=shown_line)
 
 

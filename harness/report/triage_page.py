@@ -17,7 +17,9 @@ from killtest.harness.report.triage import (
     LEGEND,
     by_promise_line,
     exploration_header,
+    failure_source,
     locating_words,
+    marked_numbers,
     source_excerpt,
     waived_line,
 )
@@ -43,8 +45,8 @@ def failure_view(failure: Failure, replay: str, timeline: dict | None = None, ke
     by_place = failure.by_place() if failure.line else []
     return {"title": failure.title, "promises": list(failure.promises),
             "place": failure.place, "count": len(failure.points),
-            "points": failure.points_text(), "line": failure.line,
-            "source": source_excerpt(failure.line) if failure.line else [],
+            "points": failure.points_text(), "line": failure.line, "lines": failure_source(failure),
+            "source": source_excerpt(failure_source(failure)) if failure.line else [],
             "by_place": [(place, point_ranges(b.point for b in points)) for place, points in by_place]
             if len(by_place) > 1 else [],
             "example": example.point, "where": example.where, "replay": replay, "timeline": timeline or {},
@@ -76,13 +78,19 @@ def _keys_table(keys: dict, counts: dict | None = None) -> str:
     return f"<table class=\"keys\">{body}</table>"
 
 
-def _source(line: str, excerpt: list) -> str:
-    """The failure's own line of the program, bold, with its neighbours, as read from the program's file."""
-    at = int(line.rpartition(":")[2])
+def _source(lines: list[str], excerpt: list, place: str) -> str:
+    """The failure's own line (or lines) of the program, bold, with its neighbours, as read from the program's
+    file; `...` where two lines are far apart."""
+    at = set(marked_numbers(lines))
     width = len(str(excerpt[-1][0]))
-    shown = [f"{n:>{width}} | {html.escape(text)}" for n, text in excerpt]
-    body = "\n".join(f"<b>{text}</b>" if n == at else text for (n, _), text in zip(excerpt, shown))
-    return f'<p>At <code>{html.escape(line)}</code>:</p><pre class="source">{body}</pre>'
+    shown = []
+    for i, (n, text) in enumerate(excerpt):
+        if i and n > excerpt[i - 1][0] + 1:
+            shown.append(f"{'.' * width} |")
+        row = f"{n:>{width}} | {html.escape(text)}"
+        shown.append(f"<b>{row}</b>" if n in at else row)
+    body = "\n".join(shown)
+    return f'<p>At <code>{html.escape(place)}</code>:</p><pre class="source">{body}</pre>'
 
 
 def _failure_section(number: int, view: dict, lanes: tuple[str, ...] | None = None) -> str:
@@ -94,7 +102,8 @@ def _failure_section(number: int, view: dict, lanes: tuple[str, ...] | None = No
              f"<p>Smallest and earliest: <code>{html.escape(view['example'])}</code>"
              f"{', ' + html.escape(view['where']) if view['where'] else ''}.</p>"]
     if view.get("source"):
-        parts.append(_source(view["line"], view["source"]))
+        lines = view.get("lines") or [view["line"]]
+        parts.append(_source(lines, view["source"], view["place"] if len(lines) > 1 else view["line"]))
     if view.get("by_place"):
         parts.append("<p>By kind of write (which one the kill landed before):</p><ul>"
                      + "".join(f"<li>{html.escape(place)}: <code>{html.escape(points)}</code></li>"
