@@ -10,27 +10,37 @@ import json
 import os
 
 from killtest.harness.files import write_atomically
+from killtest.harness.report.coverage_words import coverage_lines
+from killtest.harness.report.pasted import for_page
 
 
-def explore_markdown(data: dict) -> str:
+def explore_markdown(data: dict, page: str = "") -> str:
+    """The page of `data`; written at `page` inside a checkout, its commands read from the repository root
+    (harness/report/pasted.py), whichever checkout each release was explored in."""
+    def shown(line: str, row: dict | None = None) -> str:
+        return for_page(line, page, data.get("root"), (row or {}).get("root")) if page else line
+
     lines = [f"# Exploration of {data['case']}: every store write{' and power cut' if data['power_cut'] else ''}",
              "", f"Measured {data['measured_at']} at killtest {data['killtest_commit'] or '-'} with `-j {data['jobs']}`"
              " on a shared 2-core machine (times move by a third from run to run). Command:"
-             f" `{data['command']}`.", "",
+             f" `{shown(data['command'])}`.", "",
              "| release | role | points | broken | distinct failures | s |", "| --- | --- | --- | --- | --- | --- |"]
     for row in data["releases"]:
         lines.append(f"| {row['key']} | {row['role']} | {row.get('points', '-')} | {row.get('broken', '-')} |"
-                     f" {row.get('distinct', row.get('error', '-'))} | {row['seconds']:.0f} |")
+                     f" {shown(str(row.get('distinct', row.get('error', '-'))), row)} | {row['seconds']:.0f} |")
     for row in data["releases"]:
         lines += ["", f"## {row['key']} ({row['role']})", "",
-                  f"Finished {row.get('finished_at') or '-'}. Command: `{row['command']}`", ""]
+                  f"Finished {row.get('finished_at') or '-'}. Command: `{shown(row['command'], row)}`", ""]
         if "error" in row:
-            lines.append(f"Did not finish: {row['error']}")
+            lines.append(f"Did not finish: {shown(row['error'], row)}")
+        if row.get("coverage"):  # the pages killed at, the store writes seen and made points of, what was left out
+            said = "; ".join(line.strip() for line in coverage_lines(row["coverage"])).removeprefix("coverage: ")
+            lines += [f"Coverage: {shown(said, row)}.", ""]
         for failure in row.get("failures", []):
             lines += [f"- **{', '.join(failure['findings'] or [])}** at {failure['count']} point(s)"
-                      f" ({failure['points']}): {failure['where']}.",
-                      *[f"  - {problem}" for problem in failure.get("problems") or []],
-                      f"  - replay: `{failure['replay']}`"]
+                      f" ({failure['points']}): {shown(failure['where'] or '', row)}.",
+                      *[f"  - {shown(problem, row)}" for problem in failure.get("problems") or []],
+                      f"  - replay: `{shown(failure['replay'], row)}`"]
         if not row.get("failures") and "error" not in row:
             lines.append("No point broke a promise.")
     return "\n".join(lines) + "\n"
@@ -45,8 +55,9 @@ def write_exploration(out: str, data: dict) -> str:
         ran = {row["key"] for row in data["releases"]}
         data = {**data, "releases": [r for r in previous["releases"] if r["key"] not in ran] + data["releases"]}
     write_atomically(path, json.dumps(data, indent=1) + "\n")  # an interrupted write keeps the releases before
-    write_atomically(os.path.join(folder, "explore.md"), explore_markdown(data))
-    return os.path.join(folder, "explore.md")
+    page = os.path.join(folder, "explore.md")
+    write_atomically(page, explore_markdown(data, page))
+    return page
 
 
 def _read(path: str) -> dict | None:
