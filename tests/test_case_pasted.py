@@ -46,8 +46,8 @@ def test_an_exploration_run_in_another_checkout_reads_from_the_root_of_this_one(
            " scrapers/cases/c/design.toml --schedule w5`" in text
     assert "start 2 exited: scrapers/cases/c/design.toml:3: bad" in text
     assert "`killtest cases --explore c --out results`" in text
-    assert "Coverage: killed at 1 distinct page of the 8 a crawl asks for (/list/0); store writes to" \
-           " storage/N.json: 30 seen, 30 explored; left out: nothing." in text
+    assert "Coverage: killed at 1 distinct page of the 8 a crawl asks for; 30 store writes seen, 30 explored" \
+           " (storage/N.json: 30 seen, 30 explored); left out: nothing." in text
     # the data keeps the whole lines, with the checkout they ran in
     data = json.loads((tmp_path / "wt" / "helper" / "results" / "cases" / "c" / "explore.json").read_text())
     assert data["releases"][0]["command"].startswith(f"PATH={HOME}/") and data["releases"][0]["root"] == elsewhere

@@ -10,7 +10,6 @@ import json
 import os
 
 from killtest.harness.files import write_atomically
-from killtest.harness.report.coverage_words import coverage_lines
 from killtest.harness.report.pasted import for_page
 
 
@@ -34,8 +33,7 @@ def explore_markdown(data: dict, page: str = "") -> str:
         if "error" in row:
             lines.append(f"Did not finish: {shown(row['error'], row)}")
         if row.get("coverage"):  # the pages killed at, the store writes seen and made points of, what was left out
-            said = "; ".join(line.strip() for line in coverage_lines(row["coverage"])).removeprefix("coverage: ")
-            lines += [f"Coverage: {shown(said, row)}.", ""]
+            lines += [f"Coverage: {shown(coverage_text(row['coverage']), row)}.", ""]
         for failure in row.get("failures", []):
             lines += [f"- **{', '.join(failure['findings'] or [])}** at {failure['count']} point(s)"
                       f" ({failure['points']}): {shown(failure['where'] or '', row)}.",
@@ -44,6 +42,28 @@ def explore_markdown(data: dict, page: str = "") -> str:
         if not row.get("failures") and "error" not in row:
             lines.append("No point broke a promise.")
     return "\n".join(lines) + "\n"
+
+
+def coverage_text(coverage: dict, kinds: int = 6) -> str:
+    """An exploration's coverage in one sentence: the pages killed at, the store writes seen and explored (the
+    most written `kinds` of file named), and what was left out and why (harness/campaigns/coverage.py)."""
+    writes, pages = coverage["writes"], coverage["pages_killed_at"]
+    named = "; ".join(f"{w['file']}: {w['seen']} seen, {w['points']} explored" for w in writes[:kinds])
+    more = f"; {len(writes) - kinds} more kinds of file" if len(writes) > kinds else ""
+    return (f"killed at {len(pages)} distinct page{'s' if len(pages) != 1 else ''} of the {coverage['pages_asked']}"
+            f" a crawl asks for; {sum(w['seen'] for w in writes)} store writes seen,"
+            f" {sum(w['points'] for w in writes)} explored{f' ({named}{more})' if writes else ''}; left out: "
+            + ("; ".join(_fewer_kinds(why, kinds) for why in coverage["left_out"]) or "nothing"))
+
+
+def _fewer_kinds(why: str, kinds: int) -> str:
+    """`90 writes (64 to a, 20 to b, ...): why` with its first `kinds` kinds of file named, the rest counted."""
+    counted, bracket, rest = why.partition(" (")
+    listed, closing, reason = rest.partition("): ")
+    each = listed.split(", ")
+    if not (bracket and closing) or len(each) <= kinds:
+        return why
+    return f"{counted} ({', '.join(each[:kinds])} and {len(each) - kinds} more kinds): {reason}"
 
 
 def write_exploration(out: str, data: dict) -> str:
@@ -60,6 +80,15 @@ def write_exploration(out: str, data: dict) -> str:
     return page
 
 
+def _writes(row: dict) -> str:
+    """`, 17 of its 39 store writes explored`: how many of the first start's writes had a point (the rest, and
+    why, in explore.md's coverage line); empty for a row without coverage."""
+    writes = (row.get("coverage") or {}).get("writes")
+    if writes is None:
+        return ""
+    return f", {sum(w['points'] for w in writes)} of its {sum(w['seen'] for w in writes)} store writes explored"
+
+
 def _read(path: str) -> dict | None:
     try:
         with open(path, encoding="utf-8") as src:
@@ -74,8 +103,8 @@ def exploration_lines(folder: str) -> list[str]:
     if not data:
         return []
     rows = "; ".join(f"{r['key']} ({r['role']}): " + (f"{r['broken']} of {r['points']} points broken, {r['distinct']}"
-                                                      f" distinct failures, {r['seconds']:.0f} s" if "error" not in r
-                                                      else "did not finish")
+                                                      f" distinct failures, {r['seconds']:.0f} s{_writes(r)}"
+                                                      if "error" not in r else "did not finish")
                      for r in data["releases"])
     return ["", f"Explored at every store write{' and power cut' if data['power_cut'] else ''}"
                 f" ([every failure, with its replay line](../../results/cases/{data['case']}/explore.md)): {rows}."]
