@@ -16,6 +16,7 @@ from killtest.harness.report.case_explore_table import write_exploration
 from killtest.harness.report.pasted import from_root
 
 HOME = os.path.expanduser("~")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def explored_in(root: str) -> dict:
@@ -78,3 +79,15 @@ def test_a_bisection_run_in_another_checkout_gives_its_command_and_errors_from_t
 def test_only_an_assignments_home_becomes_a_tilde():
     line = f'NODE_PATH={HOME}/.cache/n PATH={HOME}/.cache/b:"$PATH" killtest replay --out {HOME}/results'
     assert from_root(line) == f'NODE_PATH=~/.cache/n PATH=~/.cache/b:"$PATH" killtest replay --out {HOME}/results'
+
+
+def test_a_report_measured_in_another_checkout_reads_from_the_root():
+    """The committed report.json of crawlee-node-1736 3.2.2, as if its runs had been made in another checkout."""
+    from killtest.harness.report.case_report_page import report_markdown
+    path = os.path.join(ROOT, "results", "cases", "crawlee-node-1736", "3.2.2", "report.json")
+    measured = json.load(open(path, encoding="utf-8"))
+    elsewhere = "/elsewhere/wt/helper"
+    facts = json.loads(json.dumps(measured).replace(measured["outcome"]["root"], elsewhere))
+    assert elsewhere in json.dumps(facts["located"]) and facts["outcome"]["root"] == elsewhere
+    page = report_markdown(facts)
+    assert elsewhere not in page and "--design scrapers/cases/crawlee-node-1736/design.toml" in page
