@@ -49,6 +49,33 @@ def test_a_store_that_was_never_created_is_named_not_counted_as_lost(tmp_path):
     assert report["stopped_by"].startswith("KilltestError: ") and "was never created" in report["stopped_by"]
 
 
+# Marks its crawl done before it fetches anything, then writes its store at the end: killed at its first
+# request, the next start finds the crawl marked done and finishes at once, and no store is ever created.
+MARKS_DONE_FIRST = """
+import json, os, sys, urllib.request
+base, work = sys.argv[1], sys.argv[2]
+marker = os.path.join(work, "done")
+if os.path.exists(marker):
+    sys.exit(0)
+open(marker, "w").close()
+urllib.request.urlopen(base + "/list/0").read()
+"""
+
+
+def test_a_store_a_kill_left_uncreated_is_a_lost_crawl_not_a_spec_mistake(tmp_path):
+    """apify 4.0.1 (issue 34): a release that marks a request handled before processing it, killed at its
+    first listing page, finishes the next start without a request and without a store. The fault lost the
+    crawl: every record lost, as a finding of the run, not `check store.path` ending the exploration."""
+    bug = Design(name="marks-done-first", store=StoreSpec(kind="jsonl", path="{work_dir}/r.jsonl"),
+                 command_template=(sys.executable, "-c", MARKS_DONE_FIRST, "{base_url}", "{work_dir}"))
+    catalog = build_catalog(listing_pages=1, products_per_page=2, seed=1)
+    with SiteServer(catalog) as site:
+        history = run_kill_test(bug, parse_schedule("r1"), site, str(tmp_path), RunSettings(time_limit_s=60))
+    verdict = check_run(bug, 1, history, catalog)
+    assert history.of_type("kill") and verdict.outcome == "completed" and "lost" in verdict.findings
+    assert any("the store was never created, so all 2 records are missing" in p for p in verdict.problems)
+
+
 def test_a_scraper_that_makes_no_progress_is_stopped_early_saying_so(tmp_path, monkeypatch):
     monkeypatch.setattr(start_watch, "SAY_EVERY_S", 0.5)
     hung = Design(name="hung", store=StoreSpec(kind="jsonl", path="{work_dir}/r.jsonl"),

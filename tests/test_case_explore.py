@@ -39,3 +39,14 @@ def test_a_release_explored_again_replaces_its_line_and_keeps_the_others(tmp_pat
     page = explore_markdown(data)
     assert "replay: `PATH=/env/bin:\"$PATH\" killtest replay --schedule w5`" in page
     assert "1.1 (fixed): 2 of 10 points broken" in exploration_lines(str(tmp_path / "cases" / "c"))[1]
+
+
+def test_the_coverage_sentence_names_the_most_written_files_and_counts_the_rest():
+    from killtest.harness.report.case_explore_table import coverage_text
+    writes = [{"file": f"f{i}", "seen": 10 - i, "points": 0, "left_out": 10 - i} for i in range(8)]
+    why = "52 writes (" + ", ".join(f"{10 - i} to f{i}" for i in range(8)) + "): strace cannot stop at them"
+    text = coverage_text({"pages_asked": 4, "pages_killed_at": ["/list/0", "/list/1"], "writes": writes,
+                          "left_out": [why]}, kinds=2)
+    assert text == ("killed at 2 distinct pages of the 4 a crawl asks for; 52 store writes seen, 0 explored"
+                    " (f0: 10 seen, 0 explored; f1: 9 seen, 0 explored; 6 more kinds of file); left out: 52 writes"
+                    " (10 to f0, 9 to f1 and 6 more kinds): strace cannot stop at them")

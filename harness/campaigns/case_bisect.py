@@ -25,6 +25,7 @@ from killtest.harness.campaigns.case_envs import ensure_env
 from killtest.harness.campaigns.case_plan import ReleaseOutcome, killtest_commit, run_release
 from killtest.harness.campaigns.case_registry import between, moved_pins, releases, split_pin
 from killtest.harness.design.case_spec import Case, Release
+from killtest.harness.design.registry import PROJECT_ROOT
 from killtest.harness.errors import KilltestError
 
 NO_VERDICT = ("error", "unknown")  # the release did not install or its run proved nothing
@@ -113,6 +114,7 @@ class Bisection:
     command: str = ""
     measured_at: str = ""
     killtest_commit: str | None = None
+    root: str = PROJECT_ROOT  # the checkout it ran in: bisect.md gives its lines from the root (report/pasted.py)
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from killtest.harness.campaigns.case_envs import ensure_env
 from killtest.harness.campaigns.case_plan import killtest_commit, killtest_word, last_line
 from killtest.harness.design.case_spec import Case, Release
+from killtest.harness.design.registry import PROJECT_ROOT
 from killtest.harness.options import options_of
 
 
@@ -48,7 +49,7 @@ def explore_case(case: Case, out: str, release: str | None = None, power_cut: bo
     holds it. `done` is given the summary after each release, so an interrupted exploration keeps those done."""
     result: dict = {"case": case.name, "command": command, "power_cut": power_cut, "jobs": jobs,
                     "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "killtest_commit": killtest_commit(), "releases": []}
+                    "killtest_commit": killtest_commit(), "root": PROJECT_ROOT, "releases": []}
     for rel in case.releases:
         if release is not None and rel.version != release:
             continue
@@ -79,7 +80,8 @@ def release_row(rel: Release, folder: str, command: str, prefix: str) -> dict:
                  if n.startswith("explore-") and n.endswith(".json")), None)
     data = json.load(open(path, encoding="utf-8")) if path else None
     row: dict = {"version": rel.version, "key": rel.key, "role": rel.role, "label": rel.label, "command": command,
-                 "out": folder, "seconds": float(data.get("elapsed_s", 0.0)) if data else 0.0,
+                 # the checkout it ran in: the page gives its lines from the root (report/pasted.py)
+                 "out": folder, "root": PROJECT_ROOT, "seconds": float(data.get("elapsed_s", 0.0)) if data else 0.0,
                  # when its results were written: the exploration's end, UTC
                  "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(os.path.getmtime(path))) if path
                  else ""}
@@ -87,6 +89,7 @@ def release_row(rel: Release, folder: str, command: str, prefix: str) -> dict:
         row["error"] = last_line(os.path.join(folder, "explore.log")) or "explore wrote no results"
         return row
     row.update(points=data.get("points", 0), broken=data.get("broken", 0), distinct=data.get("distinct_failures", 0),
+               coverage=data.get("coverage") or {},
                failures=[{"points": f.get("points"), "count": f.get("count"), "findings": f.get("findings"),
                           "where": f.get("where"), "problems": f.get("problems"),
                           "replay": f"{prefix} {f.get('replay')}"} for f in data.get("failures", [])])

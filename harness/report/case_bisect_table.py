@@ -11,9 +11,14 @@ import json
 import os
 
 from killtest.harness.files import write_atomically
+from killtest.harness.report.pasted import for_page
 
 
-def bisect_markdown(data: dict) -> str:
+def bisect_markdown(data: dict, page: str = "") -> str:
+    """The page of `data`; written at `page` inside a checkout, its lines read from the repository root."""
+    def shown(line: str) -> str:
+        return for_page(line, page, data.get("root")) if page else line
+
     runs = {run["version"]: run for run in data["runs"]}
     lines = [f"# Bisection of {data['case']}: {data['package']} {data['first']} to {data['last']}", ""]
     if data["changes"]:
@@ -30,7 +35,7 @@ def bisect_markdown(data: dict) -> str:
               f"{' (every release)' if data['every'] else ''} in {data['seconds']:.0f} s, env builds included;"
               f" measured {data['measured_at']} at killtest {data['killtest_commit'] or '(not a checkout)'}"
               " (a shared 2-core machine: times move by a third from run to run).",
-              f"- Command: `{data['command']}`", "",
+              f"- Command: `{shown(data['command'])}`", "",
               "| release | verdict | findings | rows | lost | duplicated | kills | run s | env s | order"
               " | a start crashed in |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     order = {run["version"]: i for i, run in enumerate(data["runs"], 1)}
@@ -44,7 +49,7 @@ def bisect_markdown(data: dict) -> str:
                      f" {run['env_seconds']:g} | {order[version]} | {run.get('crashed_in') or '-'} |")
     errors = [run for run in data["runs"] if run.get("error")]
     if errors:
-        lines += ["", "Errors:", ""] + [f"- {run['version']}: {run['error']}" for run in errors]
+        lines += ["", "Errors:", ""] + [f"- {run['version']}: {shown(run['error'])}" for run in errors]
     lines += ["", "Each release's pins (a monorepo's packages at the newest release of each not newer than it):", ""]
     lines += [f"- {run['version']}: {' '.join(run['packages'])}" for run in data["runs"]]
     return "\n".join(lines) + "\n"
@@ -56,7 +61,7 @@ def write_bisection(out: str, data: dict) -> str:
     os.makedirs(folder, exist_ok=True)
     write_atomically(os.path.join(folder, "bisect.json"), json.dumps(data, indent=1) + "\n")
     path = os.path.join(folder, "bisect.md")
-    write_atomically(path, bisect_markdown(data))
+    write_atomically(path, bisect_markdown(data, path))
     return path
 
 

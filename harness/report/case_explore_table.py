@@ -10,30 +10,60 @@ import json
 import os
 
 from killtest.harness.files import write_atomically
+from killtest.harness.report.pasted import for_page
 
 
-def explore_markdown(data: dict) -> str:
+def explore_markdown(data: dict, page: str = "") -> str:
+    """The page of `data`; written at `page` inside a checkout, its commands read from the repository root
+    (harness/report/pasted.py), whichever checkout each release was explored in."""
+    def shown(line: str, row: dict | None = None) -> str:
+        return for_page(line, page, data.get("root"), (row or {}).get("root")) if page else line
+
     lines = [f"# Exploration of {data['case']}: every store write{' and power cut' if data['power_cut'] else ''}",
              "", f"Measured {data['measured_at']} at killtest {data['killtest_commit'] or '-'} with `-j {data['jobs']}`"
              " on a shared 2-core machine (times move by a third from run to run). Command:"
-             f" `{data['command']}`.", "",
+             f" `{shown(data['command'])}`.", "",
              "| release | role | points | broken | distinct failures | s |", "| --- | --- | --- | --- | --- | --- |"]
     for row in data["releases"]:
         lines.append(f"| {row['key']} | {row['role']} | {row.get('points', '-')} | {row.get('broken', '-')} |"
-                     f" {row.get('distinct', row.get('error', '-'))} | {row['seconds']:.0f} |")
+                     f" {shown(str(row.get('distinct', row.get('error', '-'))), row)} | {row['seconds']:.0f} |")
     for row in data["releases"]:
         lines += ["", f"## {row['key']} ({row['role']})", "",
-                  f"Finished {row.get('finished_at') or '-'}. Command: `{row['command']}`", ""]
+                  f"Finished {row.get('finished_at') or '-'}. Command: `{shown(row['command'], row)}`", ""]
         if "error" in row:
-            lines.append(f"Did not finish: {row['error']}")
+            lines.append(f"Did not finish: {shown(row['error'], row)}")
+        if row.get("coverage"):  # the pages killed at, the store writes seen and made points of, what was left out
+            lines += [f"Coverage: {shown(coverage_text(row['coverage']), row)}.", ""]
         for failure in row.get("failures", []):
             lines += [f"- **{', '.join(failure['findings'] or [])}** at {failure['count']} point(s)"
-                      f" ({failure['points']}): {failure['where']}.",
-                      *[f"  - {problem}" for problem in failure.get("problems") or []],
-                      f"  - replay: `{failure['replay']}`"]
+                      f" ({failure['points']}): {shown(failure['where'] or '', row)}.",
+                      *[f"  - {shown(problem, row)}" for problem in failure.get("problems") or []],
+                      f"  - replay: `{shown(failure['replay'], row)}`"]
         if not row.get("failures") and "error" not in row:
             lines.append("No point broke a promise.")
     return "\n".join(lines) + "\n"
+
+
+def coverage_text(coverage: dict, kinds: int = 6) -> str:
+    """An exploration's coverage in one sentence: the pages killed at, the store writes seen and explored (the
+    most written `kinds` of file named), and what was left out and why (harness/campaigns/coverage.py)."""
+    writes, pages = coverage["writes"], coverage["pages_killed_at"]
+    named = "; ".join(f"{w['file']}: {w['seen']} seen, {w['points']} explored" for w in writes[:kinds])
+    more = f"; {len(writes) - kinds} more kinds of file" if len(writes) > kinds else ""
+    return (f"killed at {len(pages)} distinct page{'s' if len(pages) != 1 else ''} of the {coverage['pages_asked']}"
+            f" a crawl asks for; {sum(w['seen'] for w in writes)} store writes seen,"
+            f" {sum(w['points'] for w in writes)} explored{f' ({named}{more})' if writes else ''}; left out: "
+            + ("; ".join(_fewer_kinds(why, kinds) for why in coverage["left_out"]) or "nothing"))
+
+
+def _fewer_kinds(why: str, kinds: int) -> str:
+    """`90 writes (64 to a, 20 to b, ...): why` with its first `kinds` kinds of file named, the rest counted."""
+    counted, bracket, rest = why.partition(" (")
+    listed, closing, reason = rest.partition("): ")
+    each = listed.split(", ")
+    if not (bracket and closing) or len(each) <= kinds:
+        return why
+    return f"{counted} ({', '.join(each[:kinds])} and {len(each) - kinds} more kinds): {reason}"
 
 
 def write_exploration(out: str, data: dict) -> str:
@@ -45,8 +75,18 @@ def write_exploration(out: str, data: dict) -> str:
         ran = {row["key"] for row in data["releases"]}
         data = {**data, "releases": [r for r in previous["releases"] if r["key"] not in ran] + data["releases"]}
     write_atomically(path, json.dumps(data, indent=1) + "\n")  # an interrupted write keeps the releases before
-    write_atomically(os.path.join(folder, "explore.md"), explore_markdown(data))
-    return os.path.join(folder, "explore.md")
+    page = os.path.join(folder, "explore.md")
+    write_atomically(page, explore_markdown(data, page))
+    return page
+
+
+def _writes(row: dict) -> str:
+    """`, 17 of its 39 store writes explored`: how many of the first start's writes had a point (the rest, and
+    why, in explore.md's coverage line); empty for a row without coverage."""
+    writes = (row.get("coverage") or {}).get("writes")
+    if writes is None:
+        return ""
+    return f", {sum(w['points'] for w in writes)} of its {sum(w['seen'] for w in writes)} store writes explored"
 
 
 def _read(path: str) -> dict | None:
@@ -63,8 +103,8 @@ def exploration_lines(folder: str) -> list[str]:
     if not data:
         return []
     rows = "; ".join(f"{r['key']} ({r['role']}): " + (f"{r['broken']} of {r['points']} points broken, {r['distinct']}"
-                                                      f" distinct failures, {r['seconds']:.0f} s" if "error" not in r
-                                                      else "did not finish")
+                                                      f" distinct failures, {r['seconds']:.0f} s{_writes(r)}"
+                                                      if "error" not in r else "did not finish")
                      for r in data["releases"])
     return ["", f"Explored at every store write{' and power cut' if data['power_cut'] else ''}"
                 f" ([every failure, with its replay line](../../results/cases/{data['case']}/explore.md)): {rows}."]

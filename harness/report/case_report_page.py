@@ -15,9 +15,10 @@ import re
 import shlex
 
 from killtest.harness.design.case_spec import CASES_FOLDER
-from killtest.harness.design.registry import PROJECT_ROOT, design_named
+from killtest.harness.design.registry import design_named
 from killtest.harness.errors import KilltestError
 from killtest.harness.files import write_atomically
+from killtest.harness.report.pasted import from_root
 
 _FILE_FRAME = re.compile(r"[\w.-]+\.[cm]?[jt]s:\d+:\d+\)?$")  # a frame in a file: not `new Promise (<anonymous>)`
 _PROMISES = ("every product's record stored (no_lost_records), none of them twice where the design promises"
@@ -68,7 +69,7 @@ def _where(facts: dict) -> list[str]:
     lines = [f"The kill point is `{facts['point']}` (killtest's count of the start's store writes; the write is held"
              " at its system call's entry, then the start is SIGKILLed)."]
     if located:
-        lines.append(f"`{_from_root(located['command'])}` says where it landed: {located['where'] or '(no words)'}.")
+        lines.append(f"`{from_root(located['command'])}` says where it landed: {located['where'] or '(no words)'}.")
     note = facts.get("write_stacks")
     if note:
         lines += ["", "The JavaScript stack that queued that write (its `fs.writeFile` call, noted by"
@@ -155,7 +156,8 @@ def report_markdown(facts: dict) -> str:
     if not facts.get("crashes") and not facts.get("logged"):
         lines += ["Nothing: no warning, no error, no non-zero exit.", ""]
     lines += ["## Where the kill landed", "", *_where(facts), ""]
-    return "\n".join(lines).replace("\n\n\n", "\n\n") + "\n"
+    # Paths from the checkout the runs were made in, whichever checkout writes the page (report/pasted.py).
+    return from_root("\n".join(lines).replace("\n\n\n", "\n\n"), outcome.get("root")) + "\n"
 
 
 def _crawler_command(facts: dict) -> str:
@@ -166,13 +168,9 @@ def _crawler_command(facts: dict) -> str:
         return "(its design no longer loads)"
 
 
-def _from_root(line: str) -> str:
-    return line.replace(PROJECT_ROOT.rstrip(os.sep) + os.sep, "")
-
-
 def _short_paths(line: str) -> str:
     """A log or stack line with the env's cache path cut to node_modules/... and the checkout's left out."""
-    line = _from_root(line)
+    line = from_root(line)
     at = line.find("/node_modules/")
     if at < 0:
         return line

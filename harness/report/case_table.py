@@ -20,6 +20,7 @@ from killtest.harness.errors import KilltestError
 from killtest.harness.files import write_atomically
 from killtest.harness.report.case_bisect_table import bisection_lines
 from killtest.harness.report.case_explore_table import exploration_lines
+from killtest.harness.report.pasted import from_root
 
 ANALYSES_PAGE = os.path.join(PROJECT_ROOT, "docs", "explanation", "analyses.md")
 RESULTS = os.path.join(PROJECT_ROOT, "results", "cases.json")
@@ -51,8 +52,11 @@ latest result whether `make cases` or `killtest cases --only` ran it); each rele
 measured (UTC), at which killtest commit, and what its env held: every package installed, not only
 the pins, since what the pins pull in floats (results/cases.json lists them all; this page, the pins'
 own dependencies). This page is generated from that file by `python -m
-killtest.harness.report.case_table --write`. How to add a case: notes in each case's README and [the
-spec reference](../reference/spec.md) for its design.
+killtest.harness.report.case_table --write`. Its commands, and those of results/cases/*.md, read from the
+repository root whichever checkout measured them (`.venv/bin/killtest ... --design scrapers/cases/...
+--out results/...`, a case env as `~/.cache/killtest/...`); the JSON files keep the whole lines and the
+checkout they ran in. How to add a case: notes in each case's README and [the spec
+reference](../reference/spec.md) for its design.
 
 **Framework timing.** killtest knows no framework's locks: it cannot tell a framework waiting out its
 own lock from a stall, and it is not taught to (a framework's lock is its own business, and a wait
@@ -194,7 +198,7 @@ def _shown(line: str, release: dict) -> str:
     the printed lines keep the whole paths, to paste from anywhere)."""
     root = release.get("root")
     if root and os.path.abspath(release.get("out", "")).startswith(root.rstrip(os.sep) + os.sep):
-        return _from_root(line, root)
+        return from_root(line, root)
     return line
 
 
@@ -268,7 +272,7 @@ def analyses_page(data: dict | None, results: str = RESULTS) -> str:
                 lines.append(f"  Installed: {len(r['installed'])} packages (all in results/cases.json); the pins' own"
                              f" dependencies as resolved: {', '.join(r['dependencies']) or 'none'}.")
             if r.get("replay"):
-                lines.append(f"  Replay, pasted from the repository: `{_from_root(r['replay'], r.get('root'))}`")
+                lines.append(f"  Replay, pasted from the repository: `{from_root(r['replay'], r.get('root'))}`")
             report = os.path.join(folder, name, os.path.basename(r.get("out", "")) or r["version"], "report.md")
             if os.path.exists(report):
                 lines.append(f"  Upstream-ready report: [{os.path.relpath(report, PROJECT_ROOT)}]"
@@ -276,14 +280,6 @@ def analyses_page(data: dict | None, results: str = RESULTS) -> str:
         lines += bisection_lines(os.path.join(folder, name), case["releases"])
         lines += exploration_lines(os.path.join(folder, name))
     return "\n".join([*lines, "", NOT_CASES]) + "\n"
-
-
-def _from_root(line: str, measured_in: str | None = None) -> str:
-    """A line as pasted from the repository: the checkout's path left out (the one it was measured in, and this
-    one), so the page reads the same in any clone."""
-    for root in filter(None, (measured_in, PROJECT_ROOT)):
-        line = line.replace(root.rstrip(os.sep) + os.sep, "")
-    return line
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -142,14 +142,24 @@ def store_found(design: Design, location: str) -> bool | None:
     return os.path.exists(location)
 
 
-def refuse_a_store_never_created(design: Design, location: str, history: History, outcome: str) -> None:
-    """A crawl that finished and left no store at all is a spec's mistake (a typo in store.path), not a lost
-    crawl: one line naming the spec's line, not "lost 500 of 500 records"."""
+def refuse_a_store_never_created(design: Design, location: str, history: History, outcome: str,
+                                 site: SiteServer | None = None) -> None:
+    """A crawl that finished, fetched every product page of the `site` and left no store at all
+    is a spec's mistake (a typo in store.path), not a lost crawl: one line naming the spec's line, not "lost
+    500 of 500 records". One that finished without fetching them all after a kill or a power cut is not: the
+    fault lost the crawl's requests (a release that marks a request done before its page is processed, killed
+    at its first listing page, finishes without ever writing), and the check says so as a finding (every
+    record lost, the store never created)."""
     if outcome != "completed" or store_found(design, location) is not False:
         return
-    requests = len(history.of_type("request"))
+    requests = history.of_type("request")
+    fetched = {request.get("path") for request in requests}
+    faulted = history.of_type("kill") or history.of_type("power_lost")
+    catalog = getattr(site, "catalog", None)
+    if faulted and catalog is not None and not {product.path for product in catalog.products} <= fetched:
+        return
     raise KilltestError(f"{design.store.where('path')}: the store {location} was never created, though design"
-                        f" {design.name!r} made {requests} requests and finished: check store.path")
+                        f" {design.name!r} made {len(requests)} requests and finished: check store.path")
 
 
 def add_start_output(history: History, starts: list[Start], began: float, site: SiteServer | None = None) -> None:

@@ -316,5 +316,5 @@ def _collect(run: _Run) -> History:
     if first_crash is not None and first_crash["start"] == 0 and not history.of_type("request"):
         raise ScraperStartError(f"design {design.name!r} exited with status {first_crash['returncode']} before"
                                 f" its first request: {complaint(first_crash['stderr_tail'] or ['(no output)'])}")
-    refuse_a_store_never_created(design, run.location, history, run.outcome)
+    refuse_a_store_never_created(design, run.location, history, run.outcome, run.site)
     return history
