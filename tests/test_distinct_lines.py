@@ -309,7 +309,7 @@ def test_two_commits_at_two_lines_that_break_the_same_promise_are_never_one_fail
                     'fields = ["price", "name"]\n')
     out = tmp_path / "results"
     done = subprocess.run([sys.executable, "-m", "killtest", "explore", "--design", str(spec), "--listing-pages", "2",
-                           "--per-page", "3", "-j", "1", "--out", str(out)],
+                           "--per-page", "2", "-j", "1", "--out", str(out)],
                           capture_output=True, text=True, timeout=900, cwd=str(tmp_path))
     assert done.returncode == 1, done.stderr[-2000:]
     found = json.loads((out / "explore-shop.json").read_text())
