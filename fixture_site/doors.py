@@ -104,9 +104,10 @@ class Doors:
         os.write(self._wake_w, b"s")
 
     def is_closed(self, door: int | None) -> bool:
-        """Whether `door` (an id `credit` gave) is no longer the open one; None (the site's own port) never is."""
-        with self._lock:
-            return door is not None and (self._door is None or self._door[0] != door)
+        """Whether `door` (an id `credit` gave) is no longer the open one; None (the site's own port) never is.
+        No lock: one read of the open door's tuple, so a request never waits on a door being taken in."""
+        current = self._door
+        return door is not None and (current is None or current[0] != door)
 
     def close(self) -> None:
         """The run is over: take in the last door's connections and close it; the next run asks for its port again."""

@@ -251,9 +251,13 @@ def fetched_twice_by_one_start(history: History) -> list[str]:
     hit one worker of the start while the first fetch was under way, the second fetch is that page's
     honest retry; so is a fetch after one that met a network fault. Which worker made the first fetch
     is known exactly when the site could tell (a request's `pid`, a kill's `worker_pid`): only the
-    killed worker's own fetch is excused, and only by a second fetch after the signal. Otherwise, by
-    time: any fetch from the signal until the worker was dead and started again (a redeploy's worker
-    may still send a request in its grace period).
+    killed worker's own fetch is excused, and only by a second fetch after the signal. A fetch the site
+    credited to no worker, though it asks for each connection's worker (it named the killed one), may be the
+    killed worker's: one sent before the kill and read only once its worker was dead (a loaded machine read
+    one 0.3 ms after the worker's restart, when no live process held the connection), or one whose worker
+    the site could not tell. It is excused by a later fetch after the signal. Where the site named no
+    killed worker, by time: any fetch from the signal until the worker was dead and started again (a
+    redeploy's worker may still send a request in its grace period).
     """
     restarts = history.of_type("worker_restarted")
     single_kills = []
@@ -276,9 +280,11 @@ def fetched_twice_by_one_start(history: History) -> list[str]:
 
 
 def _killed_fetch(request: dict, dead_by: float, killed_pid: int | None) -> bool:
-    """`request` was made by the worker a kill hit: by its process when both are known, else before it was dead."""
-    if request.get("pid") is not None and killed_pid is not None:
-        return request["pid"] == killed_pid
+    """`request` may have been made by the worker a kill hit: by its process when both are known; when the site
+    named the killed worker but no worker for the request, maybe (see fetched_twice_by_one_start); else when it
+    came in before the killed worker was dead."""
+    if killed_pid is not None:
+        return request.get("pid") is None or request["pid"] == killed_pid
     return request["t"] <= dead_by
 
 
