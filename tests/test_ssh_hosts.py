@@ -61,9 +61,13 @@ def hosts():
     where = tempfile.mkdtemp(prefix="kt-ssh-")
     try:
         sh("up", where)
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", PROJECT_ROOT, "-w",
-                        os.path.join(where, "wheel")], check=True, capture_output=True, timeout=300)
-        [wheel] = glob.glob(os.path.join(where, "wheel", "killtest-*.whl"))
+        # CI builds the wheel once for its jobs (KILLTEST_WHEEL): two builds of one checkout at once share its
+        # build/ folder and one fails ("File exists").
+        wheel = os.environ.get("KILLTEST_WHEEL")
+        if not wheel:
+            subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", PROJECT_ROOT, "-w",
+                            os.path.join(where, "wheel")], check=True, capture_output=True, timeout=300)
+            [wheel] = glob.glob(os.path.join(where, "wheel", "killtest-*.whl"))
         sh("ship", where, wheel, CAMPAIGN)
         controller = os.path.join(where, "controller")
         shutil.copytree(CAMPAIGN, controller)
