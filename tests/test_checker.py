@@ -274,17 +274,25 @@ def test_a_page_a_redeployed_worker_sent_in_its_grace_period_may_be_fetched_agai
     assert fetched_twice_by_one_start(h.sorted()) == ([] if retry_explained else ["/list/1"])
 
 
+def _one_of_two_workers_killed(point: str, pids: tuple[int, int], worker: int, killed_at: float, restarted_at: float,
+                               new_pid: int, killed_pid: int | None = None) -> History:
+    """A run of two workers (pids) whose `worker` is SIGKILLed at `killed_at` and started again as `new_pid`."""
+    h = History()
+    h.add("run_started", 0.0, design="x", seed=None, kill_points=[point], time_limit_s=60,
+          products=len(CATALOG.products), full_crawl_requests=CATALOG.full_crawl_requests, workers=2)
+    h.add("process_started", 0.0, start=0, pid=pids[0], pids=list(pids), crawl=1)
+    h.add("kill", killed_at, start=0, signal="SIGKILL", worker=worker,
+          worker_pid=pids[worker - 1] if killed_pid is None else killed_pid, returncode=-9, held_leases=[])
+    h.add("worker_restarted", restarted_at, start=0, worker=worker, pid=new_pid)
+    return h
+
+
 @pytest.mark.parametrize("first_by, excused", [(2, True), (1, False), (None, True)])
 def test_with_the_worker_known_only_the_killed_workers_own_fetch_is_excused(first_by, excused):
     """Worker 2 (pid 2) is killed at 0.30; /list/1 was first fetched at 0.29 and again at 2.5. By time
     alone the second fetch is a retry; when the site names worker 1 (alive) as the first fetcher, the
     page was held twice (a lease ran out while its holder worked), whatever the timing."""
-    h = History()
-    h.add("run_started", 0.0, design="x", seed=None, kill_points=["t0.3@2"], time_limit_s=60,
-          products=len(CATALOG.products), full_crawl_requests=CATALOG.full_crawl_requests, workers=2)
-    h.add("process_started", 0.0, start=0, pid=1, pids=[1, 2], crawl=1)
-    h.add("kill", 0.30, start=0, signal="SIGKILL", worker=2, worker_pid=2, returncode=-9, held_leases=[])
-    h.add("worker_restarted", 0.31, start=0, worker=2, pid=3)
+    h = _one_of_two_workers_killed("t0.3@2", (1, 2), worker=2, killed_at=0.30, restarted_at=0.31, new_pid=3)
     who = {} if first_by is None else {"worker": first_by, "pid": first_by}
     h.add("request", 0.29, path="/list/1", status=200, start=0, **who)
     h.add("request", 2.50, path="/list/1", status=200, start=0, worker=2, pid=3)
@@ -299,12 +307,8 @@ def test_a_fetch_the_site_could_credit_to_no_live_worker_may_be_the_killed_worke
     read at 0.5445, when no live worker holds its connection, so the site names none; worker 2 fetches the page
     again when the lease runs out. That is the killed worker's fetch and its retry, not a lease that ran out
     under a working holder. A second fetch before any kill is still two holders at once (the times are made up)."""
-    h = History()
-    h.add("run_started", 0.0, design="x", seed=None, kill_points=["t0.54@1"], time_limit_s=60,
-          products=len(CATALOG.products), full_crawl_requests=CATALOG.full_crawl_requests, workers=2)
-    h.add("process_started", 0.05, start=0, pid=14305, pids=[14305, 14306], crawl=1)
-    h.add("kill", 0.539, start=0, signal="SIGKILL", worker=1, worker_pid=14312, returncode=-9, held_leases=[])
-    h.add("worker_restarted", 0.5441, start=0, worker=1, pid=14318)
+    h = _one_of_two_workers_killed("t0.54@1", (14305, 14306), worker=1, killed_at=0.539, restarted_at=0.5441,
+                                   new_pid=14318, killed_pid=14312)
     first_at = 0.5445 if excused else 0.20
     h.add("request", first_at, path="/product/8", status=200, start=0)
     h.add("request", second_at, path="/product/8", status=200, start=0, worker=2, pid=14306)
