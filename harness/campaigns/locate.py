@@ -86,7 +86,7 @@ def why_not(design: Design) -> str | None:
     if server_store(design):
         return "no source location: a server's statement is counted by a proxy, not held in the program"
     if kind == "python" and py_spy() is None:
-        return "no source location: py-spy is not installed (pip install 'killtest[locate]')"
+        return "no source location: py-spy is not installed (pip install py-spy)"
     return None
 
 
