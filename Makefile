@@ -51,17 +51,17 @@ bench-workers: $(STAMP)
 	$(BIN)/killtest scale --design idempotent --design idempotent-pg --design queue-bullmq \
 		--workers-list 1,2,4,8 --runs 2 --kills 3 --pace 0 --latency 0.02 --out results
 
-# The suite in two steps: the tests that are isolated on four xdist workers (more than the cores: most
-# of a test's time is waiting on subprocesses, servers and sleeps), then the `serial` ones, which must not
-# share the cores with that load: two at a time, since they mostly sleep (28 CPU-s in 84 s alone; 47 s on two
-# workers, and all passed 4 times of 4 beside two busy loops eating both cores). The `hosts` test (ssh test
-# hosts, minutes) is a step of its own in .ci/run.
+# The suite in two steps, side by side (tests/steps.py): the tests that are isolated on four xdist workers
+# (more than the cores: most of a test's time is waiting on subprocesses, servers and sleeps) at nice 10,
+# and beside them the `serial` ones at normal priority, two at a time: they are timing-sensitive but mostly
+# sleep (28 CPU-s in 84 s alone), so the scheduler gives them a core whenever they wake and the rest takes
+# what is left. Their output is printed after the rest's. The `hosts` test (ssh test hosts, minutes) is a step
+# of its own in .ci/run.
 # Bytecode is cached even where the environment says not to (this kind of machine sets
 # PYTHONDONTWRITEBYTECODE=1): the suite starts thousands of interpreters that import killtest, and
 # compiling it afresh in each cost 8% of the suite's CPU (measured: 349 s -> 326 s on two cores).
 test: $(STAMP)
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 4 --dist worksteal --durations=15 -m "not serial and not hosts"
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 2 --durations=5 -m "serial and not hosts"
+	$(BIN)/python tests/steps.py
 
 # The fast lane, for after every change (under 2 minutes on two cores from a warm .venv): unit tests of every room
 # and one end-to-end kill test per kind of fault (`@pytest.mark.fault`), everything not marked slow, serial or hosts.
