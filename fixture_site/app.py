@@ -10,7 +10,7 @@ import time
 from flask import Flask, Response, abort, g, request
 
 from killtest.fixture_site.catalog import Catalog
-from killtest.fixture_site.doors import CLOSED_DOOR, DOOR, WORKER_PID
+from killtest.fixture_site.doors import ARRIVED, CLOSED_DOOR, DOOR, WORKER_PID
 from killtest.fixture_site.request_log import RequestLog, browser_initiated
 from killtest.fixture_site.toxics import ToxicDice, toxic_named
 from killtest.fixture_site.webhooks import WebhookLog
@@ -55,7 +55,7 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
 
     @app.before_request
     def note_arrival() -> None:
-        g.arrived = time.monotonic()
+        g.arrived = request.environ.get(ARRIVED, time.monotonic())
         g.browser = browser_initiated(request.path, request.headers.get("Sec-Purpose"),
                                       request.headers.get("Sec-Fetch-Dest"))
         # The request hooks see every request the design made, its images and webhooks too (a kill between a
@@ -88,7 +88,8 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
             toxic_named(fault).alter(g.toxics, response)
         log.record(request.path, response.status_code, arrived=g.get("arrived"), fault=fault,
                    door=request.environ.get(DOOR), worker_pid=request.environ.get(WORKER_PID),
-                   version=g.get("version"), browser=g.get("browser", False))
+                   version=g.get("version"), browser=g.get("browser", False),
+                   late=bool(request.environ.get(CLOSED_DOOR)))
         on_sent = app.config.get("ON_RESPONSE_SENT")
         if on_sent is not None and not g.get("browser", False) and not request.environ.get(CLOSED_DOOR):
             path = request.path

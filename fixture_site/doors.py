@@ -41,6 +41,9 @@ DOOR = "killtest.door"  # the WSGI environ key holding the door a request is cre
 # before its kill; no request hook counts it toward the start that runs now (its `r5`, its first request).
 CLOSED_DOOR = "killtest.closed_door"
 WORKER_PID = "killtest.worker_pid"  # the environ key holding the pid of the worker that made it, or None
+# When the site read the request (time.monotonic()), taken before its door is looked at: a request read after the
+# next start began always finds its dead start's door closed (the runner shuts it before that start's spawn).
+ARRIVED = "killtest.arrived"
 
 
 class Doors:

@@ -20,6 +20,7 @@ class ServedRequest:
     worker_pid: int | None = None  # the worker process that made it, when the harness asked (socket_owner)
     version: int | None = None  # the catalog version a listing or product page was answered from (drift)
     browser: bool = False  # asked for by the browser of its own accord (browser_initiated), not by the crawl
+    late: bool = False  # read after its start's door was shut: sent by a start killed before the site read it
 
     @property
     def side(self) -> bool:
@@ -70,9 +71,10 @@ class RequestLog:
 
     def record(self, path: str, status: int, arrived: float | None = None, fault: str | None = None,
                door: int | None = None, worker_pid: int | None = None, version: int | None = None,
-               browser: bool = False) -> None:
+               browser: bool = False, late: bool = False) -> None:
         entry = ServedRequest(t=time.monotonic() if arrived is None else arrived, path=path, status=status,
-                              fault=fault, door=door, worker_pid=worker_pid, version=version, browser=browser)
+                              fault=fault, door=door, worker_pid=worker_pid, version=version, browser=browser,
+                              late=late)
         with self._lock:
             self._served.append(entry)
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from killtest.fixture_site.app import create_app
 from killtest.fixture_site.catalog import Catalog
-from killtest.fixture_site.doors import CLOSED_DOOR, DOOR, WORKER_PID, Doors
+from killtest.fixture_site.doors import ARRIVED, CLOSED_DOOR, DOOR, WORKER_PID, Doors
 from killtest.fixture_site.request_log import RequestLog
 from killtest.fixture_site.toxics import ToxicDice
 from killtest.fixture_site.webhooks import WebhookLog
@@ -25,6 +26,7 @@ class _QuietHandler(WSGIRequestHandler):
 
     def make_environ(self):
         environ = super().make_environ()
+        environ[ARRIVED] = time.monotonic()
         doors = getattr(self.server, "killtest_doors", None)  # the door it is credited to (killtest.fixture_site.doors)
         credit = doors.credit(self.connection, self.client_address) if doors is not None else (None, None)
         environ[DOOR], environ[WORKER_PID] = credit

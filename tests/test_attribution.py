@@ -182,3 +182,5 @@ def test_a_request_a_dead_start_sent_and_the_site_read_after_its_door_closed_rea
     assert len(seen) == 1  # the running start's own request is counted
     doors = [entry.door for entry in site.request_log.snapshot()]
     assert doors[0] == killed.door and doors[1] == following.door != killed.door
+    # the log says which came in late, by a shut door (the history's `late`), and which did not
+    assert [entry.late for entry in site.request_log.snapshot()] == [True, False]

@@ -61,9 +61,12 @@ def test_every_request_is_credited_to_the_start_that_made_it(default_site, tmp_p
     history, _ = kill_test(design_named("naive"), EARLY_KILLS, default_site, tmp_path)
     started = {e["start"]: e["t"] for e in history.of_type("process_started")}
     for request in history.of_type("request"):
-        # A request sent just before a kill may reach the server just after it, never after the restart.
+        # A request sent just before a kill may reach the server just after it, and on a loaded machine after
+        # the restart too (a fresh-clone CI at load 10-17 read one 1.7 ms after it): then it came in by its dead
+        # start's door, which the runner shut before that restart, and says so (`late`).
         next_start = started.get(request["start"] + 1, float("inf"))
-        assert started[request["start"]] <= request["t"] < next_start
+        assert started[request["start"]] <= request["t"]
+        assert request["t"] < next_start or request.get("late"), request
 
 
 def test_a_design_that_fails_at_start_is_a_clear_error(site, tmp_path):

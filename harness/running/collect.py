@@ -33,10 +33,10 @@ def add_requests(history: History, site: SiteServer, starts: list[Start], began:
 
     Each start reaches the site through a door of its own (killtest.fixture_site.doors), so a request it sent
     just before being killed, and that the site read after the next start began, is still the killed
-    start's. A request without a door (a test's own, on the site's port) falls back to the start
-    that was running when it arrived. When a start has several workers, a request also names the
-    worker (`worker`, its number, and `pid`, that incarnation's process) whose process made its
-    connection, when the site could tell (killtest.fixture_site.socket_owner).
+    start's (`late`: the site read it after that start's door was shut). A request without a door (a test's
+    own, on the site's port) falls back to the start that was running when it arrived. When a start has
+    several workers, a request also names the worker (`worker`, its number, and `pid`, that incarnation's
+    process) whose process made its connection, when the site could tell (killtest.fixture_site.socket_owner).
     """
     start_times = [s.started for s in starts]
     by_door = {start.door: start for start in starts if start.door is not None}
@@ -53,7 +53,7 @@ def add_requests(history: History, site: SiteServer, starts: list[Start], began:
         # killtest.fixture_site.request_log's).
         kind = "side_request" if served.side else "request"
         history.add(kind, served.t - began, path=served.path, status=served.status, start=start,
-                    **({"kind": "browser"} if served.browser else {}),
+                    **({"kind": "browser"} if served.browser else {}), **({"late": True} if served.late else {}),
                     **({"fault": served.fault} if served.fault else {}), **_worker(served, by_door),
                     **({"version": served.version} if drifted and served.version is not None else {}))
 
