@@ -20,11 +20,11 @@ from killtest.fixture_site.catalog import build_catalog
 from killtest.harness import defaults
 from killtest.harness.design.registry import design_named
 from killtest.harness.errors import KilltestError
-from killtest.harness.faults.disk_model import PROFILES, DiskModel, counted_flushes, disk_model
+from killtest.harness.faults.disk_model import PROFILES, DiskModel, counted_flushes, disk_model, under_the_disk_model
 from killtest.harness.faults.points import StartOptions, parse_point
 from killtest.harness.faults.schedule import parse_schedule
 from killtest.harness.running.orchestrator import run_phase, stage
-from killtest.harness.running.runner import RunSettings, under_the_disk_model
+from killtest.harness.running.runner import RunSettings
 
 if shutil.which("strace") is None and os.environ.get("KILLTEST_REQUIRE_SERVERS") == "1":
     raise RuntimeError("KILLTEST_REQUIRE_SERVERS=1 but strace is not installed")

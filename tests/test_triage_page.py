@@ -272,7 +272,7 @@ def test_locating_runs_within_the_exploration_in_its_jobs_and_counts_in_its_time
         found[jobs] = json.loads((out / "explore-two-mistakes.json").read_text())
         line = re.search(r"source locations: (3 kinds of failure located in the program: (\d+) from the stack read in"
                          r" the point's own run, (\d+) points? run once more; ([\d.]+) s of the exploration's"
-                         r" ([\d.]+) s \([\d.]+%\))", done.stderr)
+                         r" ([\d.]+) s \([\d.]+%(?: of its processes' [\d.]+ s)?\))", done.stderr)
         assert line, done.stderr[-2000:]
         # w1, w2, w3: three kinds of failure; with -j 2 the jobs share what they claimed, so the second job does
         # not locate w4 again (it breaks as w1 did, which the first job has claimed). With -j 1, w1 is the first

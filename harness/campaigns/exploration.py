@@ -25,7 +25,7 @@ from typing import Any
 
 from killtest.fixture_site.catalog import Catalog
 from killtest.harness.campaigns.coverage import covered
-from killtest.harness.campaigns.locate import Locator, with_locations
+from killtest.harness.campaigns.locator import Locator, add_located, held_start
 from killtest.harness.campaigns.parallel import chunks, run_jobs
 from killtest.harness.campaigns.point_words import describe, logical_write
 from killtest.harness.check.distinct import request_before, triage_of
@@ -104,6 +104,9 @@ class Exploration:
     elapsed_s: float = 0.0  # every point's run, and the locating runs among them
     locate_runs: int = 0  # points run once more to locate their store write in the program (campaigns/locate.py)
     locate_s: float = 0.0  # their time and the stacks read in points' own runs (summed over -j's processes)
+    jobs_s: float = 0.0  # the time of the processes that ran the points, summed like locate_s (elapsed_s at -j 1)
+    stacks_read: int = 0  # held writes' stacks read in points' own runs; read_s, their part of locate_s
+    read_s: float = 0.0
     located_in_run: int = 0  # kinds of failure located from the stack read in their first point's own run
     coverage: dict = field(default_factory=dict)  # pages killed at, writes seen and explored, left out (coverage.py)
 
@@ -119,8 +122,8 @@ class Exploration:
         return {"design": self.design, "claims_idempotence": self.claims_idempotence, "strict": self.strict,
                 "prefork": self.prefork,
                 "points": len(self.outcomes), "broken": len(self.broken), "elapsed_s": round(self.elapsed_s, 2),
-                "locate_runs": self.locate_runs, "locate_s": round(self.locate_s, 2),
-                "located_in_run": self.located_in_run,
+                "locate_runs": self.locate_runs, "locate_s": round(self.locate_s, 2), "jobs_s": round(self.jobs_s, 2),
+                "located_in_run": self.located_in_run, "stacks_read": self.stacks_read, "read_s": round(self.read_s, 2),
                 "schedules_per_minute": self.schedules_per_minute, "coverage": self.coverage,
                 "outcomes": [dataclasses.asdict(o) for o in self.outcomes]}
 
@@ -180,9 +183,7 @@ def explore(design: Design, on: Stage, settings: RunSettings, work_dir: str | No
                                                     number - 1))
     if locator is not None:
         locator.finish()  # each kind's last broken point, while the stage is up
-        with_locations(exploration.outcomes, locator.found, locator.lines)
-        exploration.locate_runs, exploration.locate_s = locator.runs, locator.spent_s
-        exploration.located_in_run = locator.read_in_run
+        add_located(exploration, [locator.summary()])
     exploration.elapsed_s = time.monotonic() - began
     exploration.coverage = covered(design, exploration.outcomes, on.site.catalog, settings, cache, given)
     return exploration
@@ -191,11 +192,11 @@ def explore(design: Design, on: Stage, settings: RunSettings, work_dir: str | No
 def explore_located(design: Design, on: Stage, settings: RunSettings, point: KillPoint, work_dir: str | None,
                     cache: RecordingCache, strict: bool, locator: Locator | None, index: int) -> PointOutcome:
     """`explore_point`, then, with a `locator`, the program's line of its store write when it is the first
-    point of a kind of failure (one more run of the same point, here, or at the end: campaigns/locate.py)."""
+    point of a kind of failure (its first start once more, here, or at the end: campaigns/locator.py)."""
     outcome = explore_point(design, on, settings, point, work_dir, cache, strict, locator)
     if locator is not None:
         locator.after(index, point, outcome,
-                      lambda: explore_point(design, on, settings, point, work_dir, cache, strict))
+                      lambda: held_start(design, on, settings, point, work_dir, cache))
     return outcome
 
 
@@ -203,7 +204,7 @@ def explore_point(design: Design, on: Stage, settings: RunSettings, point: KillP
                   cache: RecordingCache, strict: bool = False, locator: Locator | None = None) -> PointOutcome:
     """One crash point: aimed (a store write, by a recording), run, and held to the design's promises (every
     idempotence promise when `strict`); what it broke of a promise the spec waives is noted, not broken. A
-    `locator` may read the held write's stack in this run (campaigns/locate.Locator.reading)."""
+    `locator` may read the held write's stack in this run (campaigns/locator.Locator.reading)."""
     schedule = resolve_schedule(KillSchedule(seed=None, points=(point,)), design, on, settings, work_dir=work_dir,
                                 cache=cache)
     recording = cache.get((design.name, ""))  # the first start's, which aimed the point (a store write)
@@ -285,11 +286,7 @@ def explore_design(design: Design, catalog: Catalog, settings: RunSettings, poin
     exploration.outcomes = [outcome for _, outcome in sorted(pair for part, _ in parts for pair in part)]
     exploration.elapsed_s = time.monotonic() - began
     if locate:
-        with_locations(exploration.outcomes, {k: v for _, found in parts for k, v in found["found"].items()},
-                       {k: v for _, found in parts for k, v in found["lines"].items()})
-        exploration.locate_runs = sum(found["runs"] for _, found in parts)
-        exploration.located_in_run = sum(found["read_in_run"] for _, found in parts)
-        exploration.locate_s = sum(found["spent_s"] for _, found in parts)
+        add_located(exploration, [found for _, found in parts])
     exploration.coverage = covered(design, exploration.outcomes, catalog, settings, cache, given)
     return exploration
 
@@ -298,7 +295,7 @@ def _explore_part(design: Design, catalog: Catalog, settings: RunSettings, numbe
                   work_dir: str | None, prefork: bool, total: int, strict: bool, locate: bool,
                   lines: Any, claims: Any) -> tuple[list[tuple[int, PointOutcome]], dict]:
     """One process's share of the points, on a stage of its own; what its locator found, its runs and time
-    (`claims`: the kinds of failure the jobs are locating, shared by them: campaigns/locate.Locator)."""
+    (`claims`: the kinds of failure the jobs are locating, shared by them: campaigns/locator.Locator)."""
     cache: RecordingCache = {}
     outcomes = []
     locator = Locator(design, claims) if locate else None
@@ -309,9 +306,7 @@ def _explore_part(design: Design, catalog: Catalog, settings: RunSettings, numbe
                                                     strict, locator, index)))
         if locator is not None:
             locator.finish()
-    located = ({"found": locator.found, "lines": locator.lines, "runs": locator.runs, "spent_s": locator.spent_s,
-                "read_in_run": locator.read_in_run} if locator else {})
-    return outcomes, located
+    return outcomes, locator.summary() if locator else {}
 
 
 def _step_of(progress: Any) -> Callable[[str], None]:

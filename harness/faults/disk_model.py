@@ -36,6 +36,7 @@ import shutil
 from dataclasses import dataclass
 
 from killtest.harness.errors import KilltestError
+from killtest.harness.faults.points import KillPoint, StartOptions
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -127,3 +128,17 @@ def counted_flushes(count_file: str) -> int:
         return 0
     return sum(int(row[3] if len(row) == 5 else row[4]) for row in rows
                if row and row[-1] in FLUSH_SYSCALLS and row[0][0].isdigit())
+
+
+def under_the_disk_model(options: StartOptions | None, disk: DiskModel | None,
+                         point: KillPoint | None) -> StartOptions | None:
+    """The start's options with the disk model's strace in front; refused with a point that runs the start
+    under a program of its own (strace's kill at a write, the store proxy): one process cannot have two tracers."""
+    if disk is None:
+        return options
+    if options is not None and options.command_prefix:
+        raise KilltestError(f"kill point {point.spec if point else ''} runs its start under a program of its own,"
+                            f" which the disk model {disk.name} cannot trace too: leave out --disk/--fsync-latency")
+    adopt_orphans()  # a killed strace's children come back to the harness, which reaps them
+    return StartOptions(kill_at_line=options.kill_at_line if options is not None else None,
+                        command_prefix=disk.strace_prefix())

@@ -113,10 +113,13 @@ def locating_words(exploration) -> str | None:
     runs, read = getattr(exploration, "locate_runs", 0), getattr(exploration, "located_in_run", 0)
     if not runs and not read:
         return None
-    share = 100 * exploration.locate_s / exploration.elapsed_s if exploration.elapsed_s else 0.0
+    # locate_s is summed over -j's processes: a share of their time, summed alike (with -j 1, the exploration's)
+    jobs_s = max(getattr(exploration, "jobs_s", 0.0), exploration.elapsed_s)
+    share = f"{100 * exploration.locate_s / jobs_s if jobs_s else 0.0:.1f}%"
+    share += f" of its processes' {jobs_s:.1f} s" if jobs_s > exploration.elapsed_s * 1.05 else ""
     return (f"{read + runs} kind{'s' if read + runs != 1 else ''} of failure located in the program: {read} from"
             f" the stack read in the point's own run, {runs} point{'s' if runs != 1 else ''} run once more;"
-            f" {exploration.locate_s:.1f} s of the exploration's {exploration.elapsed_s:.1f} s ({share:.1f}%)")
+            f" {exploration.locate_s:.1f} s of the exploration's {exploration.elapsed_s:.1f} s ({share})")
 
 
 def fuzz_locating_words(result) -> str | None:

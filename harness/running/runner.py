@@ -30,8 +30,8 @@ from killtest.harness.check.complaint import complaint
 from killtest.harness.design.model import Design, Launch
 from killtest.harness.design.stores import held_leases, kind_of
 from killtest.harness.errors import KilltestError, ScraperStartError
-from killtest.harness.faults.disk_model import DiskModel, adopt_orphans
-from killtest.harness.faults.points import Armed, KillPoint, NotArmed, StartOptions
+from killtest.harness.faults.disk_model import DiskModel, under_the_disk_model
+from killtest.harness.faults.points import Armed, KillPoint, NotArmed
 from killtest.harness.faults.points.store_write import gate_missed
 from killtest.harness.faults.schedule import KillSchedule
 from killtest.harness.history import History
@@ -59,6 +59,7 @@ class RunSettings:
     time_limit_s: float = defaults.TIME_LIMIT_S
     # Crawls of the same store after the killed one, each left to finish: for designs that take {crawl}.
     recrawls: int = 0
+    finish: bool = True  # the start that finishes the crawl after the kills (False: a locating run, campaigns/locator)
     workers: int = 1  # worker processes per start, on one store; every kill point hits them all
     # The site's content drifts (killtest.fixture_site.catalog.drifted): before every re-crawl, and once
     # `drift_during_s` into the killed crawl when that is set.
@@ -174,9 +175,10 @@ def _prepare(design: Design, schedule: KillSchedule, site: SiteServer, work_dir:
 
 
 def _planned_starts(schedule: KillSchedule, settings: RunSettings) -> list[tuple[KillPoint | None, int]]:
-    """Every start the run may make: one per kill point, the one that finishes the crawl, then the re-crawls."""
-    planned: list[tuple[KillPoint | None, int]] = [(point, 1) for point in [*schedule.points, None]]
-    return planned + [(None, crawl) for crawl in range(2, 2 + settings.recrawls)]
+    """Every start the run may make: one per kill point, the one that finishes the crawl (unless not `finish`),
+    then the re-crawls."""
+    planned: list[tuple[KillPoint | None, int]] = [(point, 1) for point in schedule.points]
+    return planned + [(None, 1)] * settings.finish + [(None, crawl) for crawl in range(2, 2 + settings.recrawls)]
 
 
 def _start_until_its_point(run: _Run, point: KillPoint | None, crawl: int, which: str) -> bool:
@@ -209,20 +211,6 @@ def _start(run: _Run, point: KillPoint | None, crawl: int) -> None:
     run.starts.append(run.current)
     run.history.add("process_started", run.current.started - run.began, start=index, pid=run.current.pids[0],
                     pids=run.current.pids, crawl=crawl, door=run.current.door)
-
-
-def under_the_disk_model(options: StartOptions | None, disk: DiskModel | None,
-                         point: KillPoint | None) -> StartOptions | None:
-    """The start's options with the disk model's strace in front; refused with a point that runs the start
-    under a program of its own (strace's kill at a write, the store proxy): one process cannot have two tracers."""
-    if disk is None:
-        return options
-    if options is not None and options.command_prefix:
-        raise KilltestError(f"kill point {point.spec if point else ''} runs its start under a program of its own,"
-                            f" which the disk model {disk.name} cannot trace too: leave out --disk/--fsync-latency")
-    adopt_orphans()  # a killed strace's children come back to the harness, which reaps them
-    return StartOptions(kill_at_line=options.kill_at_line if options is not None else None,
-                        command_prefix=disk.strace_prefix())
 
 
 def _wait_then_kill(run: _Run, point: KillPoint | None, armed: Armed, crawl: int) -> bool:
