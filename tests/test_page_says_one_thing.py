@@ -118,6 +118,21 @@ def test_an_exploration_none_of_whose_points_passed_has_no_passed_box():
     assert 'class="passing"' not in page and "none" not in page
 
 
+def test_a_store_write_kill_that_landed_off_its_aim_is_not_shown_as_a_pass_of_its_point():
+    """w7's kill was delivered at another write than the 7th (the start named a file otherwise than the recording
+    that aimed it): nothing broke, but w7's own write was never cut, so it is no pass; w8 is."""
+    def point(name, off_aim=""):
+        return SimpleNamespace(point=name, valid=True, landed=True, findings=[], problems=[], waived=[],
+                               where=f"before the {name} write", place="", keys={}, key_counts={}, timeline={},
+                               off_aim=off_aim)
+    exploration = SimpleNamespace(design="x", strict=False, elapsed_s=1.0, coverage={},
+                                  outcomes=[point("w7", "the 3rd write to data-1234.json"), point("w8")])
+    page = exploration_page(exploration, "killtest explore", [], lambda broken: "killtest replay", "explore-x")
+    assert "1 point kept every promise: <code>w8</code>." in page
+    assert ("1 landed off its aim (at another store write than the point names, so its own write was not cut):"
+            " <code>w7</code>.") in page
+
+
 def test_run_prints_what_failed_when_no_run_broke_a_promise(tmp_path):
     """A timed kill after the crawl is done lands nowhere: the run proved nothing, and the FAIL says so."""
     done = subprocess.run([sys.executable, "-m", "killtest", "run", "--design", "idempotent", "--schedule", "t60",

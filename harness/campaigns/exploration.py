@@ -92,6 +92,7 @@ class PointOutcome:
     key_counts: dict = field(default_factory=dict)  # how many keys each of `keys`' lists stands for (they are cut)
     page: str = ""  # the path of the killed start's last request before the kill (a request point's: its page)
     write: str = ""  # the logical write a store-write point lands inside (`w11-w12`), when of several writes
+    off_aim: str = ""  # a store-write kill that landed at another write than its point names: where (not tested)
 
 
 @dataclass
@@ -230,6 +231,7 @@ def explore_point(design: Design, on: Stage, settings: RunSettings, point: KillP
         off_aim = next((k["aimed_elsewhere"] for k in history.of_type("kill") if k.get("aimed_elsewhere")), "")
         if off_aim:  # the kill was delivered, at another write than the recording aimed at: say where
             outcome.where += f" (off its aim: {off_aim})"
+            outcome.off_aim = off_aim
     if problems:  # drawn only where a user will read it: a broken point
         found = triage_of(verdict, history)
         outcome.findings, outcome.keys, outcome.timeline = found["findings"], found["keys"], found["timeline"]

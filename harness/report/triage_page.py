@@ -170,12 +170,17 @@ def exploration_page(exploration, command: str, failures: list[Failure], replay,
     lines = [f"Command: `{command}`", f"Design **{exploration.design}**, held to {judged}: {counted}.{took}",
              *([w] if (w := waived_line(exploration.outcomes)) else []),
              *([b] if (b := by_promise_line(failures)) else []), LEGEND + "."]
-    kept = [o.point for o in exploration.outcomes if o.valid and o.landed]
+    # a store-write kill that landed at another write than its point's kept every promise there, but its own
+    # write was never cut: it proved nothing about that write, so it is no pass (and no failure)
+    off_aim = [o.point for o in exploration.outcomes if o.valid and o.landed and getattr(o, "off_aim", "")]
+    kept = [o.point for o in exploration.outcomes if o.valid and o.landed and o.point not in off_aim]
     unreached = [o.point for o in exploration.outcomes if not o.landed and o.valid]
     passing = [f"{len(kept)} point{'s' if len(kept) != 1 else ''} kept every promise: `{point_ranges(kept)}`."] \
         if kept else []
-    unproved = [f"{len(unreached)} not reached (the crawl finished first): `{point_ranges(unreached)}`."] \
-        if unreached else []
+    unproved = ([f"{len(unreached)} not reached (the crawl finished first): `{point_ranges(unreached)}`."]
+                if unreached else []) + \
+        ([f"{len(off_aim)} landed off {'their' if len(off_aim) != 1 else 'its'} aim (at another store write than the"
+          f" point names, so its own write was not cut): `{point_ranges(off_aim)}`."] if off_aim else [])
     return triage_page(f"killtest explore {exploration.design}", lines, views, passing,
                        [f"{name}.json", f"{name}.md"], unproved=unproved,
                        extra=coverage_html(getattr(exploration, "coverage", {})))
