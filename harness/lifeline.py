@@ -104,10 +104,29 @@ def _tell(line: str) -> None:
 
 
 def register(pid: int) -> None:
-    """A process the harness started (a session leader): the watchdog kills it and its session if the harness dies."""
+    """A process the harness started (a session leader): the watchdog kills it and its session if the harness dies,
+    and the session runs at the harness's own priority (`share_priority`)."""
     known = identity(pid)
     if known is not None:
         _tell(f"pid {known[0]} {known[1]!r}")
+    share_priority(pid)
+
+
+def share_priority(pid: int | str = "self") -> None:
+    """Give the session `pid` leads the harness's niceness where the kernel groups sessions (autogroup).
+
+    With `kernel.sched_autogroup_enabled` (most distributions' default), the scheduler shares the CPU between
+    sessions first, and a new session's group starts at nice 0 whatever its processes' own niceness: every
+    start, server and zygote the harness starts leads a session of its own (for its signals), so `nice killtest
+    ...` left all of them at full priority. Writing the niceness to /proc/PID/autogroup sets the whole session's
+    group (sched(7)). A harness at nice 0 changes nothing; no autogroup, or a process already gone, is no error.
+    """
+    niceness = os.getpriority(os.PRIO_PROCESS, 0)
+    if niceness <= 0:
+        return
+    with contextlib.suppress(OSError):
+        with open(f"/proc/{pid}/autogroup", "w", encoding="ascii") as group:
+            group.write(str(niceness))
 
 
 def owned_temp_dir(prefix: str = PREFIX, dir: str | None = None) -> str:

@@ -234,3 +234,32 @@ def test_an_interrupt_in_the_middle_of_removing_a_temp_dir_still_removes_it_whol
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert not os.path.exists(path)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="this kernel has no autogroup")
+def test_a_session_the_harness_starts_runs_at_the_harness_niceness_under_autogroup():
+    """A start leads a session of its own, and with autogroup the kernel schedules sessions as groups, each new
+    one at nice 0: `nice killtest` left its starts at full priority. Registered, the session's group takes the
+    harness's niceness, whether the harness started it (register) or it called setsid itself (prefork's start)."""
+    program = (
+        "import os, subprocess, sys\n"
+        "from killtest.harness import lifeline\n"
+        "child = subprocess.Popen(['sleep', '30'], start_new_session=True)\n"
+        "lifeline.share_priority(child.pid)\n"  # what register does, without a watchdog to start and stop
+        "group = open(f'/proc/{child.pid}/autogroup').read().split()\n"
+        "child.kill(); child.wait()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    os.setsid(); lifeline.share_priority()\n"  # prefork's start, in its new session
+        "    print(open('/proc/self/autogroup').read().split()[-1], flush=True); os._exit(0)\n"
+        "os.waitpid(pid, 0)\n"
+        "print(group[-1], open('/proc/self/autogroup').read().split()[-1])\n"
+    )
+    done = subprocess.run(["nice", "-n", "7", sys.executable, "-c", program], capture_output=True, text=True,
+                          cwd=PROJECT_ROOT, timeout=60)
+    assert done.returncode == 0, done.stderr
+    forked, registered = done.stdout.split("\n")[0], done.stdout.split("\n")[1]
+    assert forked == "7"
+    assert registered.split()[0] == "7"  # the new session's group, at the harness's niceness
+    # the harness's own group is left as it was (the shell's; nice does not change a group)
+    assert registered.split()[1] == open("/proc/self/autogroup").read().split()[-1]

@@ -90,8 +90,10 @@ class Zygote:
 
 
 def _run_start(module: str, request: dict) -> None:
-    """In the forked start: its own session, its own output files, then the design's main."""
+    """In the forked start: its own session (at the harness's priority), its own output files, then the design's
+    main."""
     os.setsid()
+    lifeline.share_priority()  # its new session's group; the zygote's reply comes too late to set it from outside
     for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
         target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(target, fd)
