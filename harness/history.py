@@ -46,7 +46,9 @@ EVENTS: dict[str, str] = {
     "request": "path, status, start (the start whose door it came in by; without a door, the start running when"
                " it arrived), fault (the network fault it met, if any), worker and pid (with several workers: the"
                " worker whose process made the connection, when the site could tell), version (when the site"
-               " drifted: the catalog version a listing or product page was answered from)",
+               " drifted: the catalog version a listing or product page was answered from), late (true when the"
+               " site read it only after its start's door was shut: a request a killed start sent, which may arrive"
+               " after the next start began)",
     "side_request": "path, status, start, fault, kind (browser: what a browser asked for of its own accord, its"
                     " icon, a prefetch, or a loaded page's image, script or style by its Sec-Fetch-Dest): a request"
                     " for a product's image, a webhook or a browser's own, not a page of the crawl",
