@@ -37,6 +37,16 @@ def test_a_case_not_explored_says_why_on_the_page(tmp_path):
     assert exploration_lines(str(tmp_path / "no-such-case")) == []
 
 
+def test_a_case_explored_without_power_cuts_says_so_though_they_were_asked_for():
+    """`cases --explore` asks for power cuts; a server store's release gets none (its command has no --power-cut),
+    and the page must not claim them."""
+    data = {"case": "c", "command": "killtest cases --explore c", "power_cut": True, "jobs": 2, "measured_at": "t",
+            "killtest_commit": None, "releases": [row("1.0", 0)]}
+    assert explore_markdown(data).startswith("# Exploration of c: every store write\n")
+    data["releases"][0]["command"] = "killtest explore --design d.toml --power-cut"
+    assert explore_markdown(data).startswith("# Exploration of c: every store write and power cut\n")
+
+
 def row(key: str, broken: int, failures: list | None = None) -> dict:
     return {"version": key, "key": key, "role": "fixed", "label": "", "command": "killtest explore ...",
             "out": "/x", "seconds": 60.0, "finished_at": "2026-12-05T09:30:30Z", "points": 10, "broken": broken,
