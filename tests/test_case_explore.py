@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from killtest.harness.campaigns.case_explore import explore_words
+from killtest.harness.campaigns.case_explore import explore_command, explore_words
 from killtest.harness.design.case_spec import CASES_FOLDER, load_case
 from killtest.harness.report.case_explore_table import exploration_lines, explore_markdown, write_exploration
 
@@ -19,6 +19,32 @@ def test_an_exploration_takes_the_cases_catalog_time_limit_and_patience_not_its_
                                       "--no-progress-timeout", "20"]
     scrapy = load_case(os.path.join(CASES_FOLDER, "scrapy-7094"))
     assert explore_words(scrapy) == ["--listing-pages", "10", "--time-limit", "120"]
+
+
+def test_a_release_on_a_servers_store_is_explored_at_its_statements_without_power_cuts():
+    """`cases --explore bullmq-at-least-once` passed --power-cut, which explore refuses for a Redis store (its data
+    is in the server's own directory): every release stopped at once. A file store's release keeps its cuts."""
+    bullmq = load_case(os.path.join(CASES_FOLDER, "bullmq-at-least-once"))
+    for rel in bullmq.releases:
+        assert "--power-cut" not in explore_command(bullmq, rel, True, 2, "/out")
+    scrapy = load_case(os.path.join(CASES_FOLDER, "scrapy-7094"))
+    assert "--power-cut" in explore_command(scrapy, scrapy.releases[0], True, 2, "/out")
+    assert "--power-cut" not in explore_command(scrapy, scrapy.releases[0], False, 2, "/out")
+
+
+def test_a_case_not_explored_says_why_on_the_page(tmp_path):
+    assert exploration_lines(str(tmp_path / "crawlee-node-2085-locking"))[1].startswith("Exploration: not explored:")
+    assert exploration_lines(str(tmp_path / "no-such-case")) == []
+
+
+def test_a_case_explored_without_power_cuts_says_so_though_they_were_asked_for():
+    """`cases --explore` asks for power cuts; a server store's release gets none (its command has no --power-cut),
+    and the page must not claim them."""
+    data = {"case": "c", "command": "killtest cases --explore c", "power_cut": True, "jobs": 2, "measured_at": "t",
+            "killtest_commit": None, "releases": [row("1.0", 0)]}
+    assert explore_markdown(data).startswith("# Exploration of c: every store write\n")
+    data["releases"][0]["command"] = "killtest explore --design d.toml --power-cut"
+    assert explore_markdown(data).startswith("# Exploration of c: every store write and power cut\n")
 
 
 def row(key: str, broken: int, failures: list | None = None) -> dict:

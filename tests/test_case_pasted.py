@@ -8,8 +8,13 @@ root of any clone. Written outside a checkout, a page keeps the whole lines (pas
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 
 from killtest.harness.report.case_bisect_table import write_bisection
 from killtest.harness.report.case_explore_table import write_exploration
@@ -91,3 +96,44 @@ def test_a_report_measured_in_another_checkout_reads_from_the_root():
     assert elsewhere in json.dumps(facts["located"]) and facts["outcome"]["root"] == elsewhere
     page = report_markdown(facts)
     assert elsewhere not in page and "--design scrapers/cases/crawlee-node-1736/design.toml" in page
+
+
+def test_a_path_in_a_tool_env_is_written_from_the_home_as_a_tilde_wherever_it_stands(monkeypatch):
+    """A located frame's file in a case env (`in f (/root/.cache/killtest/cases/<hash>/node_modules/x.js:3, ...)`)
+    reads `~/.cache/killtest/...` on a page, as the env's assignments do; other home paths are left whole."""
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    words = f"in f ({HOME}/.cache/killtest/cases/0123456789abcdef/node_modules/x.js:3, the function's first line)"
+    assert from_root(words) == "in f (~/.cache/killtest/cases/0123456789abcdef/node_modules/x.js:3, the function's" \
+                               " first line)"
+    assert from_root(f"--out {HOME}/results") == f"--out {HOME}/results"
+
+
+def _written_in_the_checkout(*command: str) -> tuple[str, str]:
+    """Run `killtest COMMAND... --out FOLDER` with FOLDER inside this checkout (results/cases/, which git
+    ignores); the Markdown page it wrote, and the folder (removed after)."""
+    out = tempfile.mkdtemp(prefix="test-pasted-", dir=os.path.join(ROOT, "results", "cases"))
+    try:
+        done = subprocess.run([sys.executable, "-m", "killtest", *command, "--out", out], capture_output=True,
+                              text=True, timeout=240, cwd=ROOT)
+        pages = glob.glob(os.path.join(out, "*.md"))
+        assert len(pages) == 1, done.stderr
+        return open(pages[0], encoding="utf-8").read(), out
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def test_a_run_written_inside_a_checkout_gives_its_command_from_the_root():
+    """results/cases/crawlee-python-1825/<release>/killtest.md carried `/work/main/...` in its command and
+    replay lines (issue 34): a page written inside a checkout reads from its root, like the case pages."""
+    text, out = _written_in_the_checkout("run", "--design", "naive", "--runs", "1", "--schedule", "r3",
+                                         "--listing-pages", "1", "--per-page", "4", "--no-plot")
+    assert f"{ROOT}/" not in text
+    assert f"--out {os.path.relpath(out, ROOT)}`" in text
+
+
+def test_an_exploration_written_inside_a_checkout_names_the_programs_frames_from_the_root():
+    """results/explore-naive.md named `in crawl (/work/wt/tri24/scrapers/naive.py:37)`: the checkout it ran in."""
+    text, _ = _written_in_the_checkout("explore", "--design", "naive", "--only", "w11", "--listing-pages", "1",
+                                       "--per-page", "2", "-j", "1")
+    assert f"{ROOT}/" not in text
+    assert "(scrapers/naive.py:" in text, text

@@ -1,10 +1,11 @@
 """`killtest cases --explore CASE`: each release of a case explored at every store write, and with power cuts.
 
 A case rests on one kill point picked by hand; this runs `killtest explore` (every store write w<n> of one
-recorded crawl, `--power-cut` adding xw<n> after each) on the case's own small catalog, in each release's
-env, with the case's time limit (the framework's timing, as the case already respects it). Per release it
-keeps the points run, the broken ones, each distinct failure with its words and replay line, and the time:
-a fixed or current release broken at a point its case did not pick is the result this exists for.
+recorded crawl, `--power-cut` adding xw<n> after each for a file store; a server's store has its statements)
+on the case's own small catalog, in each release's env, with the case's time limit (the framework's timing,
+as the case already respects it). Per release it keeps the points run, the broken ones, each distinct
+failure with its words and replay line, and the time: a fixed or current release broken at a point its
+case did not pick is the result this exists for.
 
 The catalog is the case's own where its options name it, and explore's small default for what a case
 leaves to `run`'s defaults (scrapy-7094 names 10 listing pages, not their size: explored on 10 x 3, since
@@ -25,6 +26,8 @@ from killtest.harness.campaigns.case_envs import ensure_env
 from killtest.harness.campaigns.case_plan import killtest_commit, killtest_word, last_line
 from killtest.harness.design.case_spec import Case, Release
 from killtest.harness.design.registry import PROJECT_ROOT
+from killtest.harness.design.specfile import load_spec
+from killtest.harness.faults.points.store_write import server_store
 from killtest.harness.options import options_of
 
 
@@ -42,6 +45,15 @@ def explore_words(case: Case) -> list[str]:
     return words
 
 
+def explore_command(case: Case, rel: Release, power_cut: bool, jobs: int, folder: str) -> list[str]:
+    """`explore ...` for one release. A server's store (BullMQ's Redis) keeps its data in the server's own
+    directory, which a power cut of the run's work dir does not reach: explore refuses --power-cut for it (its
+    points are the statements, w<n>:c<k>), so only a file store's release gets it."""
+    cut = power_cut and not server_store(load_spec(rel.design))
+    return ["explore", "--design", rel.design, *explore_words(case), *(["--power-cut"] if cut else []),
+            "-j", str(jobs), "--out", folder]
+
+
 def explore_case(case: Case, out: str, release: str | None = None, power_cut: bool = True, jobs: int = 2,
                  rebuild: bool = False, say: Callable[[str], None] = print, command: str = "",
                  done: Callable[[dict], object] | None = None) -> dict:
@@ -56,8 +68,7 @@ def explore_case(case: Case, out: str, release: str | None = None, power_cut: bo
         env = ensure_env(case.runtime, rel.packages, rebuild=rebuild, say=say)
         folder = os.path.abspath(os.path.join(out, "cases", case.name, rel.key, "explore"))
         os.makedirs(folder, exist_ok=True)
-        words = ["explore", "--design", rel.design, *explore_words(case), *(["--power-cut"] if power_cut else []),
-                 "-j", str(jobs), "--out", folder]
+        words = explore_command(case, rel, power_cut, jobs, folder)
         say(f"[{case.name} {rel.key}] killtest {' '.join(words[:3])} ... (log: {os.path.join(folder, 'explore.log')})")
         with open(os.path.join(folder, "explore.log"), "w", encoding="utf-8") as log:
             subprocess.run([sys.executable, "-m", "killtest", *words], env=env.environ(), stdout=log,

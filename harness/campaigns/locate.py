@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from killtest.harness import lifeline
 from killtest.harness.design.model import Design, Launch
+from killtest.harness.faults.node_stack import NO_JS_FRAME, OFF_MAIN, OFF_MAIN_THREAD
 from killtest.harness.faults.points.store_write import server_store
 from killtest.harness.faults.write_gate import program_at
 
@@ -41,8 +42,6 @@ _FRAME = re.compile(r"^\s+(?P<function>\S+) \((?P<file>[^)]+):(?P<line>\d+)\)$")
 # V8's perf map: `JS:~saveRecord /app/app.cjs:3:20` (`~` interpreted, `^` baseline, `+` maglev, `*` optimized)
 _JS_FRAME = re.compile(r"^(?:JS|Script|Eval|Function|LazyCompile):[~^+*]?(?:(?P<function>.*?) )?"
                        r"(?P<file>(?:/|file://)[^ ]+):(?P<line>\d+):(?P<column>\d+)$")
-NO_JS_FRAME = ("no source location: no JavaScript frame of the program on the writing thread's stack"
-               " (as when an asynchronous fs call writes from libuv's worker thread)")
 LIBRARY = tuple({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], "/usr/lib/python3"})
 _HELD = re.compile(r"^# held thread (\d+)$", re.M)
 _READ_IN = re.compile(r"^# read in ([\d.]+) s$", re.M)  # what faults/write_gate.locate appends to a dump
@@ -141,7 +140,7 @@ def js_located(frames: str) -> Located | None:
         if not function:
             return f"the module's top level ({where})"  # a CommonJS wrapper or an ES module's body
         return f"{function} ({where}:{line}, the function's first line)"
-    return _named(found, words)
+    return _named(found, words) or (Located(OFF_MAIN_THREAD) if OFF_MAIN in frames else None)  # node_stack.py
 
 
 def innermost_js(frames: str) -> str | None:

@@ -23,6 +23,7 @@ from killtest.harness.faults.schedule import parse_schedule
 from killtest.harness.files import write_atomically
 from killtest.harness.options import options_of, replay_words
 from killtest.harness.report.coverage_words import coverage_lines
+from killtest.harness.report.pasted import for_page
 from killtest.harness.report.render import exploration_markdown
 from killtest.harness.report.triage import (
     by_promise_line,
@@ -98,9 +99,11 @@ def write_exploration(args: argparse.Namespace, design: Design, exploration: Exp
     for failure in found["failures"]:
         failure["timeline"] = timelines.get(failure["example"], {})
     write_atomically(f"{base}.json", json.dumps(found, indent=2) + "\n")
-    write_atomically(f"{base}.md", exploration_markdown(exploration, typed_command(args), replay))
-    write_atomically(f"{base}.html", exploration_page(exploration, typed_command(args), failures, replay,
-                                                      os.path.basename(base)))
+    # Written inside a checkout (results/explore-*.md), its commands and frames read from the root (report/pasted.py).
+    page = exploration_markdown(exploration, typed_command(args), replay)
+    write_atomically(f"{base}.md", for_page(page, f"{base}.md"))
+    write_atomically(f"{base}.html", for_page(exploration_page(exploration, typed_command(args), failures, replay,
+                                                               os.path.basename(base)), f"{base}.html"))
 
 
 def located_line(exploration: Exploration) -> str:

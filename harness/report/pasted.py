@@ -6,7 +6,8 @@ explore.json keep them so, with the checkout they ran in (`root`), to paste from
 inside a checkout (results/cases/*.md, docs/explanation/analyses.md, committed) gives them from its root
 instead (`.venv/bin/killtest explore --design scrapers/... --out results/...`), so it reads the same in any
 clone, whichever checkout measured it; and a case env under the home folder as `~/.cache/killtest/...`,
-which the shell expands in an assignment (`PATH=~/.cache/killtest/cases/<hash>/bin:"$PATH"`).
+which the shell expands in an assignment (`PATH=~/.cache/killtest/cases/<hash>/bin:"$PATH"`), and anywhere else
+a path inside killtest's tool envs (a located frame's file: `in f (~/.cache/killtest/cases/<hash>/node_modules/...)`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import re
 
 from killtest.harness.design.registry import PROJECT_ROOT
+from killtest.harness.tool_envs import cache_root
 
 
 def from_root(line: str, *roots: str | None) -> str:
@@ -25,6 +27,9 @@ def from_root(line: str, *roots: str | None) -> str:
     home = os.path.expanduser("~").rstrip(os.sep)
     if home:  # after `=` or `:` only: where the shell expands `~` in an assignment word
         line = re.sub(rf"(?<=[=:]){re.escape(home)}(?={re.escape(os.sep)})", "~", line)
+    envs = os.path.dirname(cache_root())  # ~/.cache/killtest: a path in a tool env, wherever it stands
+    if home and envs.startswith(home + os.sep):
+        line = re.sub(rf"(?<![\w.~/-]){re.escape(envs)}(?={re.escape(os.sep)})", "~" + envs[len(home):], line)
     return line
 
 

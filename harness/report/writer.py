@@ -11,6 +11,7 @@ from killtest.harness.check.verdict import RunVerdict
 from killtest.harness.files import write_atomically
 from killtest.harness.history import History
 from killtest.harness.report.campaign import Campaign, to_json
+from killtest.harness.report.pasted import for_page
 from killtest.harness.report.render import markdown, summary_page
 
 
@@ -63,7 +64,8 @@ def write_results(campaign: Campaign, out_dir: str, name: str, plot: bool = True
         plot = False  # a core install: no plots, and one line that says how to get them
         print("killtest: no plots (matplotlib is not installed here: pip install 'killtest[plot]')", file=sys.stderr)
     plot_file = f"{name}.png" if plot and campaign.verdicts else None
-    write_atomically(f"{base}.md", markdown(campaign, plot_file))
+    # Written inside a checkout (results/cases/<case>/<release>/killtest.md), its commands read from the root.
+    write_atomically(f"{base}.md", for_page(markdown(campaign, plot_file), f"{base}.md"))
     written = [f"{base}.json", f"{base}.md"]
     timelines = []
     if plot_file:
@@ -81,8 +83,8 @@ def write_results(campaign: Campaign, out_dir: str, name: str, plot: bool = True
             timelines.append((f"{v.design} run {v.run} ({kills})", relative))
         written += [f"{base}.png"] + [os.path.join(out_dir, p) for _, p in timelines]
     if plot_file or page:
-        write_atomically(f"{base}.html", summary_page(campaign, name, plot_file, timelines,
-                                                      lambda design, run: _history(out_dir, name, design, run)))
+        write_atomically(f"{base}.html", for_page(summary_page(campaign, name, plot_file, timelines, lambda design, run:
+                                                               _history(out_dir, name, design, run)), f"{base}.html"))
         written.append(f"{base}.html")
     return written
 
