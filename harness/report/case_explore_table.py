@@ -110,11 +110,9 @@ NOT_EXPLORED = {
     " catalog is about 90 points (crawlee-node-1736's 3.5.8 on the same 2 x 5 shop: 90): some 2.4 hours at"
     " `-j 2`, against 5 to 20 minutes for every other case. Its one failure was read at the case's own point"
     " instead (the report below).",
-    "bullmq-max-stalled": "5.81.5 not explored, for time. An exploration kills once a point, and one kill stalls a"
-    " job once, which maxStalledCount 1 allows: the case's loss needs the same job stalled twice (`r21,r1`), beyond"
-    " an exploration of single points (its README).",
-    "scrapy-7094": "2.18.0, the last line-buffered release, not explored: the bisection found 2.14.0 to 2.18.0"
-    " all flagged at `r30`, and 2.14.0's exploration stands for them; not run for time.",
+    "bullmq-max-stalled": "An exploration kills once a point, and one kill stalls a job once, which maxStalledCount"
+    " 1 allows: the case's loss needs the same job stalled twice (`r21,r1`), beyond an exploration of single"
+    " points (its README).",
 }
 
 
