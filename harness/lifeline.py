@@ -46,18 +46,34 @@ _lock = threading.Lock()
 _watchdog: subprocess.Popen | None = None
 
 
-def identity(pid: int) -> tuple[int, float] | None:
-    """(pid, start time) of a running process: a pid alone may be reused by another process."""
+_TICKS = os.sysconf("SC_CLK_TCK")
+_EPOCH_AFTER = 1e8  # an owner file's start time above this is seconds since 1970 (killtest before 2026-12-05)
+
+
+def _since_boot(pid: int) -> float | None:
+    """When `pid` started, in seconds since the machine booted (/proc/PID/stat's starttime): unlike psutil's
+    create_time (that plus the boot time the wall clock implies, which moves when the clock is stepped, as on a
+    virtual machine resumed from a snapshot), it never changes for a process (cgroups._identity reads the same)."""
     try:
-        return pid, psutil.Process(pid).create_time()
-    except psutil.NoSuchProcess:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
+            return int(stat.read().rsplit(")", 1)[1].split()[19]) / _TICKS
+    except (OSError, IndexError, ValueError):
         return None
+
+
+def identity(pid: int) -> tuple[int, float] | None:
+    """(pid, start time since boot) of a running process: a pid alone may be reused by another process."""
+    started = _since_boot(pid)
+    return None if started is None else (pid, started)
 
 
 def _same_process(pid: int, created: float) -> psutil.Process | None:
     try:
         process = psutil.Process(pid)
-        return process if abs(process.create_time() - created) < 0.05 else None
+        if created > _EPOCH_AFTER:  # written by an older killtest: its wall-clock reading, compared as it was
+            return process if abs(process.create_time() - created) < 0.05 else None
+        started = _since_boot(pid)
+        return process if started is not None and abs(started - created) < 0.05 else None
     except psutil.NoSuchProcess:
         return None
 
