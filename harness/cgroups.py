@@ -62,9 +62,15 @@ def _own_cgroup(pid: int | str = "self") -> str:
     return ""
 
 
-def _identity(pid: int) -> str:
+def start_ticks(pid: int) -> int:
+    """When `pid` started, in clock ticks since the machine booted (/proc/PID/stat's starttime): it never changes
+    for a process, whatever the wall clock does (lifeline's owners and registered processes are known by it too)."""
     with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
-        return f"{pid}-{stat.read().rsplit(')', 1)[1].split()[19]}"  # pid and start time in ticks
+        return int(stat.read().rsplit(")", 1)[1].split()[19])
+
+
+def _identity(pid: int) -> str:
+    return f"{pid}-{start_ticks(pid)}"  # pid and start time in ticks
 
 
 def parents_of(pid: int) -> list[str]:

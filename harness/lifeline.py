@@ -51,12 +51,11 @@ _EPOCH_AFTER = 1e8  # an owner file's start time above this is seconds since 197
 
 
 def _since_boot(pid: int) -> float | None:
-    """When `pid` started, in seconds since the machine booted (/proc/PID/stat's starttime): unlike psutil's
-    create_time (that plus the boot time the wall clock implies, which moves when the clock is stepped, as on a
-    virtual machine resumed from a snapshot), it never changes for a process (cgroups._identity reads the same)."""
+    """When `pid` started, in seconds since the machine booted (cgroups.start_ticks): unlike psutil's create_time
+    (that plus the boot time the wall clock implies, which moves when the clock is stepped, as on a virtual
+    machine resumed from a snapshot), it never changes for a process."""
     try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
-            return int(stat.read().rsplit(")", 1)[1].split()[19]) / _TICKS
+        return cgroups.start_ticks(pid) / _TICKS
     except (OSError, IndexError, ValueError):
         return None
 

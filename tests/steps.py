@@ -39,36 +39,38 @@ def priority_spans_sessions() -> bool:
         return True  # no autogroup in this kernel
 
 
+def in_series(pytest: list[str], env: dict[str, str]) -> tuple[int, int]:
+    """The rest, then the serial tests: where priority does not reach every process."""
+    print("make test: the kernel's autogroup is on (priority does not reach the tests' sessions): the serial"
+          " tests run after the rest", flush=True)
+    return subprocess.call(pytest + REST, env=env), subprocess.call(pytest + SERIAL, env=env)
+
+
+def side_by_side(pytest: list[str], env: dict[str, str]) -> tuple[int, int]:
+    """The rest at nice 10 and the serial tests at normal priority, at once; the serial step's output after."""
+    print("make test: the serial tests run beside the rest at normal priority; their output follows the rest's",
+          flush=True)
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as serial_log:
+        serial = subprocess.Popen(pytest + SERIAL, env=env, stdout=serial_log, stderr=subprocess.STDOUT)
+        rest = subprocess.Popen(["nice", "-n", str(REST_NICENESS)] + pytest + REST, env=env)
+        try:
+            statuses = rest.wait(), serial.wait()
+        finally:  # on Ctrl-C both got the SIGINT too: let them end their sessions, then say what ran
+            rest.wait()
+            serial.wait()
+            serial_log.seek(0)
+            print("\n======== the serial step (run beside the rest) ========", flush=True)
+            sys.stdout.write(serial_log.read())
+    return statuses
+
+
 def main() -> int:
     # Bytecode is cached even where the environment says not to (the Makefile's comment on `test` says why).
     env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
     pytest = [sys.executable, "-m", "pytest"]
-    if not priority_spans_sessions():
-        print("make test: the kernel's autogroup is on (priority does not reach the tests' sessions): the serial"
-              " tests run after the rest", flush=True)
-        try:
-            rest_status = subprocess.call(pytest + REST, env=env)
-            serial_status = subprocess.call(pytest + SERIAL, env=env)
-        except KeyboardInterrupt:
-            return 130
-        print(f"make test: the rest exited {rest_status}, the serial step {serial_status}", flush=True)
-        return 0 if rest_status == 0 and serial_status == 0 else 1
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as serial_log:
-        print("make test: the serial tests run beside the rest at normal priority; their output follows the rest's",
-              flush=True)
-        serial = subprocess.Popen(pytest + SERIAL, env=env, stdout=serial_log, stderr=subprocess.STDOUT)
-        rest = subprocess.Popen(["nice", "-n", str(REST_NICENESS)] + pytest + REST, env=env)
-        interrupted = False
-        try:
-            rest_status = rest.wait()
-            serial_status = serial.wait()
-        except KeyboardInterrupt:  # both got the SIGINT too: let them end their sessions, then say what ran
-            interrupted = True
-            rest_status, serial_status = rest.wait(), serial.wait()
-        serial_log.seek(0)
-        print("\n======== the serial step (run beside the rest) ========", flush=True)
-        sys.stdout.write(serial_log.read())
-    if interrupted:
+    try:
+        rest_status, serial_status = (side_by_side if priority_spans_sessions() else in_series)(pytest, env)
+    except KeyboardInterrupt:
         return 130
     print(f"make test: the rest exited {rest_status}, the serial step {serial_status}", flush=True)
     return 0 if rest_status == 0 and serial_status == 0 else 1

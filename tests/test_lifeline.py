@@ -189,7 +189,12 @@ def test_the_sweep_removes_only_the_directories_of_dead_owners(tmp_path):
     assert os.path.isdir(mine) and unowned.is_dir()
 
 
-def test_two_live_campaigns_never_sweep_each_other(tmp_path):
+# Stepped 2 s: psutil's create_time is a process's start in ticks since boot plus the boot time the wall clock
+# implies (/proc/stat's btime), which moves when the clock is stepped (a virtual machine resumed from a snapshot,
+# a manual `date -s`). Owners compared that way looked dead after a step, and every killtest command's sweep would
+# remove a live campaign's temporary directory under it. Stepped here as psutil sees it.
+@pytest.mark.parametrize("clock_step_s", [0.0, 2.0], ids=["steady clock", "stepped clock"])
+def test_two_live_campaigns_never_sweep_each_other(tmp_path, monkeypatch, clock_step_s):
     other = subprocess.Popen([sys.executable, "-c", "import time;"
                               " from killtest.harness import lifeline;"
                               f" print(lifeline.owned_temp_dir(dir={str(tmp_path)!r}), flush=True); time.sleep(30)"],
@@ -198,12 +203,14 @@ def test_two_live_campaigns_never_sweep_each_other(tmp_path):
         assert other.stdout is not None
         theirs = other.stdout.readline().strip()
         mine = lifeline.owned_temp_dir(dir=str(tmp_path))
+        booted = psutil.boot_time()
+        monkeypatch.setattr(psutil._pslinux, "boot_time", lambda: booted + clock_step_s)
         assert lifeline.sweep_dead_temp_dirs([str(tmp_path)]) == []
         assert os.path.isdir(theirs) and os.path.isdir(mine)
     finally:
         other.kill()
         other.wait()
-    assert lifeline.sweep_dead_temp_dirs([str(tmp_path)]) == [theirs]
+    assert lifeline.sweep_dead_temp_dirs([str(tmp_path)]) == [theirs]  # and a dead one is still found dead
 
 
 @pytest.mark.slow
@@ -264,26 +271,3 @@ def test_a_session_the_harness_starts_runs_at_the_harness_niceness_under_autogro
     assert registered.split()[0] == niceness  # the new session's group, at the harness's niceness
     # the harness's own group is left as it was (the shell's; nice does not change a group)
     assert registered.split()[1] == open("/proc/self/autogroup").read().split()[-1]
-
-
-def test_a_stepped_wall_clock_never_makes_a_live_owner_look_dead(tmp_path, monkeypatch):
-    """psutil's create_time is the process's start in ticks since boot plus the boot time the wall clock implies
-    (/proc/stat's btime), which moves when the clock is stepped (a virtual machine resumed from a snapshot, a
-    manual `date -s`). Owners compared that way looked dead after a step, and every killtest command's sweep
-    would remove a live campaign's temporary directory under it. Stepped here as psutil sees it: btime + 2 s."""
-    mine = lifeline.owned_temp_dir(dir=str(tmp_path))
-    other = subprocess.Popen([sys.executable, "-c", "import time;"
-                              " from killtest.harness import lifeline;"
-                              f" print(lifeline.owned_temp_dir(dir={str(tmp_path)!r}), flush=True); time.sleep(30)"],
-                             cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
-    try:
-        assert other.stdout is not None
-        theirs = other.stdout.readline().strip()
-        booted = psutil.boot_time()
-        monkeypatch.setattr(psutil._pslinux, "boot_time", lambda: booted + 2.0)
-        assert lifeline.sweep_dead_temp_dirs([str(tmp_path)]) == []
-        assert os.path.isdir(theirs) and os.path.isdir(mine)
-    finally:
-        other.kill()
-        other.wait()
-    assert lifeline.sweep_dead_temp_dirs([str(tmp_path)]) == [theirs]  # and a dead one is still found dead
