@@ -93,6 +93,7 @@ def test_a_kill_the_count_brings_to_another_file_lands_there_and_says_it_was_off
     kills = history.of_type("kill")
     assert [k["returncode"] for k in kills] == [-9]  # killed all the same, at records.jsonl
     assert "queue-" in kills[0]["aimed_elsewhere"] and "records.jsonl" in kills[0]["aimed_elsewhere"]
+    assert "killtest-" not in kills[0]["aimed_elsewhere"]  # files named relative to the run's temporary work dir
     assert (verdict.kills, verdict.kills_missed) == (1, 0)
     assert not verdict.proved_nothing and "no_kill_landed" not in verdict.findings, verdict.problems
     off_aim = [k["off_aim"] for k in verdict.kill_findings]

@@ -73,7 +73,9 @@ def gate_missed(values: Mapping[str, str]) -> dict[str, str]:
         os.remove(path)
     except FileNotFoundError:
         return {}
-    return {"aimed_elsewhere": why}
+    # The gate names files by their absolute paths; the run's work dir is a temporary one, gone when a user reads
+    # this: the files are named as the point names them, relative to it (`queue-41235.json`, not /tmp/killtest-…/).
+    return {"aimed_elsewhere": why.replace(values["work_dir"].rstrip("/") + "/", "")}
 
 
 @register
