@@ -17,7 +17,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from killtest.harness.campaigns.coverage import UNREACHABLE, UNSTABLE, exploration_coverage, file_kind
+from killtest.harness.campaigns.coverage import (
+    NAMED_BY_ID,
+    UNREACHABLE,
+    UNSTABLE,
+    exploration_coverage,
+    file_kind,
+)
 from killtest.harness.design.model import PROJECT_ROOT
 from killtest.harness.faults.store_writes import parse_recording
 from killtest.harness.report.coverage_words import coverage_html, coverage_lines
@@ -40,24 +46,36 @@ def test_a_file_kind_folds_numbers_and_ids():
     assert file_kind(("records.jsonl",)) == "records.jsonl"
 
 
-def test_writes_two_threads_race_for_are_left_out_each_with_its_reason():
-    """Thread 8's 1st write comes after thread 7's 1st: strace cannot stop at it (unreachable); on the second
-    recording the pool's threads took the dataset's writes the other way round (unstable)."""
-    first = parse_recording(log((7, "queue/a.json"), (8, "datasets/1.json"), (7, "datasets/2.json")),
-                            {"work_dir": "/w"})
-    second = parse_recording(log((7, "queue/a.json"), (7, "datasets/1.json"), (8, "datasets/2.json")),
+def rename(tid: int, source: str, target: str) -> str:
+    return f'{tid} rename("/w/{source}", "/w/{target}") = 0\n'
+
+
+def test_writes_two_threads_race_for_are_offered_by_their_file_and_the_rest_left_out_each_with_its_reason():
+    """Thread 8's 1st write comes after thread 7's 1st: strace cannot stop at it by count, and on the second
+    recording the pool's threads took the dataset's writes the other way round; both are named by their file
+    (`w1:datasets/1.json`: the same calls made that file on both recordings). Left out, each with its reason: a
+    file the second recording made with other calls (unreachable by count, by file), one whose place another
+    write took (unstable), and a file named by a hash (faults/file_aims.named_by_id)."""
+    first = parse_recording(log((7, "queue/a.json"), (8, "datasets/1.json"), (7, "datasets/2.json"),
+                                (9, "datasets/3.json"), (7, "queue/3dKP6nvOXJs3nbl.json"))
+                            + log((7, "datasets/4.json")), {"work_dir": "/w"})
+    second = parse_recording(log((7, "queue/a.json"), (7, "datasets/1.json"), (8, "datasets/2.json"))
+                             + rename(9, "datasets/3.json.tmp", "datasets/3.json")
+                             + log((9, "datasets/3.json"), (8, "queue/3dKP6nvOXJs3nbl.json"), (10, "other.json")),
                              {"work_dir": "/w"})
     outcomes = [point("r1", "/list/0"), point("r2", "/product/0"), point("r3", "/product/0"), point("w1")]
     coverage = exploration_coverage(outcomes, 4, first, second, points_given=False)
     assert coverage["pages_killed_at"] == ["/list/0", "/product/0"]
-    assert coverage["writes"] == [{"file": "datasets/N.json", "seen": 2, "points": 0, "left_out": 2},
+    assert coverage["writes"] == [{"file": "datasets/N.json", "seen": 4, "points": 2, "left_out": 2},
+                                  {"file": "queue/N.json", "seen": 1, "points": 0, "left_out": 1},
                                   {"file": "queue/a.json", "seen": 1, "points": 1, "left_out": 0}]
     assert coverage["left_out"] == [f"1 write (1 to datasets/N.json): {UNREACHABLE}",
                                     f"1 write (1 to datasets/N.json): {UNSTABLE}",
+                                    f"1 write (1 to queue/N.json): {NAMED_BY_ID}",
                                     "1 of the crawl's 4 requests have no request point"]
     lines = coverage_lines(coverage)
     assert lines[0] == "coverage: killed at 2 distinct pages of the 4 a crawl asks for (/list/0, /product/0)"
-    assert "  store writes to datasets/N.json: 2 seen, 0 explored, 2 left out" in lines
+    assert "  store writes to datasets/N.json: 4 seen, 2 explored, 2 left out" in lines
     assert f"1 write (1 to datasets/N.json): {UNSTABLE}" in coverage_html(coverage).replace("&#x27;", "'")
 
 

@@ -18,12 +18,16 @@ import shutil
 from collections import Counter
 from typing import Any
 
+from killtest.harness.faults.file_aims import named_by_id, offered_writes
 from killtest.harness.faults.points.store_write import server_store
-from killtest.harness.faults.store_writes import Recording, agreeing_writes
+from killtest.harness.faults.store_writes import TEMPORARY, Recording, agreeing_writes
 
 # Why a store write a recording saw is not a point (store_writes.py: strace counts per thread and system call).
-UNREACHABLE = ("strace cannot stop at them: it counts each thread's calls apart, and another thread reaches the"
-               " same count first")
+UNREACHABLE = ("strace cannot stop at them by their place (it counts each thread's calls apart, and another thread"
+               " reaches the same count first), nor by their file (the calls naming it differed on a second recording)")
+NAMED_BY_ID = ("their files are named by an id or at random (a hash of a URL, which holds the site's port; a"
+               " temporary file's random name): another start names them otherwise, so neither their place in the"
+               " start's order nor their file names them on a replay")
 UNSTABLE = ("a second recording of the start made other writes in their places (threads racing, a timer, a file"
             " named by pid, port or at random): a replay of such a point would kill elsewhere")
 
@@ -43,7 +47,8 @@ def exploration_coverage(outcomes: list, pages_asked: int, recording: Any, again
     elif why_no_writes:
         left_out.append(f"no store-write points: {why_no_writes}")
     elif isinstance(recording, Recording):
-        offered = set(agreeing_writes(recording, again)) if isinstance(again, Recording) else set()
+        offered = (set(offered_writes(recording, again, agreeing_writes(recording, again)))
+                   if isinstance(again, Recording) else set())
         writes, left_out = _file_writes(recording, offered)
     elif recording is not None:  # a server store's counted statements: (connection, label) in order
         stable = sum(1 for o in outcomes if o.point.startswith("w"))
@@ -67,18 +72,22 @@ def _file_writes(recording: Recording, offered: set[int]) -> tuple[list[dict], l
     points: Counter[str] = Counter()
     unreachable: Counter[str] = Counter()
     unstable: Counter[str] = Counter()
+    by_id: Counter[str] = Counter()
     for n, call in enumerate(recording.calls, 1):
         kind = file_kind(call.paths)
         seen[kind] += 1
         if n in offered:
             points[kind] += 1
+        elif all(named_by_id(p) for p in call.paths if p):
+            by_id[kind] += 1
         elif n not in reachable:
             unreachable[kind] += 1
         else:
             unstable[kind] += 1
     writes = [{"file": kind, "seen": seen[kind], "points": points[kind], "left_out": seen[kind] - points[kind]}
               for kind in sorted(seen, key=lambda k: (-seen[k], k))]
-    left_out = [_left_out(counts, why) for counts, why in ((unreachable, UNREACHABLE), (unstable, UNSTABLE)) if counts]
+    left_out = [_left_out(counts, why) for counts, why in ((unreachable, UNREACHABLE), (unstable, UNSTABLE),
+                                                                  (by_id, NAMED_BY_ID)) if counts]
     return writes, left_out
 
 
@@ -92,6 +101,7 @@ def _left_out(counts: Counter[str], why: str) -> str:
 def file_kind(paths: tuple[str, ...]) -> str:
     """A write's files with their numbers and hashes folded (`storage/datasets/default/N.json`): the kind."""
     named = " to ".join(p or "the work dir" for p in paths) or "the store"
+    named = TEMPORARY.sub("N", named)  # a temporary file's random part
     return re.sub(r"[A-Za-z0-9]*[0-9][A-Za-z0-9]*", "N", named)  # a name with a digit in it: a number, an id
 
 

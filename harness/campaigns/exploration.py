@@ -139,7 +139,7 @@ def with_power_cuts(points: list[KillPoint]) -> list[KillPoint]:
 def _power_cut_twin(point: KillPoint) -> list[KillPoint]:
     if type(point) is not AtStoreWrite or point.connection is not None:  # a server's statement: no cut
         return []
-    return [PowerCutAtStoreWrite(point.index, plan=point.plan, resolved=point.resolved)]
+    return [PowerCutAtStoreWrite(point.index, plan=point.plan, resolved=point.resolved, file=point.file)]
 
 
 def refuse_power_cut(design: Design, command: str, needs_strace: bool = True) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from killtest.harness.check.distinct import folded, nth, request_before, request_words
+from killtest.harness.faults.file_aims import number_of
 from killtest.harness.faults.points import KillPoint
 from killtest.harness.faults.points.line import AtLine
 from killtest.harness.faults.points.request import AtRequest
@@ -73,8 +74,11 @@ def logical_write(point: KillPoint, recording: Any) -> str:
     several writes; "" otherwise. The lines of its pieces are one failure (check/distinct.py)."""
     if not isinstance(point, AtStoreWrite) or point.connection is not None or not isinstance(recording, Recording):
         return ""
-    first, last = recording.logical_write(point.index)
-    kind = point.spec[:len(point.spec) - len(str(point.index))]  # `w`, or `xw` for a power cut
+    n = number_of(recording, point.index, point.file)
+    if n is None:
+        return ""
+    first, last = recording.logical_write(n)
+    kind = "xw" if point.spec.startswith("x") else "w"  # `xw` for a power cut
     return f"{kind}{first}-{kind}{last}" if last > first else ""
 
 
@@ -85,7 +89,8 @@ def _words(point: KillPoint, history: History, recording: Any, kill: dict | None
             statement = f"statement {point.index}" + (f" of connection {point.connection}" if point.connection else "")
             return (f"before store {statement}, {after}" if after else f"before store {statement}",
                     "a statement to the store")
-        write, place = recording.describe_write(point.index)
+        n = number_of(recording, point.index, point.file)
+        write, place = recording.describe_write(n) if n is not None else ("", "")
         if not write:
             return "", "a write past the last"
         return f"before {write}, {after}" if after else f"before {write}", f"before the {place}"

@@ -30,8 +30,6 @@ from dataclasses import dataclass, field
 
 from killtest.fixture_site.request_log import browser_initiated
 
-# (strace 6.1 here ignored -P and the injection under --seccomp-bpf, so the gate (write_gate.py) runs
-# without it; the recording, which filters nothing, keeps it.)
 # Every system call that changes a file's content, name or durability. SQLite's rollback journal uses
 # pwrite64, fdatasync and unlink; an atomic JSON file rename; an append-only log write (or writev).
 WRITE_SYSCALLS = ("write", "pwrite64", "writev", "pwritev", "pwritev2", "fsync", "fdatasync", "sync_file_range",
@@ -42,9 +40,9 @@ SEND_SYSCALLS = ("sendto", "sendmsg", "sendmmsg")  # with write and writev: how 
 # logical write a buffered stream made in pieces (`Recording.logical_write`). Not pwrite64: a database's
 # positioned writes (SQLite's journal and WAL frames) are its own transactions' and keep their own lines.
 STREAM_WRITES = ("write", "writev")
-# Not a write, but traced by the recording only: a close between two writes to one fd number ends the open
-# file they were made on (a number is reused by the next open).
-CLOSE_SYSCALLS = ("close",)
+CLOSE_SYSCALLS = ("close",)  # traced by the recording only: a close ends the open file (a number is reused)
+# A temporary file's random part (Python's tempfile: eight of [a-z0-9_], `7.json.ak7wz2_q.json.tmp`): folded.
+TEMPORARY = re.compile(r"(?<=\.)[a-z0-9_]{8}(?=(?:\.[A-Za-z]+)?\.tmp\b)")
 HTTP_METHODS = ("GET ", "POST ", "PUT ", "HEAD ", "DELETE ", "PATCH ")
 # The harness's own files in the work dir: a start's stdout and stderr (harness/running/processes.py).
 HARNESS_FILE = re.compile(r"^start-\d+(-w\d+)?(-r\d+)?\.(out|err)$")
@@ -90,6 +88,7 @@ class InjectionPlan:
     # gate checks the kill lands there (a file named otherwise on this start moves strace's count elsewhere).
     target: tuple[str, ...] = ()
     on_target: int = 0
+    any_thread: bool = False  # `when` counts every thread's calls naming `target` (faults/file_aims.py)
 
     def absolute_paths(self, values: Mapping[str, str]) -> list[str]:
         """The `-P` arguments of one start: strace matches them literally, so they must be absolute."""
@@ -150,11 +149,12 @@ class Recording:
         call = self.calls[n - 1]
         target = " to ".join(p or "the work dir" for p in call.paths) or "the store"
         same = sum(1 for c in self.calls[:n] if c.syscall == call.syscall and c.paths == call.paths)
-        words = f"the {_nth(same)} {call.syscall} {'of' if call.syscall in _OF else 'to'} {target}"
+        kind = f"{call.syscall} {'of' if call.syscall in _OF else 'to'}"
+        words = f"the {_nth(same)} {kind} {target}"
         if call.size is not None:
             words += f", {call.size} byte{'s' if call.size != 1 else ''}"
             words += f" at offset {call.offset}" if call.offset is not None else ""
-        return words, f"{call.syscall} {'of' if call.syscall in _OF else 'to'} {re.sub(r'[0-9]+', 'N', target)}"
+        return words, f"{kind} {re.sub(r'[0-9]+', 'N', TEMPORARY.sub('N', target))}"
 
     def logical_write(self, n: int) -> tuple[int, int]:
         """The first and last n (1-based) of the logical write that holds the n-th store write: the writes a

@@ -33,6 +33,7 @@ from typing import Any
 from killtest.harness import lifeline
 from killtest.harness.design.model import Design
 from killtest.harness.errors import KilltestError
+from killtest.harness.faults.file_aims import offered_writes, plan_for_file_write
 from killtest.harness.faults.points import KillPoint, StartOptions
 from killtest.harness.faults.points.request import AtRequest
 from killtest.harness.faults.points.store_write import AtStoreWrite, RecordStart, require_strace, server_store
@@ -114,6 +115,12 @@ def aimed(point: Any, recording: Recording | None) -> KillPoint:
     """`point` carrying its injection plan; a one-line KilltestError when strace cannot reach that write."""
     if recording is None:
         return dataclasses.replace(point, plan=None, resolved=True)
+    if isinstance(point, AtStoreWrite) and point.file is not None:  # `w2:FILE`: by its file, any thread
+        try:
+            return dataclasses.replace(point, plan=plan_for_file_write(recording, point.file, point.index),
+                                       resolved=True)
+        except ValueError as error:
+            raise KilltestError(f"kill point {point.spec}: {error}") from None
     write = point.index if isinstance(point, AtStoreWrite) else recording.write_after_request(point.index)
     if write is None:
         return dataclasses.replace(point, plan=None, resolved=True)
@@ -145,7 +152,8 @@ def store_write_points(design: Design, on: Stage, settings: RunSettings, work_di
         one_connection = len({connection for connection, _ in where}) == 1
         return [AtStoreWrite(where[n - 1][1], resolved=True, connection=None if one_connection else where[n - 1][0])
                 for n in stable_statements(design, on, settings, work_dir, cache)]
-    return [aimed(AtStoreWrite(n), recording) for n in stable_file_writes(design, on, settings, work_dir, cache)]
+    return [aimed(AtStoreWrite(n) if by is None else AtStoreWrite(by[1], file=by[0]), recording)
+            for n, by in stable_file_writes(design, on, settings, work_dir, cache).items()]
 
 
 def again(design: Design, on: Stage, settings: RunSettings, work_dir: str | None, cache: RecordingCache) -> Any:
@@ -157,12 +165,15 @@ def again(design: Design, on: Stage, settings: RunSettings, work_dir: str | None
 
 
 def stable_file_writes(design: Design, on: Stage, settings: RunSettings, work_dir: str | None,
-                       cache: RecordingCache) -> list[int]:
-    """The writes of a file store's first start that strace reaches the same on two recordings
-    (`agreeing_writes`): the same system call and count, to the same file, after the same writes."""
+                       cache: RecordingCache) -> dict[int, tuple[str, int] | None]:
+    """The writes of a file store's first start that are the same on two recordings, in the first's order: n ->
+    None for a `w<n>` (`agreeing_writes`: the same system call and count, to the same file, after the same
+    writes), (file, k) for a `w<k>:<file>` (file_aims.offered_writes: a thread pool's, named by their file)."""
     first: Recording | None = record(design, (), on, settings, work_dir, cache)
     second: Recording | None = again(design, on, settings, work_dir, cache)
-    return agreeing_writes(first, second) if first is not None and second is not None else []
+    if first is None or second is None:
+        return {}
+    return offered_writes(first, second, agreeing_writes(first, second))
 
 
 def stable_statements(design: Design, on: Stage, settings: RunSettings, work_dir: str | None,

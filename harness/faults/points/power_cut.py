@@ -108,18 +108,21 @@ class PowerCut(PointKind):
     """The registered kind: its text names one of the three points above."""
 
     PREFIX = PREFIX
-    FORM = "x<seconds>, xr<request number>[+], xw<store write number>"
+    FORM = "x<seconds>, xr<request number>[+], xw<store write number>[:<file under the work dir>]"
     EXAMPLES = ("x0.4", "xr5", "xw5")
     ORDER = 40
 
     @classmethod
     def parse(cls, text: str, design: DesignLike | None = None) -> PointKind:
-        if "@" in text or ":" in text:
-            raise ValueError(text)  # a power cut takes the whole machine: no worker, no connection
         inner = text[len(PREFIX):]
+        if "@" in text or (":" in text and not inner.startswith(AtStoreWrite.PREFIX)):
+            raise ValueError(text)  # a power cut takes the whole machine: no worker, no connection
         if inner.startswith(AtRequest.PREFIX):
             request = AtRequest.parse(inner)
             return PowerCutAtRequest(request.index, after_response=request.after_response)
         if inner.startswith(AtStoreWrite.PREFIX):
-            return PowerCutAtStoreWrite(AtStoreWrite.parse(inner).index)
+            write = AtStoreWrite.parse(inner)
+            if write.connection is not None:
+                raise ValueError(text)
+            return PowerCutAtStoreWrite(write.index, file=write.file)  # `xw2:FILE`: by file, as `w2:FILE`
         return PowerCutAfterDelay(AfterDelay.parse(AfterDelay.PREFIX + inner).delay_s)

@@ -20,6 +20,8 @@ without strace is refused in one line.
 from __future__ import annotations
 
 import os
+import platform
+import re
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
@@ -32,6 +34,7 @@ from killtest.harness.faults.store_writes import InjectionPlan, recording_prefix
 
 GATE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "write_gate.py")
 COMMAND_GATE = os.path.join(os.path.dirname(GATE), "command_gate.py")
+FILE_GATE = os.path.join(os.path.dirname(GATE), "file_gate.py")
 GATE_MISSED = ".killtest-write-gate-missed"  # in the work dir: the gate's note of a kill off its aim
 
 
@@ -57,6 +60,9 @@ def gate_options(plan: InjectionPlan | None, values: Mapping[str, str] | None) -
     if plan is None:
         return StartOptions()  # the start makes fewer store writes: it runs to the end
     assert values is not None, "a store-write point needs the start's work dir"
+    if plan.any_thread:  # `w2:FILE`: the file gate counts every thread's calls naming the file (faults/file_aims.py)
+        return StartOptions(command_prefix=(sys.executable, "-S", FILE_GATE, plan.syscall, str(plan.when),
+                                            *plan.absolute_target(values), "--"))
     aim = ("--aim", str(plan.on_target), os.path.join(values["work_dir"], GATE_MISSED),
            *plan.absolute_target(values)) if plan.target else ()
     return StartOptions(command_prefix=(sys.executable, "-S", GATE, plan.syscall, str(plan.when),
@@ -89,10 +95,13 @@ class AtStoreWrite(PointKind):
     # A server's store only (`w7:c2`): the index-th statement of the start's connection number 2 (in the
     # order it connected), which stays the same statement when its connections interleave differently.
     connection: int | None = None
+    # A file store only (`w2:storage/datasets/7.json`): the index-th store write naming that file (relative to the
+    # work dir), whichever thread makes it: a thread pool's atomic writes (faults/file_aims.py).
+    file: str | None = None
 
     PREFIX = "w"
-    FORM = "w<store write number>[:c<store connection number>]"
-    EXAMPLES = ("w5",)
+    FORM = "w<store write number>[:c<store connection number> | :<file under the work dir>]"
+    EXAMPLES = ("w5", "w1:storage/datasets/000000003.json")
     ORDER = 25
 
     @property
@@ -101,15 +110,25 @@ class AtStoreWrite(PointKind):
 
     @classmethod
     def parse(cls, text: str, design: DesignLike | None = None) -> AtStoreWrite:
-        body, colon, connection = text[len(cls.PREFIX):].partition(":c")
+        body, colon, after = text[len(cls.PREFIX):].partition(":")
         index = int(body)
-        if index < 1 or (colon and int(connection) < 1):
+        if index < 1:
             raise ValueError(text)
-        return cls(index, connection=int(connection) if colon else None)
+        if colon and re.fullmatch(r"c\d+", after):  # a connection; a file named like one is written ./c2
+            if int(after[1:]) < 1:
+                raise ValueError(text)
+            return cls(index, connection=int(after[1:]))
+        if not colon:
+            return cls(index)
+        file = os.path.normpath(after)
+        if not after or os.path.isabs(after) or file == "." or file.startswith("..") or "@" in after:
+            raise ValueError(text)  # a file under the work dir, named relative to it
+        return cls(index, file=file)
 
     @property
     def spec(self) -> str:
-        return f"w{self.index}" + (f":c{self.connection}" if self.connection is not None else "")
+        return f"w{self.index}" + (f":c{self.connection}" if self.connection is not None else
+                                   f":{self.file}" if self.file is not None else "")
 
     def validate(self, designs: Sequence[DesignLike], workers: int) -> None:
         super().validate(designs, workers)
@@ -117,6 +136,14 @@ class AtStoreWrite(PointKind):
         if files and self.connection is not None:
             raise KilltestError(f"kill point {self.spec} names a connection to a store's server, but design"
                                 f" {files[0].name!r} keeps a {files[0].store.kind} store: write w{self.index}")
+        if files and self.file is not None and platform.machine() != "x86_64":
+            raise KilltestError(f"kill point {self.spec} is carried out by a seccomp filter that names system calls by"
+                                f" their x86_64 numbers, and this machine is {platform.machine()}: name the write by"
+                                f" its place, w<n>")
+        servers = [design for design in designs if server_store(design)]
+        if servers and self.file is not None:
+            raise KilltestError(f"kill point {self.spec} names a file, but design {servers[0].name!r} keeps its"
+                                f" records in a {servers[0].store.kind} server: name a statement, w{self.index}")
         if files:
             require_strace(self.spec)
         if workers > 1:
