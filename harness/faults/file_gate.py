@@ -25,6 +25,7 @@ It imports only the standard library and its sibling write_gate.py, and is run b
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import socket
 import struct
@@ -121,8 +122,13 @@ def supervise(listener: int, syscall: str, when: int, target: str) -> None:
         notification[:] = bytes(80)  # the kernel refuses (EINVAL) a buffer that is not all zeros
         try:
             fcntl.ioctl(listener, NOTIF_RECV, notification)
-        except OSError:  # ENOENT: the caller died meanwhile
-            continue
+        except OSError as error:
+            if error.errno in (errno.ENOENT, errno.EINTR):  # the caller died meanwhile; a signal
+                continue
+            # Never spin: a gate that cannot read its listener stops supervising (the calls under the filter then
+            # fail with ENOSYS, and the start says so) rather than burn a core until someone kills it.
+            print(f"killtest's file gate: reading the filter's listener: {error}", file=sys.stderr, flush=True)
+            return
         ident, tid = struct.unpack_from("QI", notification, 0)
         args = struct.unpack_from("6Q", notification, 32)
         if target in named(tid, syscall, args):
