@@ -112,7 +112,10 @@ def test_an_interrupted_campaign_keeps_finished_runs_and_leaves_nothing_behind(s
     assert "**Incomplete:**" in (out / "killtest.md").read_text() and "Verdict: **INCOMPLETE**" in \
         (out / "killtest.md").read_text()
     assert os.listdir(work) == []
-    assert all(not p.is_running() or p.status() == psutil.STATUS_ZOMBIE for p in scrapers)
+    # SIGKILLed by the harness before it exited; a process still on its way out (a loaded machine: a CI run with a
+    # busy process beside it saw one) gets 5 s to be gone, since what is left behind is what stays
+    _, alive = psutil.wait_procs([p for p in scrapers if p.is_running()], timeout=5)
+    assert all(p.status() == psutil.STATUS_ZOMBIE for p in alive if p.is_running()), alive
 
 
 @pytest.mark.slow
