@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -33,6 +34,20 @@ FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scraper_fix
 
 def log(*writes: tuple[int, str]) -> str:
     return "".join(f'{tid} write(3</w/{name}>, "x", 1) = 1\n' for tid, name in writes)
+
+
+def explore_pool_crawler(tmp_path, name: str, command: str) -> tuple[subprocess.CompletedProcess, Path]:
+    """`killtest explore` of a crawler whose command is `command`'s words then its storage dir, keeping a dataset
+    file per record under it (json_files), on a 1 x 3 shop, one job, 20 s of patience; its result and out dir."""
+    spec = tmp_path / "design.toml"
+    spec.write_text(f'[design]\nname = "{name}"\ndoes_not_promise = ["bounded_requests"]\n'
+                    f'command = [{command}, "{{work_dir}}/storage"]\n\n[store]\nkind = "json_files"\n'
+                    'path = "{work_dir}/storage/datasets"\nkey = "sku"\nfields = ["price", "name"]\n')
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "killtest", "explore", "--design", str(spec), "--listing-pages", "1",
+                           "--per-page", "3", "--jobs", "1", "--no-progress-timeout", "20", "--out", str(out)],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
+    return done, out
 
 
 def point(spec: str, page: str = "", landed: bool = True) -> SimpleNamespace:
@@ -96,15 +111,8 @@ def test_a_node_crawlers_thread_pool_writes_are_explored_and_its_coverage_said(t
     for the recording and the write gate, explore offered none of the dataset's writes and said nothing. Explored,
     they find the crawler's mistake: writeFile truncates the record's file before it writes it, and a start killed
     in between leaves an empty file the next start takes for a stored record."""
-    spec = tmp_path / "design.toml"
-    spec.write_text('[design]\nname = "node-pool-writes"\ndoes_not_promise = ["bounded_requests"]\n'
-                    f'command = ["node", "{FIXTURES}/node_pool_writes.mjs", "--base", "{{base_url}}", "--out",'
-                    ' "{work_dir}/storage"]\n\n[store]\nkind = "json_files"\npath = "{work_dir}/storage/datasets"\n'
-                    'key = "sku"\nfields = ["price", "name"]\n')
-    out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "killtest", "explore", "--design", str(spec), "--listing-pages", "1",
-                           "--per-page", "3", "--jobs", "1", "--no-progress-timeout", "20", "--out", str(out)],
-                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
+    done, out = explore_pool_crawler(tmp_path, "node-pool-writes",
+                                     f'"node", "{FIXTURES}/node_pool_writes.mjs", "--base", "{{base_url}}", "--out"')
     assert done.returncode == 1, done.stderr[-3000:]
     found = json.loads((out / "explore-node-pool-writes.json").read_text())
     coverage = found["coverage"]

@@ -19,13 +19,13 @@ import sys
 
 import pytest
 
-from killtest.harness.design.model import PROJECT_ROOT
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults.file_aims import named_by_id, offered_writes, plan_for_file_write
 from killtest.harness.faults.points import parse_point
 from killtest.harness.faults.points.power_cut import PowerCutAtStoreWrite
 from killtest.harness.faults.points.store_write import FILE_GATE, AtStoreWrite
 from killtest.harness.faults.store_writes import agreeing_writes, parse_recording
+from tests.test_explore_coverage import explore_pool_crawler
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scraper_fixtures")
 needs_seccomp = pytest.mark.skipif(platform.machine() != "x86_64" or not sys.platform.startswith("linux"),
@@ -128,15 +128,8 @@ def test_the_file_gate_kills_before_the_kth_rename_of_a_file_whichever_pool_thre
 def test_explore_kills_a_python_pool_crawler_at_its_dataset_renames_and_finds_the_record_it_loses(tmp_path):
     """Every rename of a dataset file is explored (by its place or by its file), a kill before one loses that
     product's record (the crawler marked it handled first), and the replay line fails again from elsewhere."""
-    spec = tmp_path / "design.toml"
-    spec.write_text('[design]\nname = "python-pool-writes"\ndoes_not_promise = ["bounded_requests"]\n'
-                    f'command = ["{sys.executable}", "{FIXTURES}/python_pool_writes.py", "{{base_url}}",'
-                    ' "{work_dir}/storage"]\n\n[store]\nkind = "json_files"\npath = "{work_dir}/storage/datasets"\n'
-                    'key = "sku"\nfields = ["price", "name"]\n')
-    out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "killtest", "explore", "--design", str(spec), "--listing-pages", "1",
-                           "--per-page", "3", "--jobs", "1", "--no-progress-timeout", "20", "--out", str(out)],
-                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
+    done, out = explore_pool_crawler(tmp_path, "python-pool-writes",
+                                     f'"{sys.executable}", "{FIXTURES}/python_pool_writes.py", "{{base_url}}"')
     assert done.returncode == 1, done.stderr[-3000:]
     found = json.loads((out / "explore-python-pool-writes.json").read_text())
     renames = {w["file"]: w for w in found["coverage"]["writes"]}["storage/datasets/SKU-N.json.N.tmp to"
