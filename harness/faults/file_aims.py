@@ -81,17 +81,18 @@ def agreeing_file_writes(first: Recording, second: Recording, taken: set[int]) -
     order, up to it), so `w<k>:<file>` names the same write whichever recording aims it."""
     both = {p for call in first.calls for p in call.paths} & {p for call in second.calls for p in call.paths}
     found: dict[int, tuple[str, int]] = {}
-    named: dict[str, tuple[list[str], list[str]]] = {}  # file -> the system calls naming it, on each recording
+    named: dict[str, tuple[list[int], list[str], list[str]]] = {}  # file -> first's n naming it, and each one's calls
     for n, call in enumerate(first.calls, 1):
         path = _stable_file(call, both)
         if n in taken or path is None:
             continue
         if path not in named:
-            named[path] = ([first.calls[m - 1].syscall for m in touching(first, path)],
+            mine = touching(first, path)
+            named[path] = (mine, [first.calls[m - 1].syscall for m in mine],
                            [second.calls[m - 1].syscall for m in touching(second, path)])
-        mine, theirs = named[path]
-        k = touching(first, path).index(n) + 1
-        if mine[:k] == theirs[:k]:
+        numbers, ours, theirs = named[path]
+        k = numbers.index(n) + 1
+        if ours[:k] == theirs[:k]:
             found[n] = (path, k)
     return found
 

@@ -146,7 +146,7 @@ def main(argv: list[str]) -> None:
     split = argv.index("--")
     syscall, when, target = argv[:split]
     command = argv[split + 1:]
-    write_gate.ctypes.CDLL(None).prctl(write_gate.PR_SET_CHILD_SUBREAPER, 1)
+    ctypes.CDLL(None).prctl(write_gate.PR_SET_CHILD_SUBREAPER, 1)  # what the start leaves comes back to the gate
     os.environ.setdefault("UV_THREADPOOL_SIZE", "1")  # as the recording had it (write_gate's comment)
     parent_end, child_end = socket.socketpair()
     child = os.fork()
