@@ -215,6 +215,9 @@ OPTIONS: tuple[Option, ...] = (
            " of its own: results/cases/<case>/<release>/report.md", ("cases",), metavar="CASE"),
     Option("--explore", "explore each release of CASE (or --release) at every store write and with power cuts, on"
            " the case's catalog: results/cases/<case>/explore.{json,md}", ("cases",), metavar="CASE"),
+    Option("--jobs", "with --explore: points run in this many processes at once (default 2; a case whose runs"
+           " mostly wait out a framework's lock can take more than the cores: crawlee-node-2085-locking)",
+           ("cases",), type=positive(int), default=2, metavar="N"),
     Option("--pre", "with --bisect: count prereleases among the releases", ("cases",), action="store_true"),
     Option("--every", "with --bisect: run every release in the range, not a binary search", ("cases",),
            action="store_true"),

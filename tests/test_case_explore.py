@@ -32,6 +32,12 @@ def test_a_release_on_a_servers_store_is_explored_at_its_statements_without_powe
     assert "--power-cut" not in explore_command(scrapy, scrapy.releases[0], False, 2, "/out")
 
 
+def test_an_exploration_runs_its_points_at_the_jobs_asked():
+    scrapy = load_case(os.path.join(CASES_FOLDER, "scrapy-7094"))
+    words = explore_command(scrapy, scrapy.releases[0], True, 8, "/out")
+    assert words[words.index("-j") + 1] == "8"
+
+
 def test_a_case_not_explored_says_why_on_the_page(tmp_path):
     assert exploration_lines(str(tmp_path / "crawlee-node-2085-locking"))[1].startswith("Exploration: not explored:")
     assert exploration_lines(str(tmp_path / "no-such-case")) == []

@@ -11,6 +11,7 @@ from killtest.harness.campaigns.case_plan import ReleaseOutcome, check_requireme
 from killtest.harness.campaigns.case_report import flagged_releases, release_facts
 from killtest.harness.check.findings import FINDINGS
 from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
+from killtest.harness.cli.explore import add_short_flag
 from killtest.harness.cli.shared import command_line
 from killtest.harness.design.case_spec import load_cases
 from killtest.harness.errors import KilltestError
@@ -25,6 +26,10 @@ class CasesCommand(Command):
     name = "cases"
     help = "run the cases: real frameworks at pinned releases, the buggy flagged and the fixed clean"
 
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        add_short_flag(parser, "--jobs", "-j")
+
     def run(self, args: argparse.Namespace, progress: Progress) -> int:
         chosen = [flag for flag in ("bisect", "report", "explore") if getattr(args, flag) is not None]
         if len(chosen) > 1:
@@ -32,6 +37,8 @@ class CasesCommand(Command):
         for flag in ("from", "to", "pre", "every"):
             if getattr(args, flag) and chosen != ["bisect"]:
                 raise KilltestError(f"--{flag} goes with --bisect CASE")
+        if args.jobs != 2 and chosen != ["explore"]:
+            raise KilltestError("--jobs goes with --explore CASE (a case's own runs and a bisection run one at a time)")
         if args.bisect is not None:
             return self.bisect(args, progress)
         if args.report is not None:
@@ -105,7 +112,8 @@ class CasesCommand(Command):
         if args.release is not None and not any(r.version == args.release for r in cases[0].releases):
             raise KilltestError(f"--release {args.release}: {args.explore} has no such release")
         check_requirements(cases, args.release)
-        result = explore_case(cases[0], args.out, release=args.release, rebuild=args.rebuild, say=progress.step,
+        result = explore_case(cases[0], args.out, release=args.release, jobs=args.jobs, rebuild=args.rebuild,
+                              say=progress.step,
                               command=command_line(), done=lambda so_far: write_exploration(args.out, so_far))
         progress.done(f"explore {cases[0].name}: {write_exploration(args.out, result)} and explore.json")
         return EXIT_PASSED
