@@ -15,7 +15,8 @@ import sys
 
 import pytest
 
-from killtest.harness.campaigns.case_bisect import search
+from killtest.harness.campaigns.case_bisect import search, verdict_of
+from killtest.harness.campaigns.case_plan import ReleaseOutcome
 from killtest.harness.campaigns.case_registry import between, is_npm_prerelease, npm_key, split_pin
 from killtest.harness.errors import KilltestError
 from killtest.harness.report.case_bisect_table import bisect_markdown
@@ -150,3 +151,20 @@ def test_the_page_says_where_the_pinned_releases_and_the_bisection_disagree_and_
     assert "disagree: 1.2 (pinned flagged, bisected clean)" in text and "1.0 (pinned" not in text
     assert "in `open < start` from 1.0; in `listHead < isEmpty` from 1.1" in text
     assert bisection_lines(str(tmp_path / "not-bisected"), pinned) == []
+
+
+def test_a_release_broken_otherwise_than_by_the_cases_bug_has_a_verdict_of_its_own():
+    """crawlee-node-2085-locking bisected from 3.5.8 called 3.5.8's empty dataset file (`unreadable`) and 3.11.5's
+    loss both "flagged", so nothing was halved and where the loss begins stayed unknown."""
+    def outcome(validity, got):
+        return ReleaseOutcome("c", "1.0", "", "design.toml", [], ["lost"], validity=validity, got=got)
+    assert verdict_of(outcome("invalid", ["lost"]), ["lost"]) == "flagged"
+    assert verdict_of(outcome("invalid", ["crashed", "lost"]), ["lost"]) == "flagged"
+    assert verdict_of(outcome("invalid", ["unreadable"]), ["lost"]) == "flagged for unreadable, not lost"
+    assert verdict_of(outcome("valid", []), ["lost"]) == "clean"
+    assert verdict_of(outcome("error", []), ["lost"]) == "error"
+    found = search(["3.5.8", "3.8.0", "3.11.5", "3.18.1"], {"3.5.8": "flagged for unreadable, not lost",
+                   "3.8.0": "flagged for unreadable, not lost", "3.11.5": "flagged", "3.18.1": "flagged"}.get,
+                   warn=lambda line: None)
+    assert [(found.versions[a], found.versions[b]) for a, b in found.changes()] == [("3.8.0", "3.11.5")]
+

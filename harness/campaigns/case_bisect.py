@@ -2,8 +2,9 @@
 
 The releases between two versions come from the registry (case_registry.py); each is run as `killtest
 cases` runs a release (case_plan.run_release: the case's design, schedule and expectation of its first
-buggy release, the env of its pins built once and cached), and its verdict is `flagged` (the run broke a
-promise), `clean`, or what kept it from saying either (`unknown`, `error`).
+buggy release, the env of its pins built once and cached), and its verdict is `flagged` (the run showed the
+findings that release expects: the bug), `clean`, `flagged for X, not Y` (it broke a promise, but not with
+the case's bug), or what kept it from saying any (`unknown`, `error`).
 
 `search` is the bisection, a pure function of the releases and a verdict function, so it is tested on
 made-up verdicts. It runs both ends and `probes` releases evenly spaced between them, then halves every
@@ -133,8 +134,17 @@ def template_of(case: Case) -> Release:
     return buggy
 
 
-def verdict_of(outcome: ReleaseOutcome) -> str:
-    return {"invalid": "flagged", "valid": "clean"}.get(outcome.validity, outcome.validity)
+def verdict_of(outcome: ReleaseOutcome, expect: tuple[str, ...] | list[str] = ()) -> str:
+    """`flagged` when the run shows the bug the case is about (every finding `expect` names), `clean` when it
+    broke nothing, and a verdict of its own when it broke something else: crawlee-node-2085-locking's 3.5.8
+    leaves an empty dataset file at w14 (`unreadable`), not the case's `lost`, and calling that "flagged"
+    hid where the loss begins (3.5.8 and 3.11.5 both "flagged", nothing to halve)."""
+    if outcome.validity != "invalid":
+        return {"valid": "clean"}.get(outcome.validity, outcome.validity)
+    absent = [code for code in expect if code not in outcome.got]
+    if not absent:
+        return "flagged"
+    return f"flagged for {', '.join(outcome.got) or 'another finding'}, not {', '.join(absent)}"
 
 
 def bisect_case(case: Case, out: str, first: str | None = None, last: str | None = None, pre: bool = False,
@@ -169,7 +179,7 @@ def bisect_case(case: Case, out: str, first: str | None = None, last: str | None
         built = round(time.monotonic() - began, 1)
         if env is not None:
             outcome = run_release(case, release, env, out, say, folder=folder)
-        found = verdict_of(outcome)
+        found = verdict_of(outcome, template.expect)
         result.runs.append({"version": version, "verdict": found, "got": outcome.got, "rows": outcome.rows,
                             "missing": outcome.missing, "duplicated": outcome.duplicated, "kills": outcome.kills,
                             "seconds": outcome.seconds, "env_seconds": built, "packages": list(pins),
