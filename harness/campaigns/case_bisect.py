@@ -9,9 +9,10 @@ the case's bug), or what kept it from saying any (`unknown`, `error`).
 `search` is the bisection, a pure function of the releases and a verdict function, so it is tested on
 made-up verdicts. It runs both ends and `probes` releases evenly spaced between them, then halves every
 interval whose ends disagree until they are neighbours. A verdict that changes once is found in about
-log2(n) runs. A verdict that changes more than once (a fix, then the bug back) shows as two intervals
-that disagree; the search then says so and runs every release, since halving cannot tell how many
-changes hide in an interval whose ends agree. `every` asks for that from the start.
+log2(n) runs, and so is each change between verdicts that each hold one run of releases. A verdict that
+comes back (a fix, then the bug back) shows as two intervals that disagree; the search then says so and
+runs every release, since halving cannot tell how many changes hide in an interval whose ends agree.
+`every` asks for that from the start.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from killtest.harness.design.registry import PROJECT_ROOT
 from killtest.harness.errors import KilltestError
 
 NO_VERDICT = ("error", "unknown")  # the release did not install or its run proved nothing
-NON_MONOTONE = ("the verdict changes more than once between {first} and {last}: halving cannot count the changes"
-                " between two releases that agree, so every release is run")
+NON_MONOTONE = ("the verdict changes more than once between {first} and {last} and a verdict comes back: halving"
+                " cannot count the changes between two releases that agree, so every release is run")
 
 
 @dataclass
@@ -85,13 +86,22 @@ def search(versions: list[str], verdict: Callable[[str], str], every: bool = Fal
         if wide is None:
             break
         nearest((wide[0] + wide[1]) // 2, wide[0] + 1, wide[1] - 1)
-    if len(found.changes()) > 1:
+    if _comes_back(found):
         found.warning = NON_MONOTONE.format(first=versions[0], last=versions[-1])
         warn(f"warning: {found.warning}")
         found.every = True
         for i in range(len(versions)):
             at(i)
     return found
+
+
+def _comes_back(found: Search) -> bool:
+    """A verdict seen again after another one: a fix, then the bug back. Then two releases that agree may hide
+    changes between them, which halving never looks at. Verdicts that each hold one run of releases (unreadable,
+    then clean, then lost: crawlee-node-2085-locking from 3.5.8) are as well found by halving as one change is."""
+    ran = [found.verdicts[i] for i in sorted(found.verdicts) if found.verdicts[i] not in NO_VERDICT]
+    blocks = [v for k, v in enumerate(ran) if k == 0 or ran[k - 1] != v]
+    return len(blocks) != len(set(blocks))
 
 
 def _untried(found: Search, a: int, b: int) -> bool:
