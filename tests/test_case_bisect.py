@@ -169,17 +169,13 @@ def test_a_release_broken_otherwise_than_by_the_cases_bug_has_a_verdict_of_its_o
     assert [(found.versions[a], found.versions[b]) for a, b in found.changes()] == [("3.8.0", "3.11.5")]
 
 
-def test_three_verdicts_each_in_one_run_of_releases_are_halved_not_run_every_one():
-    """3.5.8 unreadable, 3.9.1 clean, 3.18.1 lost: two changes, no verdict back, so no warning and no run of all
-    45; a verdict that comes back (clean, lost, clean) still runs every release."""
+def test_a_release_broken_by_another_finding_is_on_the_no_bug_side_of_a_change():
+    """crawlee-node-2085-locking's w14: clean or an empty dataset file (unreadable, depending on which write it
+    lands on) up to some release, the case's loss after it: one change, halved, found between neighbours."""
     versions = [f"3.{i}" for i in range(45)]
-    truth = {v: "flagged for unreadable, not lost" if i < 7 else "clean" if i < 30 else "flagged"
+    truth = {v: "clean" if i < 30 and i % 3 else "flagged for unreadable, not lost" if i < 30 else "flagged"
              for i, v in enumerate(versions)}
     warned: list[str] = []
     found = search(versions, truth.get, warn=warned.append)
-    assert not warned and not found.every and len(found.order) <= 14
-    assert [(found.versions[a], found.versions[b]) for a, b in found.changes()] == [("3.6", "3.7"), ("3.29", "3.30")]
-    back = {v: "flagged" if 10 <= i < 30 else "clean" for i, v in enumerate(versions)}
-    found = search(versions, back.get, warn=warned.append)
-    assert found.every and "comes back" in warned[0]
-
+    assert not warned and not found.every and len(found.order) <= 9
+    assert [(found.versions[a], found.versions[b]) for a, b in found.changes()] == [("3.29", "3.30")]

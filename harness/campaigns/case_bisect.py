@@ -9,10 +9,10 @@ the case's bug), or what kept it from saying any (`unknown`, `error`).
 `search` is the bisection, a pure function of the releases and a verdict function, so it is tested on
 made-up verdicts. It runs both ends and `probes` releases evenly spaced between them, then halves every
 interval whose ends disagree until they are neighbours. A verdict that changes once is found in about
-log2(n) runs, and so is each change between verdicts that each hold one run of releases. A verdict that
-comes back (a fix, then the bug back) shows as two intervals that disagree; the search then says so and
-runs every release, since halving cannot tell how many changes hide in an interval whose ends agree.
-`every` asks for that from the start.
+log2(n) runs. A verdict that changes more than once (a fix, then the bug back) shows as two intervals
+that disagree; the search then says so and runs every release, since halving cannot tell how many
+changes hide in an interval whose ends agree. `every` asks for that from the start. A change is the case's
+bug appearing or going: a release broken by another finding is on the "no bug" side, its findings kept.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from killtest.harness.design.registry import PROJECT_ROOT
 from killtest.harness.errors import KilltestError
 
 NO_VERDICT = ("error", "unknown")  # the release did not install or its run proved nothing
-NON_MONOTONE = ("the verdict changes more than once between {first} and {last} and a verdict comes back: halving"
-                " cannot count the changes between two releases that agree, so every release is run")
+NON_MONOTONE = ("the verdict changes more than once between {first} and {last}: halving cannot count the changes"
+                " between two releases that agree, so every release is run")
 
 
 @dataclass
@@ -50,7 +50,13 @@ class Search:
         """Neighbours among the releases that gave a verdict (a release that did not install or run, `error`
         or `unknown`, says nothing of the bug, so it neither starts nor ends a change)."""
         ran = [i for i in sorted(self.verdicts) if self.verdicts[i] not in NO_VERDICT]
-        return [(a, b) for a, b in zip(ran, ran[1:]) if self.verdicts[a] != self.verdicts[b]]
+        return [(a, b) for a, b in zip(ran, ran[1:]) if has_bug(self.verdicts[a]) != has_bug(self.verdicts[b])]
+
+
+def has_bug(verdict: str) -> bool:
+    """The side of a change a verdict is on: the case's bug shown (`flagged`) or not (`clean`, or `flagged for
+    X, not Y`: another finding, which each run's line keeps but which is not what the search looks for)."""
+    return verdict == "flagged"
 
 
 def search(versions: list[str], verdict: Callable[[str], str], every: bool = False, probes: int = 1,
@@ -86,22 +92,13 @@ def search(versions: list[str], verdict: Callable[[str], str], every: bool = Fal
         if wide is None:
             break
         nearest((wide[0] + wide[1]) // 2, wide[0] + 1, wide[1] - 1)
-    if _comes_back(found):
+    if len(found.changes()) > 1:
         found.warning = NON_MONOTONE.format(first=versions[0], last=versions[-1])
         warn(f"warning: {found.warning}")
         found.every = True
         for i in range(len(versions)):
             at(i)
     return found
-
-
-def _comes_back(found: Search) -> bool:
-    """A verdict seen again after another one: a fix, then the bug back. Then two releases that agree may hide
-    changes between them, which halving never looks at. Verdicts that each hold one run of releases (unreadable,
-    then clean, then lost: crawlee-node-2085-locking from 3.5.8) are as well found by halving as one change is."""
-    ran = [found.verdicts[i] for i in sorted(found.verdicts) if found.verdicts[i] not in NO_VERDICT]
-    blocks = [v for k, v in enumerate(ran) if k == 0 or ran[k - 1] != v]
-    return len(blocks) != len(set(blocks))
 
 
 def _untried(found: Search, a: int, b: int) -> bool:
@@ -146,9 +143,10 @@ def template_of(case: Case) -> Release:
 
 def verdict_of(outcome: ReleaseOutcome, expect: tuple[str, ...] | list[str] = ()) -> str:
     """`flagged` when the run shows the bug the case is about (every finding `expect` names), `clean` when it
-    broke nothing, and a verdict of its own when it broke something else: crawlee-node-2085-locking's 3.5.8
-    leaves an empty dataset file at w14 (`unreadable`), not the case's `lost`, and calling that "flagged"
-    hid where the loss begins (3.5.8 and 3.11.5 both "flagged", nothing to halve)."""
+    broke nothing, and `flagged for X, not Y` when it broke something else: crawlee-node-2085-locking's w14
+    sometimes lands on a dataset item's write on 3.5.8-3.9.x (an empty file, `unreadable`), not on the request
+    file whose emptying is the case's `lost`; calling that "flagged" hid where the loss begins (3.5.8 and
+    3.11.5 both "flagged", nothing to halve). The search counts it on the no-bug side (`has_bug`)."""
     if outcome.validity != "invalid":
         return {"valid": "clean"}.get(outcome.validity, outcome.validity)
     absent = [code for code in expect if code not in outcome.got]
