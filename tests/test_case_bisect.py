@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from killtest.harness.campaigns.case_bisect import search, verdict_of
+from killtest.harness.campaigns.case_bisect import crashed_in, search, verdict_of
 from killtest.harness.campaigns.case_plan import ReleaseOutcome
 from killtest.harness.campaigns.case_registry import between, is_npm_prerelease, npm_key, split_pin
 from killtest.harness.errors import KilltestError
@@ -179,3 +179,20 @@ def test_a_release_broken_by_another_finding_is_on_the_no_bug_side_of_a_change()
     found = search(versions, truth.get, warn=warned.append)
     assert not warned and not found.every and len(found.order) <= 9
     assert [(found.versions[a], found.versions[b]) for a, b in found.changes()] == [("3.29", "3.30")]
+
+
+def test_where_a_start_crashed_is_read_from_crash_events_not_from_a_killed_starts_stderr(tmp_path):
+    """crawlee-node-2085-locking's bisect.md said every start "crashed in" strace's own line at the kill
+    ("dispatch_event: pid N has delayed wait data set already"): that was the killed start's output."""
+    history = tmp_path / "history"
+    history.mkdir()
+    killed = {"type": "start_output", "start": 0, "stderr_tail": ["strace: dispatch_event: pid 1 has delayed ..."]}
+    (history / "run1.jsonl").write_text(json.dumps(killed) + "\n")
+    assert crashed_in(str(tmp_path)) == ""
+    crash = {"type": "crash", "start": 1, "returncode": 1, "stderr_tail": [
+        "SyntaxError: Unexpected end of JSON input", "    at JSON.parse (<anonymous>)",
+        "    at RequestQueueClient.listHead (x.js:1:1)", "    at async RequestQueue._ensureHeadIsNonEmpty (y.js:2:2)"]}
+    (history / "run1.jsonl").write_text(json.dumps(killed) + "\n" + json.dumps(crash) + "\n")
+    assert crashed_in(str(tmp_path)) == ("SyntaxError: Unexpected end of JSON input in RequestQueueClient.listHead"
+                                         " < RequestQueue._ensureHeadIsNonEmpty")
+

@@ -214,7 +214,8 @@ def crashed_in(folder: str, frames: int = 2) -> str:
     for name in sorted(os.listdir(history)) if os.path.isdir(history) else []:
         with open(os.path.join(history, name), encoding="utf-8") as src:
             for line in src:
-                tail = json.loads(line).get("stderr_tail")
+                event = json.loads(line)
+                tail = event.get("stderr_tail") if event.get("type") == "crash" else None  # not a killed start's
                 if tail:
                     stack = [t.strip().removeprefix("at ").removeprefix("async ").split(" (")[0] for t in tail
                              if t.strip().startswith("at ") and "JSON.parse" not in t]
