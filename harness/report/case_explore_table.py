@@ -105,11 +105,6 @@ def _read(path: str) -> dict | None:
 
 # Why a case, or some of its releases, was not explored: written by hand, since no run measures it.
 NOT_EXPLORED = {
-    "crawlee-node-2085-locking": "not explored: each run takes about 190 s (Crawlee 3.18 holds a killed start's"
-    " request locks for 180 s, and the case waits them out: `--time-limit 420`), and an exploration on the case's"
-    " catalog is about 90 points (crawlee-node-1736's 3.5.8 on the same 2 x 5 shop: 90): some 2.4 hours at"
-    " `-j 2`, against 5 to 20 minutes for every other case. Its one failure was read at the case's own point"
-    " instead (the report below).",
     "bullmq-max-stalled": "An exploration kills once a point, and one kill stalls a job once, which maxStalledCount"
     " 1 allows: the case's loss needs the same job stalled twice (`r21,r1`), beyond an exploration of single"
     " points (its README).",
