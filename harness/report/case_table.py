@@ -44,6 +44,7 @@ killtest cases --only crawlee-python-1825      # one case, both releases
 killtest cases --bisect crawlee-node-1736 --from 3.0.4   # where the verdict changes, on the registry's releases
 killtest cases --report crawlee-node-1736      # report.md of each flagged release, from runs of its own
 killtest cases --explore scrapy-7094           # each release at every store write and power cut
+killtest cases --explore crawlee-node-2085-locking -j 8   # 8 points at once: its runs mostly wait out locks
 make analyses                                  # all of the above for every case, its time printed
 ```
 
@@ -81,7 +82,8 @@ correct design on a buggy version) or **control** (a case that must pass everywh
 
 **Boundaries.** The pinned releases were picked by hand; `killtest cases --bisect CASE [--from V --to V]`
 runs the same schedule on the registry's releases between two versions (pip's and npm's own listings)
-and finds the last release with one verdict and the first with the other. Where a case was bisected,
+and finds the last release without the case's bug and the first with it (or the reverse, for a fix): a
+release broken by another finding is "flagged for X, not Y", on the no-bug side. Where a case was bisected,
 its section says what the bisection found (results/cases/<case>/bisect.md lists every release, run or
 not). Where a flagged release has an upstream-ready report (results/cases/<case>/<release>/report.md:
 the versions, a reproduction from a fresh directory, the framework's own log lines, the source line of
