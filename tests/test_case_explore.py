@@ -39,7 +39,8 @@ def test_an_exploration_runs_its_points_at_the_jobs_asked():
 
 
 def test_a_case_not_explored_says_why_on_the_page(tmp_path):
-    assert exploration_lines(str(tmp_path / "bullmq-max-stalled"))[1].startswith("Exploration: An exploration kills once")
+    why = exploration_lines(str(tmp_path / "bullmq-max-stalled"))[1]
+    assert why.startswith("Exploration: An exploration kills once")
     assert exploration_lines(str(tmp_path / "no-such-case")) == []
 
 
