@@ -196,3 +196,20 @@ def test_where_a_start_crashed_is_read_from_crash_events_not_from_a_killed_start
     assert crashed_in(str(tmp_path)) == ("SyntaxError: Unexpected end of JSON input in RequestQueueClient.listHead"
                                          " < RequestQueue._ensureHeadIsNonEmpty")
 
+
+
+def test_a_pip_without_json_listings_is_read_from_its_available_versions_line(monkeypatch):
+    """A new venv's own pip (23.2 here) refuses `pip index versions --json`; its text line lists the same releases,
+    newest first (seen from the wheel: `killtest cases --bisect` stopped at "no such option: --json")."""
+    from killtest.harness.campaigns import case_registry
+
+    def pip(command, what):
+        if "--json" in command:
+            raise KilltestError(f"{what} failed: no such option: --json")
+        return "scrapy (2.15.0)\nAvailable versions: 2.15.0, 2.14.2, 2.14.1\n"
+    monkeypatch.setattr(case_registry, "_ask", pip)
+    case_registry.releases.cache_clear()
+    try:
+        assert case_registry.releases("python", "scrapy-text-listing") == ("2.14.1", "2.14.2", "2.15.0")
+    finally:
+        case_registry.releases.cache_clear()

@@ -71,9 +71,18 @@ def _ask(command: list[str], what: str) -> str:
 def releases(runtime: str, name: str, pre: bool = False) -> tuple[str, ...]:
     """Every release of `name` on its registry, oldest first (prereleases only when `pre`)."""
     if runtime == "python":
-        command = [sys.executable, "-m", "pip", "index", "versions", name, "--json", "--disable-pip-version-check",
+        command = [sys.executable, "-m", "pip", "index", "versions", name, "--disable-pip-version-check",
                    *(["--pre"] if pre else [])]
-        out = _ask(command, f"pip index versions {name}")
+        try:
+            out = _ask([*command, "--json"], f"pip index versions {name}")
+        except KilltestError as error:  # pip before 23.3 (a new venv's own) has no --json: its text says the same
+            if "--json" not in str(error):
+                raise
+            line = next((ln for ln in _ask(command, f"pip index versions {name}").splitlines()
+                         if ln.startswith("Available versions:")), None)
+            if line is None:
+                raise KilltestError(f"pip index versions {name}: no 'Available versions:' line") from None
+            return tuple(reversed([v.strip() for v in line.partition(":")[2].split(",") if v.strip()]))
         try:
             listed = json.loads(out)["versions"]
         except (ValueError, KeyError, TypeError):
