@@ -61,12 +61,12 @@ def test_an_unkilled_peer_crawl_stores_every_product_once(name, peer_site, tmp_p
 def test_scrapy_resumes_from_its_job_directory_after_a_graceful_stop(peer_site, tmp_path):
     """SIGTERM once is Scrapy's graceful shutdown: it closes the spider and writes requests.queue/active.json."""
     design = design_named("scrapy-jobdir")
-    # Paced so the crawl (44 requests, 8.8 s) is still going when the redeploy comes; 5 s lets the interpreter
+    # Paced so the crawl (44 requests, 14.7 s) is still going when the redeploy comes; 8 s lets the interpreter
     # and the reactor start (0.9 s on one machine of this kind, 1.5 s and more on a slower one, where d1.5 came
     # before Scrapy was at work: "this run proved nothing"; a CI on a machine running at a third of its speed
-    # missed d3 the same way), and 10 s of grace let the spider close.
-    with SiteServer(build_catalog(listing_pages=4, products_per_page=10, seed=3), pace_rps=5) as site:
-        history = run_kill_test(design, parse_schedule("d5:10"), site, str(tmp_path), RunSettings(time_limit_s=60))
+    # missed d3 and d5 the same way), and 10 s of grace let the spider close.
+    with SiteServer(build_catalog(listing_pages=4, products_per_page=10, seed=3), pace_rps=3) as site:
+        history = run_kill_test(design, parse_schedule("d8:10"), site, str(tmp_path), RunSettings(time_limit_s=90))
         verdict = check_run(design, 1, history, site.catalog)
     assert verdict.kills == 1 and verdict.outcome == "completed", verdict.problems
     assert verdict.missing_records == 0 and verdict.correct_records == 40
