@@ -217,7 +217,7 @@ OPTIONS: tuple[Option, ...] = (
            " the case's catalog: results/cases/<case>/explore.{json,md}", ("cases",), metavar="CASE"),
     Option("--jobs", "with --explore: points run in this many processes at once (default 2; a case whose runs"
            " mostly wait out a framework's lock can take more than the cores: crawlee-node-2085-locking)",
-           ("cases",), type=positive(int), default=2, metavar="N"),
+           ("cases",), type=positive(int), metavar="N"),
     Option("--pre", "with --bisect: count prereleases among the releases", ("cases",), action="store_true"),
     Option("--every", "with --bisect: run every release in the range, not a binary search", ("cases",),
            action="store_true"),

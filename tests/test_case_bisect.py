@@ -107,6 +107,7 @@ def test_a_range_is_two_releases_the_registry_lists_oldest_first():
     (["--report", "scrapy-7094", "--from", "2.13.4"], "--from goes with --bisect CASE"),
     (["--bisect", "scrapy-7094", "--explore", "scrapy-7094"], "--bisect and --explore are two jobs"),
     (["--bisect", "scrapy-7094", "-j", "4"], "--jobs goes with --explore CASE"),
+    (["--bisect", "scrapy-7094", "-j", "2"], "--jobs goes with --explore CASE"),
     (["--explore", "scrapy-7094", "-j", "0"], "--jobs/-j: must be more than zero"),
 ])
 def test_bad_bisect_input_is_one_line_and_exit_2(tmp_path, words, said):

@@ -37,7 +37,7 @@ class CasesCommand(Command):
         for flag in ("from", "to", "pre", "every"):
             if getattr(args, flag) and chosen != ["bisect"]:
                 raise KilltestError(f"--{flag} goes with --bisect CASE")
-        if args.jobs != 2 and chosen != ["explore"]:
+        if args.jobs is not None and chosen != ["explore"]:
             raise KilltestError("--jobs goes with --explore CASE (a case's own runs and a bisection run one at a time)")
         if args.bisect is not None:
             return self.bisect(args, progress)
@@ -112,7 +112,7 @@ class CasesCommand(Command):
         if args.release is not None and not any(r.version == args.release for r in cases[0].releases):
             raise KilltestError(f"--release {args.release}: {args.explore} has no such release")
         check_requirements(cases, args.release)
-        result = explore_case(cases[0], args.out, release=args.release, jobs=args.jobs, rebuild=args.rebuild,
+        result = explore_case(cases[0], args.out, release=args.release, jobs=args.jobs or 2, rebuild=args.rebuild,
                               say=progress.step,
                               command=command_line(), done=lambda so_far: write_exploration(args.out, so_far))
         progress.done(f"explore {cases[0].name}: {write_exploration(args.out, result)} and explore.json")
