@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from killtest.harness.campaigns.case_bisect import crashed_in, search, verdict_of
+from killtest.harness.campaigns.case_bisect import Bisection, crashed_in, search, summary_lines, verdict_of
 from killtest.harness.campaigns.case_plan import ReleaseOutcome
 from killtest.harness.campaigns.case_registry import between, is_npm_prerelease, npm_key, split_pin
 from killtest.harness.errors import KilltestError
@@ -126,7 +126,8 @@ def test_scrapy_7094_bisected_on_three_real_releases_finds_2_14_0_the_first_flag
     data = json.loads((tmp_path / "cases" / "scrapy-7094" / "bisect.json").read_text())
     assert data["versions"] == ["2.13.4", "2.14.0", "2.14.1"]
     assert [(c["last"], c["last_verdict"], c["first"], c["first_verdict"]) for c in data["changes"]] == [
-        ("2.13.4", "clean", "2.14.0", "flagged")]
+        ("2.13.4", "clean", "2.14.0", "flagged")], [(r["version"], r["verdict"], r["got"], r["error"], r["seconds"])
+                                                    for r in data["runs"]]
     assert {r["version"]: "scrapy==" + r["version"] in [p.lower() for p in r["installed"]] for r in data["runs"]} == {
         v: True for v in data["versions"]}  # each run's env held the release it is named for
     assert "2.13.4 is the last clean, 2.14.0 the first flagged" in done.stderr
@@ -164,6 +165,9 @@ def test_a_release_broken_otherwise_than_by_the_cases_bug_has_a_verdict_of_its_o
     assert verdict_of(outcome("invalid", ["unreadable"]), ["lost"]) == "flagged for unreadable, not lost"
     assert verdict_of(outcome("valid", []), ["lost"]) == "clean"
     assert verdict_of(outcome("error", []), ["lost"]) == "error"
+    timed_out = outcome("invalid", ["liveness"])
+    timed_out.outcome = "timed_out"  # `lost` is never counted in a crawl that did not finish: no evidence
+    assert verdict_of(timed_out, ["lost"]) == "timed out" and verdict_of(timed_out, ["liveness"]) == "flagged"
     found = search(["3.5.8", "3.8.0", "3.11.5", "3.18.1"], {"3.5.8": "flagged for unreadable, not lost",
                    "3.8.0": "flagged for unreadable, not lost", "3.11.5": "flagged", "3.18.1": "flagged"}.get,
                    warn=lambda line: None)
@@ -214,3 +218,18 @@ def test_a_pip_without_json_listings_is_read_from_its_available_versions_line(mo
         assert case_registry.releases("python", "scrapy-text-listing") == ("2.14.1", "2.14.2", "2.15.0")
     finally:
         case_registry.releases.cache_clear()
+
+
+def test_the_summary_names_each_release_that_gave_no_verdict_and_why():
+    """A release that did not install or whose crawl timed out is gone around: the summary says so, where the
+    user would otherwise read a change (or none) as covering the whole range."""
+    result = Bisection("c", "pkg", "1.0", "1.2", ["1.0", "1.1", "1.2"])
+    result.runs = [{"version": "1.0", "verdict": "error", "error": "pip install pkg==1.0 failed: no wheel",
+                    "out": "o/1.0"},
+                   {"version": "1.1", "verdict": "flagged", "error": "", "out": "o/1.1"},
+                   {"version": "1.2", "verdict": "timed out", "error": "", "out": "o/1.2"}]
+    lines = summary_lines(result)
+    assert lines[0] == "bisect c: flagged at every release run from 1.0 to 1.2 that gave one"
+    assert "1.0 gave no verdict and was gone around: pip install pkg==1.0 failed: no wheel" in lines[1]
+    assert "1.2 gave no verdict and was gone around: its run was timed out (log: o/1.2/killtest.log)" in lines[2]
+    assert lines[3] == "bisect c: ran 3 of 3 releases in 0s"

@@ -4,7 +4,8 @@ The releases between two versions come from the registry (case_registry.py); eac
 cases` runs a release (case_plan.run_release: the case's design, schedule and expectation of its first
 buggy release, the env of its pins built once and cached), and its verdict is `flagged` (the run showed the
 findings that release expects: the bug), `clean`, `flagged for X, not Y` (it broke a promise, but not with
-the case's bug), or what kept it from saying any (`unknown`, `error`).
+the case's bug), or what kept it from saying any (`unknown`, `error`, `timed out`: a crawl that did not finish
+counts nothing as lost, so it cannot tell a release without the loss from a slow one).
 
 `search` is the bisection, a pure function of the releases and a verdict function, so it is tested on
 made-up verdicts. It runs both ends and `probes` releases evenly spaced between them, then halves every
@@ -30,7 +31,10 @@ from killtest.harness.design.case_spec import Case, Release
 from killtest.harness.design.registry import PROJECT_ROOT
 from killtest.harness.errors import KilltestError
 
-NO_VERDICT = ("error", "unknown")  # the release did not install or its run proved nothing
+# The release did not install or its run proved nothing, or its crawl never finished: `lost` is only counted in a
+# crawl that finished, so a run stopped by its time limit cannot say whether the case's loss is there.
+TIMED_OUT = "timed out"
+NO_VERDICT = ("error", "unknown", TIMED_OUT)
 NON_MONOTONE = ("the verdict changes more than once between {first} and {last}: halving cannot count the changes"
                 " between two releases that agree, so every release is run")
 
@@ -152,6 +156,8 @@ def verdict_of(outcome: ReleaseOutcome, expect: tuple[str, ...] | list[str] = ()
     absent = [code for code in expect if code not in outcome.got]
     if not absent:
         return "flagged"
+    if "timed_out" in outcome.outcome.split(",") and "liveness" not in expect:
+        return TIMED_OUT  # what it had not stored it might still have stored: no evidence either way
     return f"flagged for {', '.join(outcome.got) or 'another finding'}, not {', '.join(absent)}"
 
 
@@ -224,11 +230,17 @@ def crashed_in(folder: str, frames: int = 2) -> str:
 
 
 def summary_lines(result: Bisection) -> list[str]:
-    """What the command prints at the end: each change, how many releases ran, the time."""
+    """What the command prints at the end: each change, each release that gave no verdict and why (the search
+    went around it, so a change next to it lies between the releases that did), how many releases ran, the time."""
+    judged = [r for r in result.runs if r["verdict"] not in NO_VERDICT]
     lines = [f"bisect {result.case}: {c['last']} is the last {c['last_verdict']}, {c['first']} the first"
              f" {c['first_verdict']}" for c in result.changes] or [
-        f"bisect {result.case}: {result.runs[0]['verdict'] if result.runs else '-'} at every release run from"
-        f" {result.first} to {result.last}"]
+        f"bisect {result.case}: {judged[0]['verdict'] if judged else 'no verdict'} at every release run from"
+        f" {result.first} to {result.last}" + (" that gave one" if judged and len(judged) < len(result.runs) else "")]
+    for run in result.runs:
+        if run["verdict"] in NO_VERDICT:
+            why = run["error"] or f"its run was {run['verdict']} (log: {run['out']}/killtest.log)"
+            lines.append(f"bisect {result.case}: {run['version']} gave no verdict and was gone around: {why}")
     lines.append(f"bisect {result.case}: ran {len(result.runs)} of {len(result.versions)} releases in"
                  f" {result.seconds:.0f}s" + (" (every release)" if result.every else ""))
     return lines
