@@ -122,6 +122,7 @@ class Recorder:
         seen = self.masked.setdefault(f"{request.method} {masked}", (real, answer))
         if seen[0] != real and seen[1] != answer and masked not in self.collisions:
             self.collisions.append(masked)
+            self._write_collisions()
         write_exchange(self.writer, masked, request.method,
                        mask.request_headers(request_headers), mask.body(request_headers, request.raw_content or b""),
                        response.status_code, response.reason, mask.response_headers(list(response.headers.items())),
@@ -130,8 +131,16 @@ class Recorder:
 
     def done(self) -> None:
         self.out.close()
-        with open(self.warc + ".collisions", "w", encoding="utf-8") as out:
+        self._write_collisions()
+
+    def _write_collisions(self) -> None:
+        """Written when a collision is found, not only at shutdown: a proxy slow to stop is SIGKILLed after 5 s
+        (replay.ProxyProcess.stop), and a list kept for done() alone was lost with it (a slowed CI machine
+        recorded the two probes and never warned). A rename, so the harness reads the old list or the new."""
+        temporary = self.warc + ".collisions.tmp"
+        with open(temporary, "w", encoding="utf-8") as out:
             json.dump(self.collisions, out)
+        os.replace(temporary, self.warc + ".collisions")
 
 
 class SayPort:

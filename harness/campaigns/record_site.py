@@ -80,7 +80,8 @@ def record_design(design: Design, resolve: list[str], insecure_upstream: bool, t
     try:
         return _record(design, site, partial, resolve, insecure_upstream, time_limit_s, on_progress)
     finally:  # a failed recording leaves no half-made file behind, and the old recording as it was
-        for path in (partial.recording, reference_path(partial.recording), partial.recording + ".collisions"):
+        for path in (partial.recording, reference_path(partial.recording), partial.recording + ".collisions",
+                     partial.recording + ".collisions.tmp"):
             with contextlib.suppress(OSError):
                 os.remove(path)
 
