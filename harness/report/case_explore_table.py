@@ -117,10 +117,12 @@ def exploration_lines(folder: str) -> list[str]:
     why_not = NOT_EXPLORED.get(os.path.basename(folder))
     if not data:
         return ["", f"Exploration: {why_not}"] if why_not else []
-    rows = "; ".join(f"{r['key']} ({r['role']}): " + (f"{r['broken']} of {r['points']} points broken, {r['distinct']}"
-                                                      f" distinct failures, {r['seconds']:.0f} s{_writes(r)}"
-                                                      if "error" not in r else "did not finish")
-                     for r in data["releases"])
+    def release(r: dict) -> str:
+        failures = f"{r['distinct']} distinct failure{'' if r['distinct'] == 1 else 's'}"
+        return (f"{r['broken']} of {r['points']} points broken, {failures}, {r['seconds']:.0f} s{_writes(r)}"
+                if "error" not in r else "did not finish")
+
+    rows = "; ".join(f"{r['key']} ({r['role']}): {release(r)}" for r in data["releases"])
     return ["", f"Explored at every store write{' and power cut' if _cut(data) else ''}"
                 f" ([every failure, with its replay line](../../results/cases/{data['case']}/explore.md)): {rows}."
             + (f" {why_not[0].upper()}{why_not[1:]}" if why_not else "")]

@@ -81,13 +81,15 @@ the fix), **before the bug** (a clean release older than the bug: clean, not fix
 correct design on a buggy version) or **control** (a case that must pass everywhere).
 
 **Boundaries.** The pinned releases were picked by hand; `killtest cases --bisect CASE [--from V --to V]`
-runs the same schedule on the registry's releases between two versions (pip's and npm's own listings)
-and finds the last release without the case's bug and the first with it (or the reverse, for a fix): a
-release broken by another finding is "flagged for X, not Y", on the no-bug side. Where a case was bisected,
-its section says what the bisection found (results/cases/<case>/bisect.md lists every release, run or
-not). Where a flagged release has an upstream-ready report (results/cases/<case>/<release>/report.md:
-the versions, a reproduction from a fresh directory, the framework's own log lines, the source line of
-the write the kill landed on), its line links it.
+runs the same schedule on the registry's releases between two versions (pip's and npm's own listings) and
+finds the last release without the case's bug and the first with it (or the reverse, for a fix): a release
+broken by another finding is "flagged for X, not Y", on the no-bug side; a release that did not install, or
+whose crawl timed out (it counts nothing as lost), gives no verdict and is gone around, and the summary
+names it. Where a case was bisected, its section says what the bisection found
+(results/cases/<case>/bisect.md lists every release, run or not). Where a flagged release has an
+upstream-ready report (results/cases/<case>/<release>/report.md: the versions, a reproduction from a fresh
+directory, the framework's own log lines, the source line of the write the kill landed on), its line links
+it.
 """
 
 
