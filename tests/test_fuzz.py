@@ -60,12 +60,14 @@ def test_idempotent_design_keeps_its_promises_at_any_crash_points_on_any_catalog
 
 @pytest.mark.serial  # timing-sensitive: failed under load (make test runs it after the rest, beside one other at most)
 def test_an_exact_schedule_gives_the_same_outcome_on_every_repeat(small_site, launchers):
-    # A lease far below any boot: a killed start's claims have always expired when the next start claims, so
-    # it takes the products in the store's order. With 0.2 s, a start that booted slower than the lease on a
-    # slow machine took /product/3 before /product/5 where the repeat before took them the other way round.
+    # A lease far above any boot: a killed start's claims are still held when the next start claims, so it takes
+    # the pending pages first and a killed start's pages when their leases run out, in the order they were claimed.
+    # A lease near a boot races it: with 0.2 s a slow boot took /product/3 before /product/5 where the repeat before
+    # took them the other way round, and with 0.02 s a forked start on an idle machine claimed before the killed
+    # start's lease ran out (/product/4) where its repeat, a few ms slower, took /product/3.
     schedule = parse_schedule("r5,l:scrapers/idempotent.py:complete+8:2,r1")
-    short_lease = RunSettings(lease_s=0.02, time_limit_s=60)
-    outcomes = [fingerprint(*kill_test(design_named("idempotent"), schedule, small_site, launchers, short_lease))
+    long_lease = RunSettings(lease_s=3.0, time_limit_s=60)
+    outcomes = [fingerprint(*kill_test(design_named("idempotent"), schedule, small_site, launchers, long_lease))
                 for _ in range(3)]
     assert outcomes[0] == outcomes[1] == outcomes[2]
     assert [rc for rc, _ in outcomes[0][1]] == [-9, -9, -9]
