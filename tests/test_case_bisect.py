@@ -233,3 +233,7 @@ def test_the_summary_names_each_release_that_gave_no_verdict_and_why():
     assert "1.0 gave no verdict and was gone around: pip install pkg==1.0 failed: no wheel" in lines[1]
     assert "1.2 gave no verdict and was gone around: its run was timed out (log: o/1.2/killtest.log)" in lines[2]
     assert lines[3] == "bisect c: ran 3 of 3 releases in 0s"
+    result.runs[1:] = [{"version": "1.1", "verdict": "clean", "error": "", "out": "o/1.1"},
+                       {"version": "1.2", "verdict": "flagged for unreadable, not lost", "error": "", "out": "o/1.2"}]
+    assert summary_lines(result)[0] == ("bisect c: not flagged for the case's bug at every release run from 1.0 to"
+                                        " 1.2 that gave one")

@@ -26,6 +26,11 @@ from killtest.harness.servers.for_stores import StoreServers
 # The catalog `killtest replay --listing-pages 2 --per-page 3` builds, so a printed replay is exact.
 CATALOG = build_catalog(listing_pages=2, products_per_page=3)  # 8 requests for a full crawl
 SETTINGS = RunSettings(lease_s=0.2, time_limit_s=60)
+# Where a test compares outcomes exactly: a lease far above any boot (0.2-0.4 s, a fork: milliseconds), so a killed
+# start's claims are still held when the next start claims, on any machine. A lease near a boot races it: 0.2 s
+# against a slowed boot, 0.02 s against a fork, 1.5 s against a boot at a third of the machine's speed all
+# reordered a restart's products between repeats.
+EXACT = RunSettings(lease_s=4, time_limit_s=90)
 
 
 @pytest.fixture(scope="module")
@@ -60,14 +65,9 @@ def test_idempotent_design_keeps_its_promises_at_any_crash_points_on_any_catalog
 
 @pytest.mark.serial  # timing-sensitive: failed under load (make test runs it after the rest, beside one other at most)
 def test_an_exact_schedule_gives_the_same_outcome_on_every_repeat(small_site, launchers):
-    # A lease far above any boot: a killed start's claims are still held when the next start claims, so it takes
-    # the pending pages first and a killed start's pages when their leases run out, in the order they were claimed.
-    # A lease near a boot races it: with 0.2 s a slow boot took /product/3 before /product/5 where the repeat before
-    # took them the other way round, and with 0.02 s a forked start on an idle machine claimed before the killed
-    # start's lease ran out (/product/4) where its repeat, a few ms slower, took /product/3.
+    # The next start takes the pending pages first and a killed start's pages when their leases run out.
     schedule = parse_schedule("r5,l:scrapers/idempotent.py:complete+8:2,r1")
-    long_lease = RunSettings(lease_s=3.0, time_limit_s=60)
-    outcomes = [fingerprint(*kill_test(design_named("idempotent"), schedule, small_site, launchers, long_lease))
+    outcomes = [fingerprint(*kill_test(design_named("idempotent"), schedule, small_site, launchers, EXACT))
                 for _ in range(3)]
     assert outcomes[0] == outcomes[1] == outcomes[2]
     assert [rc for rc, _ in outcomes[0][1]] == [-9, -9, -9]
@@ -81,15 +81,12 @@ def fingerprint(history, verdict):
 
 
 def test_a_pre_forked_start_behaves_like_a_new_interpreter(small_site, launchers):
-    # Outcomes are exact when no lease runs out while a start boots: here 4 s against a 0.2-0.4 s boot (1.5 s
-    # was outrun by a boot on a CI machine running at a third of its speed).
-    long_lease = RunSettings(lease_s=4, time_limit_s=90)
     schedule = parse_schedule("r5,l:scrapers/idempotent.py:complete+8:2")
     outcomes = []
     for pool in (None, launchers):
         with tempfile.TemporaryDirectory(prefix="killtest-fuzz-") as work_dir:
             launcher = pool["idempotent"] if pool else None
-            history = run_kill_test(design_named("idempotent"), schedule, small_site, work_dir, long_lease,
+            history = run_kill_test(design_named("idempotent"), schedule, small_site, work_dir, EXACT,
                                     launcher=launcher)
         outcomes.append(fingerprint(history, None))
     assert outcomes[0] == outcomes[1]

@@ -233,10 +233,14 @@ def summary_lines(result: Bisection) -> list[str]:
     """What the command prints at the end: each change, each release that gave no verdict and why (the search
     went around it, so a change next to it lies between the releases that did), how many releases ran, the time."""
     judged = [r for r in result.runs if r["verdict"] not in NO_VERDICT]
+    verdicts = {r["verdict"] for r in judged}
+    # With no change every judged release is on one side; name the verdict when they agree, else the side.
+    side = (verdicts.pop() if len(verdicts) == 1 else "flagged" if has_bug(judged[0]["verdict"])
+            else "not flagged for the case's bug") if judged else "no verdict"
     lines = [f"bisect {result.case}: {c['last']} is the last {c['last_verdict']}, {c['first']} the first"
              f" {c['first_verdict']}" for c in result.changes] or [
-        f"bisect {result.case}: {judged[0]['verdict'] if judged else 'no verdict'} at every release run from"
-        f" {result.first} to {result.last}" + (" that gave one" if judged and len(judged) < len(result.runs) else "")]
+        f"bisect {result.case}: {side} at every release run from {result.first} to {result.last}"
+        + (" that gave one" if judged and len(judged) < len(result.runs) else "")]
     for run in result.runs:
         if run["verdict"] in NO_VERDICT:
             why = run["error"] or f"its run was {run['verdict']} (log: {run['out']}/killtest.log)"
