@@ -24,7 +24,9 @@ EVENTS: dict[str, str] = {
             " reported, -9), held_leases (the claims the store held afterwards); worker and worker_pid (its"
             " process) when one worker was hit, server_restart_s when the store's server was restarted,"
             " aimed_elsewhere (a store-write point's kill delivered at another write than its recording aimed at:"
-            " which, in words)",
+            " which, in words); store_rows and store_bytes when the whole start was killed: the rows the store held"
+            " just after the kill (none: unreadable) and its file's size (none: a server's store), the crash state"
+            " the kill reached (harness/running/kill_state.py)",
     "worker_restarted": "start, worker, pid: a worker killed alone and started again at once",
     "paused": "start, worker (none: every worker), pids (the process groups sent SIGSTOP), seconds (planned),"
               " point, and with --aim-pauses aimed_at (the product page the worker was stopped asking for, before"

@@ -45,6 +45,7 @@ from killtest.harness.running.collect import (
     stderr_tail,
     store_found,
 )
+from killtest.harness.running.kill_state import store_state
 from killtest.harness.running.processes import Start, spawn
 from killtest.harness.running.site_drift import SiteDrift
 from killtest.harness.running.start_watch import Stalled, StartWatch, wait_watching
@@ -242,6 +243,7 @@ def _wait_then_kill(run: _Run, point: KillPoint | None, armed: Armed, crawl: int
         fired_at = armed.fired_at or time.monotonic()
         run.history.add("kill", fired_at - run.began, start=index, signal="SIGKILL", point=point.spec,
                         returncode=returncode, held_leases=run.held_leases(),
+                        **store_state(run.design, run.location),  # the crash state the kill reached
                         **gate_missed(run.design.values(run.launch_for(crawl))))  # a write gate's kill off its aim
         point.after_kill(StartTarget(run, crawl, point.spec))  # a power cut drops what was not durable
         run.current = None
@@ -258,8 +260,9 @@ def _fire(run: _Run, point: KillPoint, crawl: int) -> None:
     # One worker killed and started again: its killed process, which the site credits requests to.
     alone = {"worker_pid": run.current.retired[-1].process.pid} if fired.restarted_pid is not None else {}
     if fired.killed:  # a pause kills nothing: its target wrote `paused` and `resumed`
+        state = store_state(run.design, run.location) if fired.start_over else {}  # the crash state it reached
         run.history.add("kill", killed_at - run.began, start=index, signal=fired.signal, point=point.spec,
-                        returncode=fired.returncode, held_leases=run.held_leases(), **fired.fields, **alone)
+                        returncode=fired.returncode, held_leases=run.held_leases(), **state, **fired.fields, **alone)
     if fired.restarted_pid is not None:
         run.history.add("worker_restarted", run.since_began(), start=index, worker=point.worker,
                         pid=fired.restarted_pid)
