@@ -193,7 +193,7 @@ def test_two_built_in_specs_with_one_name_are_refused(tmp_path):
 def test_spec_keys_describe_every_key_a_spec_may_hold_in_one_line():
     from killtest.harness.design.specfile import DESIGN_KEYS, SPEC_KEYS, STORE_KEYS
 
-    assert set(SPEC_KEYS) == {"", "design", "store", "site"}
+    assert set(SPEC_KEYS) == {"", "design", "store", "site", "servers"}
     assert DESIGN_KEYS == set(SPEC_KEYS["design"]) and STORE_KEYS == set(SPEC_KEYS["store"])
     assert "set_args" in DESIGN_KEYS and "extends" in SPEC_KEYS[""]
     assert all(text and "\n" not in text for keys in SPEC_KEYS.values() for text in keys.values())

@@ -11,6 +11,8 @@ Designs are described by TOML specs (harness/design/specfile.py); the built-in o
 | `{lease_s}` | the lease length in seconds the run was given |
 | `{crawl}` | which crawl of the store this start belongs to: 1, or 2+ for a re-crawl |
 | `{dsn}` | the URL of a private, empty database: PostgreSQL (postgresql://...) or Redis (redis://...) stores |
+| `{redis_url}` | a private Redis of the run's own, flushed (redis://...): a design that declares `[servers] redis` |
+| `{postgres_dsn}` | a fresh database on a private PostgreSQL: a design that declares `[servers] postgres` |
 | `{python}` | the interpreter killtest runs on; for a spec that names `packages`, their env's |
 | `{spec_dir}` | the directory that holds the spec file |
 """
@@ -28,7 +30,11 @@ from killtest.harness.promises import IDEMPOTENCE, Promise
 from killtest.harness.tool_envs import ensure_env
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PLACEHOLDERS = ("base_url", "work_dir", "store", "lease_s", "crawl", "dsn", "python", "spec_dir")
+# The private servers a design may declare (`[servers]`, whatever its store), each with the placeholder that
+# gives a run its address; harness/servers has a server of each name (tests/test_servers_declared.py holds it).
+SERVER_PLACEHOLDERS = {"redis": "redis_url", "postgres": "postgres_dsn"}
+PLACEHOLDERS = ("base_url", "work_dir", "store", "lease_s", "crawl", "dsn", *SERVER_PLACEHOLDERS.values(), "python",
+                "spec_dir")
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,8 @@ class Launch:
     lease_s: float
     crawl: int = 1
     dsn: str = ""
+    # (server name, its URL for this run) for each server the design declares (Design.servers), in its order.
+    servers: tuple[tuple[str, str], ...] = ()
     # Gives the next start a door of its own at the run's one site address, (door, base_url), so the site
     # credits a request to the start that sent it (killtest.fixture_site.doors); None: every start uses base_url.
     # It is given how to list the start's worker pids (None for one worker), to credit each request to its worker.
@@ -98,6 +106,9 @@ class Design:
     # Python packages at exact pins the command runs with (the peer designs' Scrapy, Crawlee): an env of
     # their own, built on first use (killtest.harness.tool_envs, kind `designs`), whose interpreter is {python}.
     packages: tuple[str, ...] = ()
+    # The private servers the design keeps state in besides its store ([servers] in its spec: a queue in Redis
+    # while its records go to a file), by name (SERVER_PLACEHOLDERS); each run gets each one fresh.
+    servers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # claims_idempotence given True (as explore's strict copy does) holds the idempotence promises;
@@ -153,8 +164,17 @@ class Design:
         values = {"base_url": launch.base_url, "work_dir": launch.work_dir, "lease_s": f"{launch.lease_s:g}",
                   "crawl": str(launch.crawl), "dsn": launch.dsn, "python": self.python,
                   "spec_dir": self.spec_dir}
+        values.update((SERVER_PLACEHOLDERS[name], url) for name, url in self.server_urls(launch).items())
         values["store"] = self.store.path.format_map(values) if self.store.path else ""
         return values
+
+    def server_urls(self, launch: Launch) -> dict[str, str]:
+        """Each declared server's address for this start, by server name ({redis_url}, {postgres_dsn}).
+
+        A run's launch carries every one (the orchestrator starts them); a launch made only to read a path
+        (no run) carries none, and its values are "" then."""
+        given = dict(launch.servers)
+        return {name: given.get(name, "") for name in self.servers}
 
     def store_location(self, launch: Launch) -> str:
         """The file, folder or DSN the harness reads the records from; the store kind says which."""

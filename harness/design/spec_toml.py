@@ -31,6 +31,9 @@ class SpecFile:
     def __init__(self, path: str, extended_by: tuple[str, ...] = ()) -> None:
         self.path = path
         self.base: SpecFile | None = None
+        # (section, key, placeholder) for every placeholder a checked string uses, in the order checked:
+        # load_spec refuses one the design's runs could not fill (specfile.py, `_check_fillable`).
+        self.used: list[tuple[str, str, str]] = []
         try:
             with open(path, "rb") as src:
                 raw = src.read()
@@ -148,6 +151,7 @@ class SpecFile:
         except ValueError as error:
             raise self.error(section, key, f"{section}.{key}: {error} (write {{{{ and }}}} for literal braces)") \
                 from None
+        self.used += [(section, key, name) for name in sorted(names)]
         unknown = sorted(names - set(PLACEHOLDERS))
         if unknown:
             raise self.error(section, key, f"{section}.{key} uses {{{unknown[0]}}}; the placeholders are "

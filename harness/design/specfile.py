@@ -39,7 +39,7 @@ import os
 import re
 
 from killtest.fixture_site.catalog import TRUTH_FIELDS
-from killtest.harness.design.model import Design, StoreSpec
+from killtest.harness.design.model import SERVER_PLACEHOLDERS, Design, StoreSpec
 from killtest.harness.design.site_spec import SITE_KEYS, read_site
 from killtest.harness.design.spec_toml import SpecFile, set_argument
 from killtest.harness.design.stores import kind_of
@@ -92,11 +92,19 @@ SPEC_KEYS: dict[str, dict[str, str]] = {
         "files": "the folder the design downloads files to, with placeholders",
     },
 }
+# [servers]: the private servers the design keeps state in besides its store, each a table of its settings
+# ({} for now); a run gives each one fresh, its address in the server's placeholder.
+SPEC_KEYS["servers"] = {
+    "redis": "declares a private Redis (redis = {}) the design keeps state in, whatever its store (a queue"
+             " while its records go to a file): each run gets it flushed, its URL as {redis_url}",
+    "postgres": "declares a private PostgreSQL (postgres = {}): each run gets a fresh database on it, its URL as"
+                " {postgres_dsn}",
+}
 SPEC_KEYS["site"] = SITE_KEYS  # a recorded site (harness/design/site_spec.py)
 DESIGN_KEYS = set(SPEC_KEYS["design"])
 STORE_KEYS = set(SPEC_KEYS["store"])
 # [zoo]: the scenario that exposes a zoo design's bug (harness/faults/zoo_scenarios.py)
-SECTIONS = {"design", "store", "zoo", "site"}
+SECTIONS = {"design", "store", "zoo", "site", "servers"}
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -143,12 +151,49 @@ def load_spec(path: str) -> Design:
                                                f" \"scrapy==2.19.0\"{': not ' + repr(unpinned[0]) if unpinned else ''}")
     spec_file = os.path.abspath(path)
     read_site(spec)  # a [site] table is checked now, so its mistakes are one line naming it
+    args, commit_path = spec.strings(design, "design", "args"), spec.strings(design, "design", "commit_path")
+    store = _store(spec)
+    servers = _servers(spec, store)
+    _check_fillable(spec, store, servers)
     return Design(
-        name=name, store=_store(spec), claims_idempotence=not waived & IDEMPOTENCE, does_not_promise=waived,
+        name=name, store=store, claims_idempotence=not waived & IDEMPOTENCE, does_not_promise=waived,
         control=control, module=module,
-        args=spec.strings(design, "design", "args"), command_template=command,
-        env=tuple(sorted(env.items())), commit_path=spec.strings(design, "design", "commit_path"),
-        side_effects=side_effects, spec_file=spec_file, packages=packages)
+        args=args, command_template=command, env=tuple(sorted(env.items())), commit_path=commit_path,
+        side_effects=side_effects, spec_file=spec_file, packages=packages, servers=servers)
+
+
+def _servers(spec: SpecFile, store: StoreSpec) -> tuple[str, ...]:
+    """The servers `[servers]` declares, in the spec's order; the store's own server is not one of them."""
+    table = spec.table("servers", set(SERVER_PLACEHOLDERS), required=False)
+    own = kind_of(store.kind).server
+    for name, settings in table.items():
+        if settings != {}:
+            raise spec.error("servers", name, f"servers.{name} is a table of its settings, and it has none yet:"
+                                              f" write {name} = {{}}")
+        if name == own:
+            raise spec.error("servers", name, f"the {store.kind} store already lives in a private {name}, whose"
+                                              f" address is {{dsn}}: leave out servers.{name}")
+    return tuple(table)
+
+
+def _check_fillable(spec: SpecFile, store: StoreSpec, servers: tuple[str, ...]) -> None:
+    """Refuse a placeholder the design's runs would have nothing to fill with, at the line that uses it:
+    {dsn} beside a store kept in a file, a server's address beside a spec that does not declare it."""
+    fillable = {placeholder for name, placeholder in SERVER_PLACEHOLDERS.items() if name in servers}
+    if kind_of(store.kind).server is not None:
+        fillable.add("dsn")
+    for section, key, name in spec.used:
+        if name == "dsn" and name not in fillable:
+            raise spec.error(section, key, f"{section}.{key} uses {{dsn}}, but a {store.kind} store lives in a file,"
+                                           " so no server's address fills it; a design keeping state in a server"
+                                           " declares it ([servers] redis = {}) and uses {redis_url}"
+                                           " (postgres: {postgres_dsn})")
+        server = next((s for s, placeholder in SERVER_PLACEHOLDERS.items() if placeholder == name), None)
+        if server is not None and name not in fillable:
+            fix = (f"its {server} store's address is {{dsn}}" if kind_of(store.kind).server == server
+                   else f"declare it: [servers] {server} = {{}}")
+            raise spec.error(section, key, f"{section}.{key} uses {{{name}}}, but the spec declares no {server}"
+                                           f" server; {fix}")
 
 
 def _waived(spec: SpecFile, design: dict, claims: bool, control: bool) -> frozenset[Promise]:

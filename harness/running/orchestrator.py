@@ -2,8 +2,8 @@
 
 Phases, in the order they nest:
 1. `site_phase`: the fixture site, with its latency, pace and slow pages (killtest.fixture_site.server);
-2. `store_servers_phase`: the private PostgreSQL/Redis servers the designs' stores need, a fresh
-   database for every run (killtest.harness.servers.for_stores);
+2. `store_servers_phase`: the private PostgreSQL/Redis servers the designs' stores need and their specs
+   declare (`[servers]`), a fresh database for every run (killtest.harness.servers.for_stores);
 3. `prefork_phase`: one pre-forked launcher per Python design when asked (killtest.harness.running.prefork);
    `stage` nests these three: the setup every plan shares;
 4. `run_phase`: one kill-test run of one design on one schedule, in a temporary work directory
@@ -65,7 +65,7 @@ def site_phase(catalog: Catalog, latency_s: float = 0.0, slow_pages: Sequence[tu
 
 @contextlib.contextmanager
 def store_servers_phase(designs: Sequence[Design], disk: DiskModel | None = None) -> Iterator[StoreServers]:
-    """Phase 2: the store servers the designs need (none for file stores), stopped when the block ends;
+    """Phase 2: the servers the designs' stores need and their specs declare, stopped when the block ends;
     under the disk model's strace when there is one, so a commit of theirs costs what the model says."""
     if disk is not None:
         adopt_orphans()  # a server killed with its strace leaves orphans the harness must reap
@@ -106,13 +106,14 @@ def stage(catalog: Catalog, designs: Sequence[Design], *, latency_s: float = 0.0
 def run_phase(on: Stage, design: Design, schedule: KillSchedule, settings: RunSettings, *,
               work_dir: str | None = None, prefix: str = "killtest-",
               on_progress: Callable[[str], None] = lambda message: None) -> History:
-    """Phase 4: one run of `design` on `schedule`, in a fresh temporary directory and a fresh database."""
+    """Phase 4: one run of `design` on `schedule`, in a fresh temporary directory and a fresh database on every
+    server it keeps state in."""
     refuse_drift(on.site, settings.drift)
     design = through_the_proxy(design, on.site)  # a recorded site: the proxy and its CA in the environment
     with lifeline.temp_dir(prefix=prefix, dir=work_dir) as scratch:
         return run_kill_test(design, schedule, on.site, scratch, settings, on_progress=on_progress,
                              launcher=on.launchers.get(design.name), dsn=on.servers.dsn_for(design),
-                             restart_store=on.servers.restarter_for(design))
+                             restart_store=on.servers.restarter_for(design), servers=on.servers.urls_for(design))
 
 
 def check_phase(design, run: int, history: History, catalog: Catalog) -> RunVerdict:

@@ -113,7 +113,8 @@ class _Run:
 def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work_dir: str,
                   settings: RunSettings = RunSettings(),
                   on_progress: Callable[[str], None] = lambda message: None, launcher=None,
-                  dsn: str = "", restart_store: Callable[[], float] | None = None) -> History:
+                  dsn: str = "", restart_store: Callable[[], float] | None = None,
+                  servers: tuple[tuple[str, str], ...] = ()) -> History:
     """Kill-test `design` once against `site`; its store goes in `work_dir` (or the database `dsn`).
 
     Returns the run's history. `launcher`, a killtest.harness.running.prefork.Zygote for this design, forks each start
@@ -121,6 +122,7 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
     `restart_store` crashes and restarts the store's server (for `s` kill points).
     """
     run = _prepare(design, schedule, site, work_dir, settings, on_progress, launcher, dsn, restart_store)
+    run.launch = replace(run.launch, servers=servers)  # the declared servers' URLs ({redis_url}): Launch.servers
     planned = _planned_starts(schedule, settings)
     # The starts' TMPDIR, removed with the run: what a killed start left there (a browser's profile) goes too.
     with lifeline.temp_dir(prefix="killtest-tmp-") as scratch, power_loss_mount(run, work_dir):

@@ -1,7 +1,8 @@
-"""The servers the designs' stores need, started once for a campaign, with a fresh database for every run.
+"""The servers the designs keep state in, started once for a campaign, with a fresh database for every run.
 
-Which server a store needs is its kind's answer (`kind_of(kind).server`, harness/design/stores/): this
-module only knows the servers by their names.
+Which server a store needs is its kind's answer (`kind_of(kind).server`, harness/design/stores/); the
+servers a design keeps other state in (a queue in Redis while its records go to a file) are the ones its
+spec declares (`Design.servers`, `[servers]`). This module only knows the servers by their names.
 """
 
 from __future__ import annotations
@@ -24,19 +25,26 @@ def server_for(design: Design) -> str | None:
     return kind_of(design.store.kind).server
 
 
+def servers_of(design: Design) -> tuple[str, ...]:
+    """Every private server `design` needs: its store's, then the ones its spec declares."""
+    store = server_for(design)
+    return (*([store] if store is not None else []), *design.servers)
+
+
 class StoreServers:
-    """`with StoreServers(designs) as servers: dsn = servers.dsn_for(design)`; nothing starts if no store needs it."""
+    """`with StoreServers(designs) as servers: dsn, urls = servers.dsn_for(design), servers.urls_for(design)`;
+    nothing starts if no design needs a server."""
 
     def __init__(self, designs: Iterable[Design], command_prefix: tuple[str, ...] = ()) -> None:
         self._prefix = command_prefix  # every server runs under it: the disk model's strace, or nothing
-        wanted = {name for name in map(server_for, designs) if name is not None}
+        wanted = {name for design in designs for name in servers_of(design)}
         unknown = sorted(wanted - set(SERVERS))
         if unknown:
             raise KilltestError(f"no private server is named {unknown[0]!r}; harness/servers has: {', '.join(SERVERS)}")
         self._wanted = {name: server for name, server in SERVERS.items() if name in wanted}
         for name, server in self._wanted.items():
             for module, extra in server.python_packages:
-                require_module(module, extra, f"a design with a {name} store")
+                require_module(module, extra, f"a design that keeps state in {name}")
         self._running: dict[str, PrivateServer] = {}
 
     def __enter__(self) -> StoreServers:
@@ -59,10 +67,15 @@ class StoreServers:
         server = self._server_of(design)
         return server.fresh_database() if server is not None else ""
 
+    def urls_for(self, design: Design) -> tuple[tuple[str, str], ...]:
+        """(server name, URL) of each server `design` declares, fresh for one run: Launch.servers."""
+        return tuple((name, self._running[name].fresh_database()) for name in design.servers)
+
     def restarter_for(self, design: Design) -> Callable[[], float] | None:
-        """A function that crashes and restarts `design`'s store server, or None for a store without one."""
-        server = self._server_of(design)
-        return server.crash_and_restart if server is not None else None
+        """A function that crashes and restarts `design`'s store server (a file store's: the first server its
+        spec declares, where its queue lives), or None for a design that keeps nothing in a server."""
+        names = servers_of(design)
+        return self._running[names[0]].crash_and_restart if names else None
 
     def __exit__(self, *exc: object) -> None:
         for server in self._running.values():
