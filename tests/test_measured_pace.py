@@ -11,9 +11,9 @@ import pytest
 
 from killtest.harness import defaults
 from killtest.harness.check.categories import sort_kills
-from killtest.harness.cli.plans_from_args import first_request_wait, kill_delay
+from killtest.harness.cli.plans_from_args import first_request_wait, kill_delay, kill_spread
 from killtest.harness.errors import KilltestError
-from killtest.harness.faults.schedule import timed_schedule
+from killtest.harness.faults.schedule import spread_schedule
 from killtest.harness.history import History
 from killtest.harness.running.pace import figures_of, needs_measuring, paced
 
@@ -40,20 +40,23 @@ def test_an_unkilled_start_that_did_not_finish_is_one_line_naming_the_options_th
         figures_of(unkilled(outcome="timed_out"))
 
 
-def test_kills_count_from_each_first_request_and_the_time_limit_covers_the_crawl():
+def test_kills_count_from_each_first_request_spread_over_the_work_and_the_time_limit_covers_the_crawl():
     measured = paced(2.6, 199.0, 10, None, None, ["crawlee-playwright"])
-    assert measured.after_first_request_s == defaults.KILL_DELAY  # a long crawl: the article's 0.2-1.0 s of work
-    assert measured.kill_delay_s == defaults.KILL_DELAY  # `f` points: after each start's own first request
+    work = 199.0 - 2.6
+    # Spread over the whole measured work, from the article's 0.2 s to nine tenths of it: early and late.
+    assert measured.after_first_request_s == (0.2, round(defaults.KILL_WINDOW_SHARE * work, 2))
+    assert measured.kill_delay_s == measured.after_first_request_s and measured.spread
     wait = measured.first_request_wait_s
     assert wait == round(2.6 * defaults.FIRST_REQUEST_WAIT_STARTUPS, 2)
     # At its latest a kill comes the wait and its delay after its spawn (a start with no request by then).
-    assert measured.time_limit_s == round(10 * (wait + 1.0) + defaults.TIME_LIMIT_CRAWLS * 199.0)
-    assert measured.pin == f"--kill-delay f0.2,1:{wait:g} --time-limit {measured.time_limit_s:g}"
+    high = measured.kill_delay_s[1]
+    assert measured.time_limit_s == round(10 * (wait + high) + defaults.TIME_LIMIT_CRAWLS * 199.0)
+    assert measured.pin == f"--kill-delay f0.2~{high:g}:{wait:g} --time-limit {measured.time_limit_s:g}"
 
 
-def test_a_short_crawl_is_killed_in_the_first_half_of_its_work_and_never_gets_less_than_the_default_limit():
+def test_a_short_crawl_is_killed_over_its_work_and_never_gets_less_than_the_default_limit():
     measured = paced(0.1, 0.5, 10, None, None, ["quick"])
-    assert measured.after_first_request_s[1] == 0.2  # half of its 0.4 s of work, not the article's 1.0 s
+    assert measured.after_first_request_s == (0.07, 0.36)  # a fifth of nine tenths of its 0.4 s of work, to 0.36 s
     assert measured.kill_delay_s == measured.after_first_request_s
     assert measured.time_limit_s == defaults.TIME_LIMIT_S
 
@@ -67,11 +70,12 @@ def test_figures_the_user_gave_are_used_exactly():
 def test_the_same_seed_and_the_same_measured_figures_give_the_same_kill_points():
     one, two = paced(2.6, 30.0, 10, None, None, ["x"]), paced(2.6, 30.0, 10, None, None, ["x"])
     wait = one.first_request_wait_s
-    assert timed_schedule(7, 10, *one.kill_delay_s, wait) == timed_schedule(7, 10, *two.kill_delay_s, wait)
+    assert spread_schedule(7, 10, *one.kill_delay_s, wait) == spread_schedule(7, 10, *two.kill_delay_s, wait)
     # The pinned figures, as the report prints them, give that schedule back without measuring.
     pinned = one.pin.split()[1]
-    assert timed_schedule(7, 10, *kill_delay(pinned), first_request_wait(pinned)) == \
-        timed_schedule(7, 10, *one.kill_delay_s, wait)
+    assert kill_spread(pinned) and not kill_spread("f0.2,1:8") and not kill_spread("0.2,1")
+    assert spread_schedule(7, 10, *kill_delay(pinned), first_request_wait(pinned)) == \
+        spread_schedule(7, 10, *one.kill_delay_s, wait)
 
 
 @pytest.mark.parametrize("given, timed, delay, limit, measured", [
@@ -170,7 +174,7 @@ def test_a_design_given_by_its_spec_is_measured_and_its_replay_line_pins_the_tim
     assert f"--time-limit {measured['time_limit_s']:g}" in replay
     # Its kills count from each start's first request (`f` points), and its replay line names them and runs.
     wait = measured["first_request_wait_s"]
-    assert measured["pin"].startswith(f"--kill-delay f{measured['kill_delay_s'][0]:g},") and wait > 0
+    assert measured["pin"].startswith(f"--kill-delay f{measured['kill_delay_s'][0]:g}~") and wait > 0
     words = shlex.split(replay)
     schedule = words[words.index("--schedule") + 1]
     assert [p.endswith(f":{wait:g}") and p.startswith("f") for p in schedule.split(",")] == [True, True]

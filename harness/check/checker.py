@@ -10,6 +10,7 @@ from __future__ import annotations
 from killtest.fixture_site.catalog import Catalog
 from killtest.harness.check.categories import sort_records
 from killtest.harness.check.drift import catalog_versions, served_to_final_crawl, site_change_times
+from killtest.harness.check.kill_phases import coverage_gap, killed_starts
 from killtest.harness.check.liveness import stalled_starts
 from killtest.harness.check.named_checks import Evidence, compose
 from killtest.harness.check.run_figures import count_figures
@@ -29,6 +30,8 @@ def check_run(design: DesignTraits, run: int, history: History, catalog: Catalog
     if design.side_effects and side_effects is not None:
         verdict.side_effects = side_effects.figures
     verdict.stalled_starts = [pace.to_json() for pace in stalled_starts(history, verdict)]
+    killed = killed_starts(history, {product.path for version in versions for product in version.products})
+    verdict.killed_starts, verdict.coverage_gap = [start.to_json() for start in killed], coverage_gap(killed)
     verdict.findings = [finding.value for finding, _ in composed.findings]
     # Each problem names the design's promise it broke, so a reader of any output knows what was claimed;
     # a run that proved nothing says so in its own words (killtest.harness.promises.Promise.PROVES_SOMETHING).

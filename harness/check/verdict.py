@@ -130,6 +130,11 @@ class RunVerdict:
     stalled_starts: list[dict] = field(default_factory=list)
     categories: dict = field(default_factory=dict)
     kill_findings: list[dict] = field(default_factory=list)
+    # Every start a kill ended, with the crash state it was in (check/kill_phases.py): its requests, whether it
+    # had written to its store, the rows it had added, its phase, and how far into the crawl it died.
+    killed_starts: list[dict] = field(default_factory=list)
+    # What this run's kills could not have found, when every killed start reached one phase ("" otherwise).
+    coverage_gap: str = ""
     validity: str = Validity.VALID.value  # valid | invalid | unknown (the merge of every named check)
     valid: bool = True  # validity == "valid": what campaigns, baselines and older result files read
     findings: list[str] = field(default_factory=list)  # a code per broken promise, in the order of `problems`

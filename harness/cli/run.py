@@ -12,10 +12,11 @@ from killtest.harness.check.distinct import point_ranges
 from killtest.harness.cli.ci_output import campaign_cases, publish
 from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
 from killtest.harness.cli.explore import replay_line
-from killtest.harness.cli.plans_from_args import first_request_wait, kill_delay, timed_plan
+from killtest.harness.cli.plans_from_args import first_request_wait, kill_delay, kill_spread, timed_plan
 from killtest.harness.cli.shared import designs_named, prepare_dirs
 from killtest.harness.design.model import Design
 from killtest.harness.report.campaign import Campaign, summarise, verdict_words
+from killtest.harness.report.crash_states import terminal_lines as crash_state_lines
 from killtest.harness.report.sections import replay_of, runs_line
 from killtest.harness.report.start_pace import measured_line
 from killtest.harness.report.triage import run_failures
@@ -39,6 +40,8 @@ class RunCommand(Command):
             print_baseline(campaign, args.baseline, progress)
         print_band(campaign, designs, progress)
         print_pace(campaign, progress)
+        for line in crash_state_lines(campaign.verdicts):  # where the kills landed, and what they could not find
+            progress.done(line)
         publish(args, "run", campaign_cases(campaign, "run"), os.path.join(args.out, f"{args.name}.md"))
         replays = campaign.settings.get("replays") or {}
         failures = run_failures(campaign.verdicts)
@@ -82,7 +85,8 @@ def with_measured_pace(args: argparse.Namespace, designs: list[Design], progress
         provisional = timed_plan(argparse.Namespace(**{**vars(args), "time_limit": args.time_limit
                                                        or defaults.TIME_LIMIT_S}), designs, args.pace, args.name)
         measured = measure_pace(provisional, given_delay, args.time_limit, progress.done,
-                                first_request_wait(args.kill_delay) if given_delay is not None else None)
+                                first_request_wait(args.kill_delay) if given_delay is not None else None,
+                                kill_spread(args.kill_delay) if given_delay is not None else False)
         args.time_limit = measured.time_limit_s
         args.kill_delay = measured.kill_delay_option  # `f` points from each start's first request, when measured
     args.kill_delay = args.kill_delay or f"{defaults.KILL_DELAY[0]},{defaults.KILL_DELAY[1]}"
@@ -100,6 +104,10 @@ def print_pace(campaign: Campaign, progress: Progress) -> None:
     if measured and late:  # a start-up measured on a busier machine: the crawl ended before the first kill
         progress.done(f"{late} kills came after the crawl had finished, in runs where none landed (start-up measured"
                       f" {measured['startup_s']:g}s, crawl {measured['crawl_s']:g}s): pin an earlier --kill-delay")
+    elif measured and measured.get("spread") and (after := sum(v.kills_not_delivered for v in campaign.verdicts)):
+        planned = sum(v.kills_planned for v in campaign.verdicts)
+        progress.done(f"{after} of {planned} kills came after the crawl had finished: spread over the whole work, a"
+                      " kill later than what a resumed crawl had left to do never lands (more --runs land more)")
     before = sum(v.kills_before_work for v in campaign.verdicts)
     if before:
         planned = sum(v.kills_planned for v in campaign.verdicts)

@@ -9,6 +9,7 @@ from typing import Any
 from killtest.harness.check.baseline import FigureDiff, regressions
 from killtest.harness.check.verdict import RunVerdict
 from killtest.harness.published import PUBLISHED_NAIVE_ROWS_PER_PRODUCT, PUBLISHED_WALL_S
+from killtest.harness.report.crash_states import caveat, design_phases
 
 # Which columns of the article's table belong to which shipped design.
 PUBLISHED_COLUMNS = {"naive": ("naive_rows", "naive_requests"),
@@ -83,8 +84,10 @@ def failure_reasons(campaign: Campaign) -> list[str]:
 
 
 def verdict_words(campaign: Campaign) -> str:
-    """`PASS`, or `FAIL: ` and what failed."""
-    return "PASS" if campaign.valid else "FAIL: " + "; ".join(failure_reasons(campaign) or ["no run was checked"])
+    """`PASS`, or `FAIL: ` and what failed; a PASS says when some design's kills reached one crash state only."""
+    if campaign.valid:
+        return "PASS" + caveat(campaign.verdicts)
+    return "FAIL: " + "; ".join(failure_reasons(campaign) or ["no run was checked"])
 
 
 def _runs(n: int) -> str:
@@ -121,6 +124,7 @@ def summarise(campaign: Campaign) -> dict:
             "kills_during_lease_wait": sum(v.kills_during_lease_wait for v in runs),
             "lease_wait_s": round(sum(v.lease_wait_s for v in runs), 3),
             "valid_runs": sum(v.valid for v in runs),
+            "crash_states": design_phases(runs),  # where the kills landed (report/crash_states.py)
         }
     for control in campaign.controls:  # found by design.control, whatever the control is called
         if control in summary:

@@ -16,6 +16,7 @@ from killtest.harness.published import (
     published_run,
 )
 from killtest.harness.report.campaign import PUBLISHED_COLUMNS, Campaign, summarise
+from killtest.harness.report.crash_states import section_rows
 from killtest.harness.report.start_pace import pace_bullets
 from killtest.harness.report.triage import run_failure_bullets, run_failures
 
@@ -33,7 +34,7 @@ def report_sections(campaign: Campaign) -> list[Section]:
     if not campaign.verdicts:
         return []
     return [s for s in (_distinct_failures(campaign), _side_by_side(campaign), _per_design(campaign),
-                        _categories(campaign),
+                        _kill_phases(campaign), _categories(campaign),
                         _health(campaign), _naive_band(campaign), _every_column(campaign),
                         _against_baseline(campaign), _start_pace(campaign), _checks(campaign))
             if s is not None]
@@ -111,6 +112,18 @@ def _per_design(campaign: Campaign) -> Section:
             str(s["kills_between_lease_and_commit"]), str(s["kills_during_lease_wait"]),
             str(s["kills_not_delivered"]), f"{s['valid_runs']} / {s['runs']}"])
     return section
+
+
+def _kill_phases(campaign: Campaign) -> Section | None:
+    """Where the kills landed: each killed start's crash state, per design, and what was not tested."""
+    header, rows, bullets = section_rows(campaign.verdicts)
+    if not rows:
+        return None
+    return Section("Kill phases: the crash states the kills reached", [
+        "Each killed start by its phase when the kill came (no request yet; fetched pages but had not written to"
+        " its store; had written to its store without a record coming of it; had stored records), and by how far"
+        " the run's crawl had got (the share of product pages fetched: early under a third, late two thirds and"
+        " more). A PASS holds for these states only."], header, rows, bullets)
 
 
 def _categories(campaign: Campaign) -> Section:

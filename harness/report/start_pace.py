@@ -61,16 +61,18 @@ def measured_line(measured: dict | None) -> str:
     (pin them: --kill-delay f0.2,1:7.83 --time-limit 120)`."""
     if not measured:
         return ""
+    when = kills_after_words(measured["kill_delay_s"], measured.get("first_request_wait_s"), measured.get("spread"))
     return (f"measured from one unkilled start of {', '.join(measured['designs'])}: first request after"
-            f" {measured['startup_s']:g}s, crawl {measured['crawl_s']:g}s; kill delays"
-            f" {kills_after_words(measured['kill_delay_s'], measured.get('first_request_wait_s'))},"
+            f" {measured['startup_s']:g}s, crawl {measured['crawl_s']:g}s; kill delays {when},"
             f" time limit {measured['time_limit_s']:g}s (pin them: {measured['pin']})")
 
 
-def kills_after_words(kill_delay_s, wait: float | None) -> str:
-    """`0.2-1s after each start's first request (waited for up to 7.8s after the spawn)`, or `3-5s after each
-    start` (the user's --kill-delay, from the spawn): the terminal's line and the report's say it the same way."""
+def kills_after_words(kill_delay_s, wait: float | None, spread: bool | None = False) -> str:
+    """`spread over 0.2-5.3s after each start's first request (waited for up to 7.8s after the spawn)`, or `3-5s
+    after each start` (the user's --kill-delay, from the spawn): the terminal's line and the report's say it the
+    same way."""
     low, high = kill_delay_s
     if wait is None:
         return f"{low:g}-{high:g}s after each start"
-    return f"{low:g}-{high:g}s after each start's first request (waited for up to {wait:g}s after the spawn)"
+    over = "spread over " if spread else ""
+    return f"{over}{low:g}-{high:g}s after each start's first request (waited for up to {wait:g}s after the spawn)"

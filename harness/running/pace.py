@@ -50,14 +50,16 @@ class MeasuredPace:
     # The kills count from each start's first request, waited for this long after the spawn (`f` points);
     # None: from the spawn (`t` points), as the user's --kill-delay LOW,HIGH asked.
     first_request_wait_s: float | None = None
+    spread: bool = False  # the kills spread over the range, one per slice (`f0.2~5.3:7.8`), not uniform in it
 
     @property
     def kill_delay_option(self) -> str:
-        """The --kill-delay that gives these kills back: `f0.2,1:7.8` for `f` points, `3,5` for `t` points."""
+        """The --kill-delay that gives these kills back: `f0.2~5.3:7.8` for measured kills spread over the work,
+        `f0.2,1:7.8` for `f` points drawn uniformly, `3,5` for `t` points."""
         low, high = self.kill_delay_s
         if self.first_request_wait_s is None:
             return f"{low:g},{high:g}"
-        return f"f{low:g},{high:g}:{self.first_request_wait_s:g}"
+        return f"f{low:g}{'~' if self.spread else ','}{high:g}:{self.first_request_wait_s:g}"
 
     @property
     def pin(self) -> str:
@@ -86,22 +88,23 @@ def figures_of(history: History) -> tuple[float, float]:
 
 def paced(startup_s: float, crawl_s: float, kills: int, kill_delay_s: tuple[float, float] | None,
           time_limit_s: float | None, designs: Sequence[str],
-          first_request_wait_s: float | None = None) -> MeasuredPace:
+          first_request_wait_s: float | None = None, spread: bool = False) -> MeasuredPace:
     """The kill delays and time limit made from the measured figures, the user's own where given: `kill_delay_s`
-    counted from the spawn, or from the first request when `first_request_wait_s` comes with them."""
+    counted from the spawn, or from the first request when `first_request_wait_s` comes with them (spread over
+    them, not uniform, with `spread`). Measured, the kills are spread over the whole work: early, middle, late."""
     work_s = max(crawl_s - startup_s, 0.0)
-    high = min(defaults.KILL_DELAY[1], defaults.KILL_WINDOW_SHARE * work_s)
+    high = defaults.KILL_WINDOW_SHARE * work_s
     low = round(min(defaults.KILL_DELAY[0], high / 5), 2)
-    after = (low, round(max(high, low + 0.01), 2))  # a window, even for a crawl with next to no work
+    after = (max(low, 0.01), round(max(high, low + 0.01), 2))  # a window, even for a crawl with next to no work
     wait: float | None = first_request_wait_s
     if kill_delay_s is None:  # measured: from each start's first request, waited for a few start-ups
-        delays, wait = after, first_request_wait(startup_s)
+        delays, wait, spread = after, first_request_wait(startup_s), True
     else:
         delays = kill_delay_s
     latest = delays[1] if wait is None else wait + delays[1]  # a kill's latest, after its start's spawn
     limit = time_limit_s or max(defaults.TIME_LIMIT_S,
                                 float(round(kills * latest + defaults.TIME_LIMIT_CRAWLS * crawl_s)))
-    return MeasuredPace(tuple(designs), startup_s, crawl_s, after, delays, limit, wait)
+    return MeasuredPace(tuple(designs), startup_s, crawl_s, after, delays, limit, wait, spread and wait is not None)
 
 
 def first_request_wait(startup_s: float) -> float:
@@ -119,7 +122,8 @@ def needs_measuring(designs: Sequence[Design], given: Sequence[str], timed: bool
 
 
 def measure_pace(plan: CampaignPlan, kill_delay_s: tuple[float, float] | None, time_limit_s: float | None,
-                 say: Callable[[str], None], first_request_wait_s: float | None = None) -> MeasuredPace:
+                 say: Callable[[str], None], first_request_wait_s: float | None = None,
+                 spread: bool = False) -> MeasuredPace:
     """One unkilled start of every design of `plan`, on its site and settings; the slowest design's figures."""
     names = [d.name for d in plan.designs]
     say(f"measuring the pace of {', '.join(names)} from one unkilled start each, before the killed runs"
@@ -134,7 +138,7 @@ def measure_pace(plan: CampaignPlan, kill_delay_s: tuple[float, float] | None, t
                                 prefix="killtest-pace-", on_progress=_labelled(say, f"[{design.name} pace]"))
             figures.append(figures_of(history))
     measured = paced(max(f[0] for f in figures), max(f[1] for f in figures), plan.schedules[0].kills,
-                     kill_delay_s, time_limit_s, names, first_request_wait_s)
+                     kill_delay_s, time_limit_s, names, first_request_wait_s, spread)
     say(f"measured: first request after {measured.startup_s:g}s, crawl {measured.crawl_s:g}s; kills"
         f" {kills_after(measured)}, time limit {measured.time_limit_s:g}s (pin them: {measured.pin})")
     return measured
@@ -142,7 +146,7 @@ def measure_pace(plan: CampaignPlan, kill_delay_s: tuple[float, float] | None, t
 
 def kills_after(measured: MeasuredPace) -> str:
     """When the kills come, in the report's words (report/start_pace.py)."""
-    return kills_after_words(measured.kill_delay_s, measured.first_request_wait_s)
+    return kills_after_words(measured.kill_delay_s, measured.first_request_wait_s, measured.spread)
 
 
 def _labelled(say: Callable[[str], None], label: str) -> Callable[[str], None]:

@@ -1,0 +1,74 @@
+"""Where the kills landed, in every output: the phase table, the "stored records: k of n" line and the gap.
+
+A campaign's kills are summed per design from each run's `killed_starts` (harness/check/kill_phases.py):
+how many killed starts had made no request, fetched without writing to their store, written without a
+record coming of it, or stored records; how many died early, in the middle or late in the crawl; and,
+when every killed start of the design reached one phase, what its runs could not have found. The
+terminal, the Markdown and HTML page, the JSON's summary and the pytest plugin all say it the same way:
+a PASS never hides a gap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from killtest.harness.check.kill_phases import PHASES, STAGES, KilledStart, coverage_gap, phase_counts, storing_line
+from killtest.harness.check.verdict import RunVerdict
+
+
+def design_phases(runs: Sequence[RunVerdict]) -> dict:
+    """The JSON summary's `crash_states` of one design's runs: counts per phase and stage, the line, the gap."""
+    starts = [KilledStart(**start) for v in runs for start in v.killed_starts]
+    return {"killed_starts": len(starts), **phase_counts(starts), "line": storing_line(starts),
+            "gap": coverage_gap(starts)}
+
+
+def _by_design(verdicts: Sequence[RunVerdict]) -> dict[str, list[RunVerdict]]:
+    designs: dict[str, list[RunVerdict]] = {}
+    for v in verdicts:
+        designs.setdefault(v.design, []).append(v)
+    return designs
+
+
+def gaps(verdicts: Sequence[RunVerdict]) -> dict[str, str]:
+    """design -> what its kills could not have found, for every design whose kills reached one phase only."""
+    return {design: gap for design, runs in _by_design(verdicts).items() if (gap := design_phases(runs)["gap"])}
+
+
+def terminal_lines(verdicts: Sequence[RunVerdict]) -> list[str]:
+    """One line per design with kills: its phases and stages; then each design's gap, said plainly."""
+    lines = []
+    for design, runs in _by_design(verdicts).items():
+        phases = design_phases(runs)
+        if not phases["killed_starts"]:
+            continue
+        by_phase = ", ".join(f"{phase} {phases[phase]}" for phase in PHASES)
+        by_stage = ", ".join(f"{stage} {phases[stage]}" for stage in STAGES)
+        lines.append(f"{design}: {phases['line']} (killed starts by phase: {by_phase}; by where in the crawl:"
+                     f" {by_stage})")
+        if phases["gap"]:
+            lines.append(f"{design}: NOT TESTED: {phases['gap']}")
+    return lines
+
+
+def section_rows(verdicts: Sequence[RunVerdict]) -> tuple[list[str], list[list[str]], list[str]]:
+    """The page's table (header, rows) and its bullets: one row per design, one bullet per gap."""
+    header = ["Design", "killed starts", *PHASES, *STAGES]
+    rows, bullets = [], []
+    for design, runs in _by_design(verdicts).items():
+        phases = design_phases(runs)
+        if not phases["killed_starts"]:
+            continue
+        rows.append([design, str(phases["killed_starts"]), *(str(phases[name]) for name in (*PHASES, *STAGES))])
+        bullets.append(f"{design}: {phases['line']}.")
+        if phases["gap"]:
+            bullets.append(f"{design}: **not tested**: {phases['gap']}.")
+    return header, rows, bullets
+
+
+def caveat(verdicts: Sequence[RunVerdict]) -> str:
+    """What follows a PASS when some design's kills reached one phase only: `` (at the crash states ...)``."""
+    found = gaps(verdicts)
+    if not found:
+        return ""
+    return " (at the crash states its kills reached; not tested for " + ", ".join(found) + ": see the kill phases)"
