@@ -81,9 +81,19 @@ class Result:
         """The verdict is valid: every promise the design makes was kept, and the runs proved it."""
         return self.validity == Validity.VALID.value
 
+    @property
+    def not_tested(self) -> dict[str, str]:
+        """design -> what its kills could not have found, where every killed start died before storing a record
+        (harness/check/kill_phases.py): a PASS holds only for the crash states the kills reached."""
+        summary = self.data.get("summary") or {}
+        return {design: gap for design, figures in summary.items()
+                if isinstance(figures, dict) and (gap := (figures.get("crash_states") or {}).get("gap"))}
+
     def report(self) -> str:
-        """The verdict in a few lines: the summary, each finding, the replay line and the results."""
+        """The verdict in a few lines: the summary, each finding, what was not tested, the replay line and the
+        results."""
         lines = [self.summary, *(f"  {finding}" for finding in self.findings)]
+        lines += [f"  {design}: NOT TESTED: {gap}" for design, gap in self.not_tested.items()]
         if self.replay:
             lines.append(f"replay: {self.replay}")
         lines.append(f"results: {self.results_dir}")
@@ -143,9 +153,8 @@ def run(design: DesignLike | Sequence[DesignLike], *, schedule: str | None = Non
         else:  # timed kills: the failing run's seed again, alone
             rest = {dest: value for dest, value in options.items() if dest not in _NOT_RERUN}
             measured = campaign.settings.get("measured_pace")  # pinned, so the rerun is not measured afresh
-            if measured:
-                rest |= {"kill_delay": ",".join(f"{s:g}" for s in measured["kill_delay_s"]),
-                         "time_limit": measured["time_limit_s"]}
+            if measured:  # its pin: `f` points spread over the work, as measured, not delays after the spawn
+                rest |= {"kill_delay": measured["pin"].split()[1], "time_limit": measured["time_limit_s"]}
             replay = shlex.join(["killtest", *_words("run", [by_name[failed.design]], rest), "--runs", "1",
                                  "--seed", str(failed.seed)])
     if not campaign.complete:

@@ -13,7 +13,9 @@ Hypothesis's plugins:
   promises, which its spec must say too;
 - on a failed test that used `killtest`, a report section "killtest" with every verdict: for an explore or
   a fuzz its distinct failures, one per bug at the program's own line with its text and replay line; for a
-  run its findings and the `killtest replay ...` line of the first failure; the seed in the report header.
+  run its findings and the `killtest replay ...` line of the first failure; the seed in the report header;
+- a `KilltestNotTested` warning for a run whose every killed start died before storing a record (its PASS holds for
+  that crash state only: harness/check/kill_phases.py), in pytest's warnings summary.
 
 Importing this module imports nothing of the harness (that would load Flask into every pytest
 session): the fixtures import killtest.api when a test first asks for them, and a test that uses
@@ -26,6 +28,7 @@ import json
 import os
 import re
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +41,11 @@ if TYPE_CHECKING:
 # the report header is printed in every session; tests/test_pytest_plugin.py holds the two equal.
 DEFAULT_SEED = 1
 RESULTS = pytest.StashKey[list]()  # the Results of the test's killtest calls, for its report section
+
+
+class KilltestNotTested(UserWarning):
+    """A kill test passed, but every start its kills ended had died before storing a record: what that PASS could
+    not have found is in the message, and pytest's warnings summary shows it (`-W error::...` makes it fail)."""
 
 # name (flag --killtest-NAME, ini killtest_NAME) -> (type, metavar, help)
 OPTIONS: dict[str, tuple[Callable[[str], Any], str, str]] = {
@@ -173,6 +181,8 @@ class Killtest:
                 mistake = str(error)
             else:
                 self.results.append(result)
+                for name, gap in result.not_tested.items():  # a PASS never hides what its kills did not reach
+                    warnings.warn(KilltestNotTested(f"killtest {command} {name}: NOT TESTED: {gap}"), stacklevel=2)
                 return result
         pytest.fail(f"killtest: {mistake}", pytrace=False)  # bad input: one line, no traceback
 

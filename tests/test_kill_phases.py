@@ -25,6 +25,8 @@ from killtest.harness.design.model import PROJECT_ROOT
 from killtest.harness.faults.schedule import spread_schedule
 from killtest.harness.history import History
 
+pytest_plugins = ["pytester"]
+
 PRODUCTS = {f"/product/{i}" for i in range(6)}
 FIXTURE = pathlib.Path(PROJECT_ROOT) / "tests" / "scraper_fixtures" / "batch_flush.py"
 
@@ -107,8 +109,8 @@ def test_spread_kills_put_one_delay_in_each_slice_of_the_range_and_repeat_by_see
     assert not math.isclose(sum(delays), 0.0)
 
 
-def _run(tmp_path, flush_every, *words):
-    spec = tmp_path / "design.toml"
+def _spec(folder, flush_every):
+    spec = folder / "design.toml"
     spec.write_text(f"""[design]
 name = "batch-flush"
 does_not_promise = ["bounded_requests"]  # a start killed before its flush fetches its pages again
@@ -120,6 +122,11 @@ path = "{{work_dir}}/records.jsonl"
 key = "sku"
 fields = ["price", "name"]
 """)
+    return spec
+
+
+def _run(tmp_path, flush_every, *words):
+    spec = _spec(tmp_path, flush_every)
     out = tmp_path / "out"
     # Paced to 5 requests a second, the 12 requests of the 2 x 5 shop take 2.4 s on any machine.
     done = subprocess.run([sys.executable, "-m", "killtest", "run", "--design", str(spec), "--runs", "1",
@@ -153,3 +160,19 @@ def test_at_the_defaults_the_kills_reach_starts_before_their_first_flush_and_aft
     assert phases[0] == NO_STORE_WRITE and STORED in phases[1:2], starts
     assert "NOT TESTED" not in said and report["summary"]["batch-flush"]["crash_states"]["gap"] == ""
     assert "batch-flush: killed starts that had stored records:" in said
+
+
+def test_the_pytest_plugin_passes_such_a_run_with_a_warning_that_says_what_it_did_not_test(pytester):
+    _spec(pytester.path, 3.0)
+    pytester.makepyfile("""
+        import pathlib
+
+        def test_batches(killtest):
+            result = killtest.run(pathlib.Path(__file__).with_name("design.toml"), runs=1, kills=2,
+                                  kill_delay="f0.2,1:5", time_limit=60, listing_pages=2, per_page=5, pace=5)
+            result.assert_passed()
+            assert list(result.not_tested) == ["batch-flush"] and "NOT TESTED" in result.report()
+    """)
+    outcome = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    outcome.assert_outcomes(passed=1, warnings=1)
+    outcome.stdout.fnmatch_lines(["*KilltestNotTested: killtest run batch-flush: NOT TESTED: none of 2 killed starts*"])

@@ -63,7 +63,18 @@ def section_rows(verdicts: Sequence[RunVerdict]) -> tuple[list[str], list[list[s
         bullets.append(f"{design}: {phases['line']}.")
         if phases["gap"]:
             bullets.append(f"{design}: **not tested**: {phases['gap']}.")
+        bullets += [f"{design} run {v.run}: " + "; ".join(map(_start_words, v.killed_starts)) for v in runs
+                    if v.killed_starts]
     return header, rows, bullets
+
+
+def _start_words(start: dict) -> str:
+    """`start 2 (f0.27:1, killed 0.61s after its spawn): 3 requests, fetched, no store write, early (17% of the
+    products fetched)`: one killed start's crash state, in the page's per-run bullets."""
+    rows = "" if not start["rows_added"] else f" (+{start['rows_added']} rows)"
+    return (f"start {start['start']} ({start['point']}, killed {start['alive_s']:g}s after its spawn):"
+            f" {start['requests']} requests, {start['phase']}{rows}, {start['stage']}"
+            f" ({start['crawl_share']:.0%} of the products fetched)")
 
 
 def caveat(verdicts: Sequence[RunVerdict]) -> str:

@@ -31,6 +31,7 @@ from killtest.harness.check.baseline import compare
 from killtest.harness.check.checker import check_run
 from killtest.harness.check.compare import compare_designs, per_run_wins
 from killtest.harness.check.health import health_warning
+from killtest.harness.check.kill_phases import STORED
 from killtest.harness.check.verdict import RunVerdict
 from killtest.harness.design.model import Design
 from killtest.harness.faults.disk_model import DiskModel, adopt_orphans
@@ -207,7 +208,13 @@ def _one_line(label: str, v: RunVerdict) -> str:
             f"{f', not stored {v.not_stored_unfinished} (the crawl did not finish)' if v.not_stored_unfinished else ''}"
             f", requests {v.requests}"
             f"{'' if v.requests_per_record is None else f' ({v.requests_per_record:g}/record)'},"
-            f" kills {v.kills}/{v.kills_planned}{_waiting(v)}, wall {v.wall_s:.2f}s: {status}")
+            f" kills {v.kills}/{v.kills_planned}{_waiting(v)}{_storing(v)}, wall {v.wall_s:.2f}s: {status}")
+
+
+def _storing(v: RunVerdict) -> str:
+    """` (1 of 4 killed after storing records)`: the crash states the kills reached (harness/check/kill_phases.py)."""
+    stored = sum(start["phase"] == STORED for start in v.killed_starts)
+    return f" ({stored} of {len(v.killed_starts)} killed after storing records)" if v.killed_starts else ""
 
 
 def _waiting(v: RunVerdict) -> str:
