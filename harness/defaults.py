@@ -59,6 +59,18 @@ FIRST_REQUEST_WAIT_STARTUPS = 3.0
 # An `f` point written without its wait (`f0.4`, not `f0.4:8`) waits this long for the first request.
 FIRST_REQUEST_WAIT_S = 10.0
 
+# --- Restarts (--restart-delay, harness/option_kinds.py RestartDelay): what a supervisor waits between a kill and
+# the next start. 0: at once, as the article's experiment restarted (its published schedule stays unchanged).
+RESTART_DELAY_S = 0.0
+# `--restart-delay backoff` is Kubernetes' CrashLoopBackOff: "the kubelet restarts them with an exponential back-off
+# delay (10s, 20s, 40s, ...), that is capped at five minutes. Once a container has executed for 10 minutes without
+# any problems, the kubelet resets the restart backoff timer" (kubernetes.io/docs/concepts/workloads/pods/
+# pod-lifecycle/#restart-policy). A fixed delay is systemd's RestartSec= ("the time to sleep before restarting a
+# service", systemd.service(5); its default is 100ms).
+RESTART_BACKOFF_BASE_S = 10.0
+RESTART_BACKOFF_CAP_S = 300.0
+RESTART_BACKOFF_RESET_S = 600.0
+
 # --- The fixture site's catalog: the article's 25 listing pages of 20 products (killtest.fixture_site.catalog).
 LISTING_PAGES = DEFAULT_LISTING_PAGES
 PER_PAGE = DEFAULT_PRODUCTS_PER_PAGE

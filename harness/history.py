@@ -17,7 +17,8 @@ from killtest.harness.files import write_atomically
 EVENTS: dict[str, str] = {
     "run_started": "design, seed, kill_points (the schedule's points), base_url, lease_s, time_limit_s, products,"
                    " full_crawl_requests, wall_clock_at_start, reports_leases, drift and drift_seed, recrawls,"
-                   " workers, toxics and toxic_seed",
+                   " workers, toxics and toxic_seed, restart_delay (--restart-delay's text: 0, 12, backoff,"
+                   " backoff:BASE:CAP)",
     "process_started": "start (its index), pid and pids (one per worker), crawl (1, or 2 and up for a re-crawl),"
                        " door (the site's door it was given, its workers share it: killtest.fixture_site.doors)",
     "kill": "start, signal (SIGKILL, or SIGTERM for a redeploy), point, returncode (the exit status the kernel"
@@ -27,6 +28,10 @@ EVENTS: dict[str, str] = {
             " which, in words); store_rows and store_bytes when the whole start was killed: the rows the store held"
             " just after the kill (none: unreadable) and its file's size (none: a server's store), the crash state"
             " the kill reached (harness/running/kill_state.py)",
+    "restart_delayed": "start (the start about to begin), restart (its number in the back-off: 1, 2, ...), seconds"
+                       " (the delay --restart-delay gave it), waited_s (measured, never less), restart_delay: a whole"
+                       " start was killed and the next waited, as a supervisor restarts a crawler; not counted"
+                       " against the time limit (harness/running/restart_wait.py)",
     "worker_restarted": "start, worker, pid: a worker killed alone and started again at once",
     "paused": "start, worker (none: every worker), pids (the process groups sent SIGSTOP), seconds (planned),"
               " point, and with --aim-pauses aimed_at (the product page the worker was stopped asking for, before"

@@ -19,7 +19,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from killtest.harness import defaults as d
-from killtest.harness.option_kinds import COMMAND_NAMES, GROUPS, Option, not_negative, positive
+from killtest.harness.option_kinds import (
+    COMMAND_NAMES,
+    GROUPS,
+    Option,
+    RestartDelay,
+    not_negative,
+    parse_restart_delay,
+    positive,
+)
 
 __all__ = ["COMMAND_NAMES", "GROUPS", "OPTIONS", "Option", "ZOO_KEYS", "not_negative", "options_of", "positive",
            "replay_words"]
@@ -114,6 +122,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("--no-progress-timeout", "stop a start that makes no request, prints nothing and changes no store file"
            f" for this many seconds: a liveness failure (default {d.NO_PROGRESS_S:g})", (*RUNS, "replay", "explore"),
            "scenario", positive(float), d.NO_PROGRESS_S),
+    # issue 43: a supervisor restarts a killed crawler after a delay, and a crawler may wait out on restart what
+    # the dead start held (feapder's REQUEST_LOST_TIMEOUT): the delay decides whether it must.
+    Option("--restart-delay", "wait this long between a kill and the next start, as a supervisor restarts a crawler:"
+           " seconds, every time (as systemd's RestartSec=), or backoff, Kubernetes' CrashLoopBackOff"
+           f" ({d.RESTART_BACKOFF_BASE_S:g} s, doubling, capped at {d.RESTART_BACKOFF_CAP_S:g} s, back to"
+           f" {d.RESTART_BACKOFF_BASE_S:g} s after a start that ran {d.RESTART_BACKOFF_RESET_S / 60:g} min), or"
+           " backoff:BASE:CAP; the waits do not count against --time-limit (default"
+           f" {RestartDelay()}: at once)", ("run", "replay", "explore", "fuzz"), "scenario", parse_restart_delay,
+           RestartDelay(), metavar="DELAY", replayed=True),
     Option("--strict", "hold every design to the idempotence promises even where its spec waives them, as"
            " explore --strict and fuzz --strict do (their replay lines say --strict for such a design)", ("replay",),
            "scenario", action="store_true", replayed=True),

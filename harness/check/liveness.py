@@ -8,7 +8,8 @@ finished (check/named_checks.py `records`).
 A start's own words are what tells a stall from a hang: the runner keeps the last lines each start
 wrote to stderr and stdout (`start_output`, masked on a recorded site) and this module quotes them
 with the time the start spent without a request. Time alive without a request after the start's
-first request is waiting, not start-up. Pure: it reads only the history.
+first request is waiting, not start-up. When the restarts came after a delay (--restart-delay), the liveness
+finding names the delays and quotes what the stopped start said while it waited. Pure: it reads only the history.
 """
 
 from __future__ import annotations
@@ -102,10 +103,30 @@ def liveness(e) -> CheckResult:
               f" unfetched for {v.longest_claim_stall_s:g}s after the kill that left it") if held else ""
     unstored = (f"; {v.not_stored_unfinished} of {len(e.catalog.products)} records not stored because the crawl"
                 f" did not finish (not counted as lost)") if v.not_stored_unfinished else ""
+    restarts = restart_words(e.history, stopped.get("start"))
     if stopped.get("no_progress_s") is not None:
         message = (f"liveness: start {stopped['start'] + 1} made no progress (no request, no output, no store"
-                   f" change) for {stopped['no_progress_s']:g}s, so the run was stopped{unstored}{claims}")
+                   f" change) for {stopped['no_progress_s']:g}s, so the run was stopped{unstored}{claims}{restarts}")
     else:
-        message = f"liveness: the crawl had not finished after the {limit:g}s time limit{unstored}{claims}"
+        message = f"liveness: the crawl had not finished after the {limit:g}s time limit{unstored}{claims}{restarts}"
     return judged([(Finding.LIVENESS, message)], {"time_limit_s": limit, "held_leases": len(held),
                                                  "not_stored_unfinished": v.not_stored_unfinished})
+
+
+def restart_words(history: History, stopped: int | None) -> str:
+    """What a liveness finding adds when the restarts came after a delay (--restart-delay, `restart_delayed`): the
+    delays, and what the stopped start said while it waited (a crawler may wait out on restart what its killed
+    start held: feapder's REQUEST_LOST_TIMEOUT). Empty when every restart came at once."""
+    delayed = history.of_type("restart_delayed")
+    if not delayed:
+        return ""
+    waits = ", ".join(f"{event['seconds']:g}s" for event in delayed[:EXAMPLES]) + (", ..." if len(delayed) > EXAMPLES
+                                                                                     else "")
+    words = (f"; the starts after a kill began {waits} after it (--restart-delay {delayed[-1]['restart_delay']},"
+             " not counted against the time limit)")
+    pace = next((p for p in start_paces(history) if stopped is not None and p.start == stopped + 1), None)
+    said = pace.words() if pace is not None else []
+    if pace is not None:
+        words += (f"; start {pace.start} said, while it waited: {' / '.join(repr(line) for line in said)}" if said
+                  else f"; start {pace.start} said nothing while it waited")
+    return words

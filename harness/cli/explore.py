@@ -79,7 +79,8 @@ def explore_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Des
     points = list(parse_schedule(args.only, design).points) if args.only else None
     prepare_dirs(args)
     catalog = build_catalog(args.listing_pages, args.per_page)
-    settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit, no_progress_s=args.no_progress_timeout)
+    settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit, no_progress_s=args.no_progress_timeout,
+                           restart_delay=args.restart_delay)
     exploration = explore_design(design, catalog, settings, points, work_dir=args.work_dir,
                                  prefork=not args.no_prefork, progress=progress,
                                  jobs=args.jobs or default_jobs(), power_cut=args.power_cut,

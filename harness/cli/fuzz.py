@@ -80,7 +80,7 @@ def fuzz_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Design
     if args.power_cut:
         refuse_power_cut(design, "fuzz", needs_strace=False)  # before any directory is made
     prepare_dirs(args)
-    settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit)
+    settings = RunSettings(lease_s=args.lease, time_limit_s=args.time_limit, restart_delay=args.restart_delay)
     # By the spec's promises; --strict: every idempotence promise, as fuzz always judged (replay lines say so).
     judged = design.strict() if args.strict else design
     # The failures saved by earlier fuzzes of this very design run first; one that still fails is the

@@ -19,6 +19,7 @@ from killtest.harness.errors import KilltestError
 from killtest.harness.faults.disk_model import disk_model
 from killtest.harness.faults.points.store_write import server_store
 from killtest.harness.faults.schedule import KillSchedule, parse_schedule, run_seeds, timed_schedule, validate_schedule
+from killtest.harness.option_kinds import RestartDelay
 from killtest.harness.report.baseline_file import load_baseline
 from killtest.harness.running.campaign_plan import CampaignPlan
 from killtest.harness.running.orchestrator import stage
@@ -114,6 +115,7 @@ def run_settings(args: argparse.Namespace, lease_s: float) -> RunSettings:
                        # --no-progress-timeout is the lead's to add to harness/options.py; until then, the default.
                        no_progress_s=getattr(args, "no_progress_timeout", defaults.NO_PROGRESS_S),
                        aim_pauses=getattr(args, "aim_pauses", False),
+                       restart_delay=getattr(args, "restart_delay", RestartDelay()),  # scale's and calibrate's: 0
                        disk=disk_model(getattr(args, "disk", None), getattr(args, "fsync_latency", None)))
 
 

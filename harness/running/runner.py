@@ -2,11 +2,11 @@
 
 `run_kill_test` goes through named phases:
 1. prepare: check the schedule against what the run was given, clear the site, write `run_started`;
-2. for each planned start: close the dead start's door to the site, start it (unless a point that hit one worker
-   left it running), arm its point (`point.arm`: the request kind hooks the site), wait for it (`point.wait_s`), then
-   kill and record: the point fires (`point.fire`) or fired by itself (a request or line point), and the runner
-   writes `kill`, `worker_restarted`, `time_limit`, `process_exited` or `crash` (a pause kills nothing: its
-   target, running.target, writes `paused` and `resumed`, and the start goes on);
+2. for each planned start: close the dead start's door to the site, after a kill wait (running.restart_wait), start
+   it (unless a point that hit one worker left it running), arm its point (`point.arm`: the request kind hooks the
+   site), wait for it (`point.wait_s`), then kill and record: the point fires (`point.fire`) or fired by itself (a
+   request or line point), and the runner writes `kill`, `worker_restarted`, `time_limit`, `process_exited` or
+   `crash` (a pause kills nothing: its target, running.target, writes `paused` and `resumed`, and the start goes on);
 3. collect the history (killtest.harness.running.collect): requests, scraper events, each start's last output,
    store records, side effects, then `run_finished`. The runner knows no kill-point kind by name: it asks the point.
 
@@ -47,6 +47,7 @@ from killtest.harness.running.collect import (
 )
 from killtest.harness.running.kill_state import store_state
 from killtest.harness.running.processes import Start, spawn
+from killtest.harness.running.restart_wait import RestartDelay, RestartWait
 from killtest.harness.running.site_drift import SiteDrift
 from killtest.harness.running.start_watch import Stalled, StartWatch, wait_watching
 from killtest.harness.running.target import StartTarget, power_loss_mount
@@ -74,6 +75,7 @@ class RunSettings:
     aim_pauses: bool = False  # a paused worker's page is repriced when another worker asks for it (running/target.py)
     # The start-up measured before the runs (running/pace.py): a start alive past it without a request is waiting.
     startup_s: float | None = None
+    restart_delay: RestartDelay = RestartDelay()  # a supervisor's wait after a kill (running/restart_wait.py)
 
 
 @dataclass
@@ -99,6 +101,7 @@ class _Run:
     outcome: str = "completed"
     crawl_done: int = 0
     power_loss_mount: Any = None  # the mount over the work dir while a power-cut point's run is on (target.py)
+    restarts: RestartWait = field(default_factory=lambda: RestartWait(RestartDelay()))
 
     def since_began(self) -> float:
         return time.monotonic() - self.began
@@ -154,7 +157,7 @@ def _prepare(design: Design, schedule: KillSchedule, site: SiteServer, work_dir:
     launch = Launch(base_url=site.base_url, work_dir=work_dir, lease_s=settings.lease_s, dsn=dsn,
                     open_door=site.open_door)
     run = _Run(design, schedule, site, settings, launch, design.store_location(launch), launcher, restart_store,
-               on_progress)
+               on_progress, restarts=RestartWait(settings.restart_delay))
     site.request_log.clear()
     site.webhooks.clear()
     site.set_request_hook(None)
@@ -169,6 +172,7 @@ def _prepare(design: Design, schedule: KillSchedule, site: SiteServer, work_dir:
                     drift=settings.drift.spec if settings.drift else None,
                     drift_seed=settings.drift.seed if settings.drift else None,
                     recrawls=settings.recrawls, workers=settings.workers, measured_startup_s=settings.startup_s,
+                    restart_delay=str(settings.restart_delay),
                     toxics=site.toxics[0] if site.toxics else None,
                     toxic_seed=site.toxics[1] if site.toxics else None)
     run.drift = SiteDrift(site, settings.drift, run.history, run.began)
@@ -188,6 +192,7 @@ def _start_until_its_point(run: _Run, point: KillPoint | None, crawl: int, which
     """Phase 2 for one point: start, arm, wait for the point, kill and record. False: the run stops here."""
     if run.current is None and run.starts:  # the dead start's late requests stay its own, not the next point's
         run.site.shut_door()
+        run.deadline += run.restarts.wait(run.history, run.began, len(run.starts), run.on_progress)
     armed: Armed = NotArmed() if point is None else point.arm(run.site)
     try:
         if run.current is None:  # a point that hit one worker leaves the start running
@@ -248,6 +253,7 @@ def _wait_then_kill(run: _Run, point: KillPoint | None, armed: Armed, crawl: int
                         **store_state(run.design, run.location),  # the crash state the kill reached
                         **gate_missed(run.design.values(run.launch_for(crawl))))  # a write gate's kill off its aim
         point.after_kill(StartTarget(run, crawl, point.spec))  # a power cut drops what was not durable
+        run.restarts.killed(current.alive_s)
         run.current = None
         return True
     return _exited(run, current, returncode, crawl)
@@ -271,6 +277,7 @@ def _fire(run: _Run, point: KillPoint, crawl: int) -> None:
     if fired.start_over:
         if fired.killed:
             point.after_kill(StartTarget(run, crawl, point.spec))  # a power cut drops what was not durable
+            run.restarts.killed(run.current.alive_s)
         run.current = None
 
 
