@@ -15,6 +15,12 @@ from collections.abc import Sequence
 from killtest.harness.check.kill_phases import PHASES, STAGES, KilledStart, coverage_gap, phase_counts, storing_line
 from killtest.harness.check.verdict import RunVerdict
 
+PHASES_TITLE = "Kill phases: the crash states the kills reached"
+PHASES_INTRO = ("Each killed start by its phase when the kill came (no request yet; fetched pages but had not written"
+                " to its store; had written to its store without a record coming of it; had stored records), and by"
+                " how far the run's crawl had got (the share of product pages fetched: early under a third, late two"
+                " thirds and more). A PASS holds for these states only.")
+
 
 def design_phases(runs: Sequence[RunVerdict]) -> dict:
     """The JSON summary's `crash_states` of one design's runs: counts per phase and stage, the line, the gap."""

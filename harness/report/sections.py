@@ -16,7 +16,7 @@ from killtest.harness.published import (
     published_run,
 )
 from killtest.harness.report.campaign import PUBLISHED_COLUMNS, Campaign, summarise
-from killtest.harness.report.crash_states import section_rows
+from killtest.harness.report.crash_states import PHASES_INTRO, PHASES_TITLE, section_rows
 from killtest.harness.report.start_pace import pace_bullets
 from killtest.harness.report.triage import run_failure_bullets, run_failures
 
@@ -117,13 +117,7 @@ def _per_design(campaign: Campaign) -> Section:
 def _kill_phases(campaign: Campaign) -> Section | None:
     """Where the kills landed: each killed start's crash state, per design, and what was not tested."""
     header, rows, bullets = section_rows(campaign.verdicts)
-    if not rows:
-        return None
-    return Section("Kill phases: the crash states the kills reached", [
-        "Each killed start by its phase when the kill came (no request yet; fetched pages but had not written to"
-        " its store; had written to its store without a record coming of it; had stored records), and by how far"
-        " the run's crawl had got (the share of product pages fetched: early under a third, late two thirds and"
-        " more). A PASS holds for these states only."], header, rows, bullets)
+    return Section(PHASES_TITLE, [PHASES_INTRO], header, rows, bullets) if rows else None
 
 
 def _categories(campaign: Campaign) -> Section:
