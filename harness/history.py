@@ -25,9 +25,9 @@ EVENTS: dict[str, str] = {
             " reported, -9), held_leases (the claims the store held afterwards); worker and worker_pid (its"
             " process) when one worker was hit, server_restart_s when the store's server was restarted,"
             " aimed_elsewhere (a store-write point's kill delivered at another write than its recording aimed at:"
-            " which, in words); store_rows and store_bytes when the whole start was killed: the rows the store held"
-            " just after the kill (none: unreadable) and its file's size (none: a server's store), the crash state"
-            " the kill reached (harness/running/kill_state.py)",
+            " which, in words); store_rows, store_bytes and store_mtime_ns when the whole start was killed: the"
+            " rows the store held just after the kill (none: unreadable), its files' size and latest change (none: a"
+            " server's store), the crash state the kill reached (harness/running/kill_state.py)",
     "restart_delayed": "start (the start about to begin), restart (its number in the back-off: 1, 2, ...), seconds"
                        " (the delay --restart-delay gave it), waited_s (measured, never less), restart_delay: a whole"
                        " start was killed and the next waited, as a supervisor restarts a crawler; not counted"

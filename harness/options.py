@@ -94,9 +94,11 @@ OPTIONS: tuple[Option, ...] = (
            f" (default {d.KILL_DELAY[0]},{d.KILL_DELAY[1]})", ("scale", "calibrate"), "campaign",
            default=f"{d.KILL_DELAY[0]},{d.KILL_DELAY[1]}"),
     Option("--kill-delay", "the range a kill lands in after each start, LOW,HIGH seconds, used exactly; fLOW,HIGH:WAIT"
-           " counts from each start's first request, waited for WAIT s (default: the built-in designs"
-           f" {d.KILL_DELAY[0]},{d.KILL_DELAY[1]}; a design of your own: f0.2,1.0 with a wait of three start-ups,"
-           " measured from one unkilled start)", ("run",), "campaign"),
+           " counts from each start's first request, waited for WAIT s; fLOW~HIGH:WAIT spreads the kills over that"
+           " range, one in each slice of it (default: the built-in designs"
+           f" {d.KILL_DELAY[0]},{d.KILL_DELAY[1]}; a design of your own: spread over its whole work, f0.2~HIGH with"
+           " HIGH nine tenths of the work and a wait of three start-ups, measured from one unkilled start)",
+           ("run",), "campaign"),
     # The catalog, then what a run meets: in this order on a replay line.
     Option("--listing-pages", f"listing pages in the catalog (default {d.LISTING_PAGES})", RUNS, "site",
            positive(int), d.LISTING_PAGES),

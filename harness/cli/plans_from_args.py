@@ -18,7 +18,14 @@ from killtest.harness.design.model import Design
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults.disk_model import disk_model
 from killtest.harness.faults.points.store_write import server_store
-from killtest.harness.faults.schedule import KillSchedule, parse_schedule, run_seeds, timed_schedule, validate_schedule
+from killtest.harness.faults.schedule import (
+    KillSchedule,
+    parse_schedule,
+    run_seeds,
+    spread_schedule,
+    timed_schedule,
+    validate_schedule,
+)
 from killtest.harness.option_kinds import RestartDelay
 from killtest.harness.report.baseline_file import load_baseline
 from killtest.harness.running.campaign_plan import CampaignPlan
@@ -35,7 +42,9 @@ def timed_plan(args: argparse.Namespace, designs: list[Design], pace_rps: float,
     if exact is not None:
         schedules = (parse_schedule(exact),) * args.runs  # exact points: every run repeats the same one
     else:
-        schedules = tuple(timed_schedule(seed, args.kills, *delay_range, first_request_wait_s=wait)
+        schedules = tuple(spread_schedule(seed, args.kills, *delay_range, wait) if wait is not None
+                          and kill_spread(args.kill_delay) else
+                          timed_schedule(seed, args.kills, *delay_range, first_request_wait_s=wait)
                           for seed in run_seeds(args.seed, args.runs))
     check_points(args, schedules, designs)
     refuse_killless(schedules, "--kills 0" if exact is None else f"--schedule {exact!r}")
@@ -130,6 +139,11 @@ def first_request_wait(text: str) -> float | None:
     return _kill_delay_parts(text)[1]
 
 
+def kill_spread(text: str) -> bool:
+    """`f0.2~5.3:8`: the kills spread over the range (harness/faults/schedule.py spread_schedule), not uniform in it."""
+    return text.startswith("f") and "~" in text
+
+
 def _kill_delay_parts(text: str) -> tuple[tuple[float, float], float | None]:
     delays, wait = text, None
     try:
@@ -138,11 +152,11 @@ def _kill_delay_parts(text: str) -> tuple[tuple[float, float], float | None]:
             wait = float(wait_text) if colon else defaults.FIRST_REQUEST_WAIT_S
             if not wait > 0:
                 raise ValueError(text)
-        low, high = (float(part) for part in delays.split(","))
+        low, high = (float(part) for part in delays.replace("~", ",", 1 if text.startswith("f") else 0).split(","))
     except ValueError:
         raise KilltestError(f"--kill-delay takes LOW,HIGH in seconds after each start, for example 0.2,1.0, or"
-                            f" fLOW,HIGH[:WAIT] after its first request, for example f0.2,1.0:8, not {text!r}"
-                            ) from None
+                            f" fLOW,HIGH[:WAIT] after its first request, for example f0.2,1.0:8, or fLOW~HIGH[:WAIT]"
+                            f" spread over that range, for example f0.2~6:8, not {text!r}") from None
     return (low, high), wait
 
 
