@@ -6,7 +6,8 @@ took request points' numbers (they no longer do: killtest.fixture_site.request_l
 file strace cannot count the same way twice were dropped without a word. So explore says, beside its
 verdict: the distinct pages its request points killed at, out of the pages one crawl asks for; for each kind
 of file the first start wrote (file numbers folded: `datasets/N.json`), how many writes it saw and how many
-it made points of; and a sentence for every write or kind of point it left out. Plain data, from the
+it made points of, and how many of those it killed after as well as before (their after twins, `aw5`); and a
+sentence for every write or kind of point it left out. Plain data, from the
 points' outcomes and the recordings that aimed them (harness/running/write_plans.py); its words are
 harness/report/coverage_words.py's.
 """
@@ -18,7 +19,8 @@ import shutil
 from collections import Counter
 from typing import Any
 
-from killtest.harness.faults.file_aims import named_by_id, offered_writes
+from killtest.harness.faults.file_aims import named_by_id, number_of, offered_writes
+from killtest.harness.faults.points.after_store_write import AfterStoreWrite
 from killtest.harness.faults.points.store_write import server_store
 from killtest.harness.faults.store_writes import TEMPORARY, Recording, agreeing_writes
 
@@ -40,6 +42,7 @@ def exploration_coverage(outcomes: list, pages_asked: int, recording: Any, again
     was recorded at all (no strace, several workers), when so."""
     killed_at = sorted({o.page for o in outcomes if o.landed and o.point.startswith("r") and o.page},
                        key=_page_order)
+    afters = [AfterStoreWrite.parse(o.point) for o in outcomes if o.point.startswith(AfterStoreWrite.PREFIX)]
     left_out: list[str] = []
     writes: list[dict] = []
     if points_given:
@@ -49,11 +52,12 @@ def exploration_coverage(outcomes: list, pages_asked: int, recording: Any, again
     elif isinstance(recording, Recording):
         offered = (set(offered_writes(recording, again, agreeing_writes(recording, again)))
                    if isinstance(again, Recording) else set())
-        writes, left_out = _file_writes(recording, offered)
+        writes, left_out = _file_writes(recording, offered,
+                                        {number_of(recording, point.index, point.file) for point in afters})
     elif recording is not None:  # a server store's counted statements: (connection, label) in order
         stable = sum(1 for o in outcomes if o.point.startswith("w"))
         writes = [{"file": "statements to the store's server", "seen": len(recording), "points": stable,
-                   "left_out": len(recording) - stable}]
+                   "after_points": len(afters), "left_out": len(recording) - stable}]
         if len(recording) > stable:
             left_out.append(f"{len(recording) - stable} statements to the store's server: not the same on two"
                             " recordings of the first start (a timer's or a poll's), so not offered")
@@ -65,11 +69,13 @@ def exploration_coverage(outcomes: list, pages_asked: int, recording: Any, again
     return {"pages_asked": pages_asked, "pages_killed_at": killed_at, "writes": writes, "left_out": left_out}
 
 
-def _file_writes(recording: Recording, offered: set[int]) -> tuple[list[dict], list[str]]:
-    """Per kind of file: writes seen, offered, left out; and a sentence per reason something was left out."""
+def _file_writes(recording: Recording, offered: set[int], after: set[int | None]) -> tuple[list[dict], list[str]]:
+    """Per kind of file: writes seen, offered, killed after (`after`: the n of the after twins explored), left out;
+    and a sentence per reason something was left out."""
     reachable = set(recording.reachable_writes())
     seen: Counter[str] = Counter()
     points: Counter[str] = Counter()
+    afters: Counter[str] = Counter()
     unreachable: Counter[str] = Counter()
     unstable: Counter[str] = Counter()
     by_id: Counter[str] = Counter()
@@ -78,14 +84,15 @@ def _file_writes(recording: Recording, offered: set[int]) -> tuple[list[dict], l
         seen[kind] += 1
         if n in offered:
             points[kind] += 1
+            afters[kind] += n in after
         elif all(named_by_id(p) for p in call.paths if p):
             by_id[kind] += 1
         elif n not in reachable:
             unreachable[kind] += 1
         else:
             unstable[kind] += 1
-    writes = [{"file": kind, "seen": seen[kind], "points": points[kind], "left_out": seen[kind] - points[kind]}
-              for kind in sorted(seen, key=lambda k: (-seen[k], k))]
+    writes = [{"file": kind, "seen": seen[kind], "points": points[kind], "after_points": afters[kind],
+               "left_out": seen[kind] - points[kind]} for kind in sorted(seen, key=lambda k: (-seen[k], k))]
     left_out = [_left_out(counts, why) for counts, why in ((unreachable, UNREACHABLE), (unstable, UNSTABLE),
                                                                   (by_id, NAMED_BY_ID)) if counts]
     return writes, left_out

@@ -5,12 +5,13 @@ Every point is one run: the first start dies exactly there, the next one finishe
 outcome is held to the idempotent promises whatever the design claims, so for a design that does
 not keep them the report names the points that break them. Store-write points (`w5`) reach any
 program, in any language: one recording run lists the first start's writes to its store
-(harness/running/write_plans.py). With `power_cut` (`--power-cut`), each store write `w5` of a file store
-is followed by its power-cut twin `xw5` (harness/faults/points/power_cut.py): the same write, the power
-gone instead of a SIGKILL, so what no fsync made durable is lost. No `xr5`: a file's durable state
-changes only at a store write (fsync counts as one), so a cut at a request loses what a cut at the next
-store write loses. With `jobs` above 1 the points are dealt to that many processes,
-each with its own site, work dirs and servers (harness/campaigns/parallel.py); the outcomes are the same.
+(harness/running/write_plans.py); each comes with its after twin (`aw5`: killed once that write is done,
+before the next durable step: harness/faults/points/after_store_write.py). With `power_cut` (`--power-cut`),
+each store write `w5` of a file store is followed by its power-cut twin `xw5` (faults/points/power_cut.py):
+the same write, the power gone instead of a SIGKILL, so what no fsync made durable is lost. No `xr5`: a
+file's durable state changes only at a store write (fsync counts as one), so a cut at a request loses what a
+cut at the next store write loses. With `jobs` above 1 the points are dealt to that many processes, each with
+its own site, work dirs and servers (harness/campaigns/parallel.py); the outcomes are the same.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from killtest.harness.check.verdict import RunVerdict, Validity
 from killtest.harness.design.model import Design
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults.points import KillPoint, parse_point
+from killtest.harness.faults.points.after_store_write import with_after_twins
 from killtest.harness.faults.points.line import AtLine, anchor_for, shown_path
 from killtest.harness.faults.points.power_cut import PowerCutAtStoreWrite, refuse_what_cannot_lose_power
 from killtest.harness.faults.points.request import AtRequest
@@ -156,8 +158,8 @@ def refuse_power_cut(design: Design, command: str, needs_strace: bool = True) ->
 def all_crash_points(design: Design, on: Stage, settings: RunSettings, work_dir: str | None = None,
                      cache: RecordingCache | None = None, power_cut: bool = False) -> list[KillPoint]:
     """`crash_points` on the stage's catalog, the store writes found by one recording run (each followed by
-    its power-cut twin with `power_cut`)."""
-    writes = store_write_points(design, on, settings, work_dir, cache)
+    its power-cut twin with `power_cut`, and by its after twin)."""
+    writes = with_after_twins(store_write_points(design, on, settings, work_dir, cache))
     return crash_points(design, on.site.catalog.full_crawl_requests, with_power_cuts(writes) if power_cut else writes)
 
 

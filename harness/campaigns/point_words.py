@@ -1,7 +1,8 @@
 """Where a crash point's kill landed, in the user's own terms, and the kind of place it is.
 
 `w51` means nothing to a user; "before the 2nd write to dataset/000001.json, 31 bytes at offset 30,
-after request 9 (/product/4)" does. A store write is described from the recording that aimed it
+after request 9 (/product/4)" does; its after twin `aw51` is "after the 2nd write to ..." (its place too: a
+kill after a write is another place than one before it). A store write is described from the recording that aimed it
 (harness/faults/store_writes.py: its system call, file, count and size), the request from the point's
 own run (its history: the killed start's last request before the kill). A request point names its
 page, a line point its line. The kind of place (the same words with the kill's own counts dropped and
@@ -16,6 +17,7 @@ from typing import Any
 from killtest.harness.check.distinct import folded, nth, request_before, request_words
 from killtest.harness.faults.file_aims import number_of
 from killtest.harness.faults.points import KillPoint
+from killtest.harness.faults.points.after_store_write import AfterStoreWrite
 from killtest.harness.faults.points.line import AtLine
 from killtest.harness.faults.points.request import AtRequest
 from killtest.harness.faults.points.store_write import AtStoreWrite
@@ -78,22 +80,23 @@ def logical_write(point: KillPoint, recording: Any) -> str:
     if n is None:
         return ""
     first, last = recording.logical_write(n)
-    kind = "xw" if point.spec.startswith("x") else "w"  # `xw` for a power cut
+    kind = point.spec[:point.spec.index("w") + 1]  # `w`, `xw` for a power cut, `aw` for an after twin
     return f"{kind}{first}-{kind}{last}" if last > first else ""
 
 
 def _words(point: KillPoint, history: History, recording: Any, kill: dict | None) -> tuple[str, str]:
     if isinstance(point, AtStoreWrite):
         after = request_words(history, kill) if kill is not None else ""
+        side = "after" if isinstance(point, AfterStoreWrite) else "before"  # the kill's side of the write
         if point.connection is not None or not isinstance(recording, Recording):
             statement = f"statement {point.index}" + (f" of connection {point.connection}" if point.connection else "")
-            return (f"before store {statement}, {after}" if after else f"before store {statement}",
-                    "a statement to the store")
+            return (f"{side} store {statement}, {after}" if after else f"{side} store {statement}",
+                    "a statement to the store" if side == "before" else "after a statement to the store")
         n = number_of(recording, point.index, point.file)
         write, place = recording.describe_write(n) if n is not None else ("", "")
         if not write:
             return "", "a write past the last"
-        return f"before {write}, {after}" if after else f"before {write}", f"before the {place}"
+        return f"{side} {write}, {after}" if after else f"{side} {write}", f"{side} the {place}"
     if isinstance(point, AtRequest):
         made = request_before(history, kill["t"], kill.get("start", 0)) if kill else None
         path = made[1] if made else "?"

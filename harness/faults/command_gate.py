@@ -2,6 +2,7 @@
 
     python -S command_gate.py kill N DSN -- COMMAND...      kill before the N-th counted message
     python -S command_gate.py kill C:K DSN -- COMMAND...    kill before the K-th of connection C (1-based)
+    python -S command_gate.py after N|C:K DSN -- COMMAND... kill once the server answered it, before relaying that
     python -S command_gate.py record LOG DSN -- COMMAND...  run to the end, one LOG line per counted one
 
 The gate is the start's command: it listens on 127.0.0.1 (a free port), runs COMMAND with every
@@ -14,6 +15,13 @@ connections lazily and at once: the order they are accepted in is a race). In `k
 counted message (or connection C's K-th, `w7:c2`) is never forwarded: the gate SIGKILLs every process
 of its group (the start's session: the gate is its leader) and itself, as harness/faults/write_gate.py
 does, so the statement never reaches the server and the runner sees the start die of SIGKILL.
+
+In `after` mode (an after twin, `aw7`: harness/faults/points/after_store_write.py) the aimed message is
+forwarded, and for a PostgreSQL Execute the messages after it up to its Sync (whose ReadyForQuery says its
+implicit transaction committed), but never a counted message after it; then the gate reads that connection's
+server stream alone, relays the replies owed before the aimed one, and SIGKILLs the start as soon as the
+server's whole reply to it has come (harness/faults/store_replies.py), before relaying it. While it waits,
+no other connection's bytes are forwarded: the command is applied and the start has taken no step after it.
 
 It lives in the start's process group, so it dies with the start whatever kills it, and its port
 closes with it. It imports only the standard library and its two siblings, and is run by path with
@@ -29,6 +37,7 @@ import signal
 import socket
 import subprocess
 import sys
+from typing import Any
 
 if __package__:
     from killtest.harness.faults.store_commands import (
@@ -38,6 +47,7 @@ if __package__:
         resp,
         store_kind_of_dsn,
     )
+    from killtest.harness.faults.store_replies import owed, replies_for
     from killtest.harness.faults.write_gate import kill_start
 else:  # run by path with -S: its siblings, without importing the killtest package
     from store_commands import (  # type: ignore[no-redef]
@@ -47,6 +57,7 @@ else:  # run by path with -S: its siblings, without importing the killtest packa
         resp,
         store_kind_of_dsn,
     )
+    from store_replies import owed, replies_for  # type: ignore[no-redef]
     from write_gate import kill_start  # type: ignore[no-redef]
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -56,8 +67,8 @@ class Gate:
     """The proxy's state: the listening socket, each connection's pair and framer, and the count."""
 
     def __init__(self, upstream: tuple[str, int], kind: str, kill_at: str | None, log_path: str | None,
-                 database: bytes = b"0") -> None:
-        self.upstream, self.kind, self.database = upstream, kind, database
+                 database: bytes = b"0", after: bool = False) -> None:
+        self.upstream, self.kind, self.database, self.after = upstream, kind, database, after
         # (None, N): the N-th counted message of all; (C, K): the K-th of connection C (in accept order)
         connection, _, index = (kill_at or "").rpartition(":")
         self.kill_at = (int(connection) if connection else None, int(index) if index else None)
@@ -106,7 +117,7 @@ class Gate:
         for sock in (client, server):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         state = {"client": client, "server": server, "framer": framer_for(self.kind), "pending": b"",
-                 "number": None}
+                 "number": None, "replies": replies_for(self.kind), "reply_pending": b"", "owed": 0, "answered": 0}
         self.selector.register(client, selectors.EVENT_READ, ("client", state))
         self.selector.register(server, selectors.EVENT_READ, ("server", state))
 
@@ -118,8 +129,8 @@ class Gate:
         buffer = state["pending"] + data
         messages, used = state["framer"].feed(buffer)
         state["pending"] = buffer[used:]
-        out = b""
-        for message in messages:
+        out, owes = b"", 0
+        for at, message in enumerate(messages):
             if message.counted and (not message.probe or self._writes(message.probe)):
                 self.count += 1
                 if state["number"] is None:
@@ -130,10 +141,68 @@ class Gate:
                 if self.log is not None:
                     self.log.write(f"{self.count}\t{number}\t{message.label}\n")
                 if self.kill_at in ((None, self.count), (number, self.counts[number])):
+                    if self.after:
+                        self._forward(state, out, owes)
+                        self._after(state, message, messages[at + 1:])
                     _send(state["server"], out)  # what came before it reaches the server; it never does
                     kill_start()
             out += message.data
-        _send(state["server"], out)
+            owes += self._owes(state, message.data)
+        self._forward(state, out, owes)
+
+    def _owes(self, state: dict, data: bytes) -> int:
+        """The replies the server owes for a client message (after mode counts them; else nothing is kept)."""
+        if not self.after:
+            return 0
+        if self.kind == "postgres":
+            state["replies"].forwarded(data)  # an SSL request's one-byte answer
+        return owed(self.kind, data)
+
+    def _forward(self, state: dict, data: bytes, owes: int) -> None:
+        _send(state["server"], data)
+        state["owed"] += owes
+
+    def _after(self, state: dict, message: Any, following: list) -> None:
+        """Forward the aimed message (a PostgreSQL Execute with what follows it up to its Sync), wait for the
+        server's whole reply to it on its connection alone, relaying the replies before it, and kill the start
+        before that reply is relayed."""
+        self._forward(state, message.data, self._owes(state, message.data))
+        if self.kind == "postgres" and message.data[:1] == b"E":  # its transaction commits at the next Sync
+            while not self._through_sync(state, following):
+                data = _receive(state["client"])  # the Sync has not been sent yet: read on, this client only
+                if not data:
+                    kill_start()  # the client closed without a Sync: nothing more can be applied
+                buffer = state["pending"] + data
+                following, used = state["framer"].feed(buffer)
+                state["pending"] = buffer[used:]
+        aimed = state["owed"]
+        while True:
+            data = _receive(state["server"])
+            if not data:
+                kill_start()  # the server closed: its answer never comes, nor anything the start did after it
+            buffer = state["reply_pending"] + data
+            ends, _ = state["replies"].feed(buffer)
+            whole = 0
+            for end in ends:
+                state["answered"] += 1
+                if state["answered"] == aimed:
+                    _send(state["client"], buffer[:whole])  # the replies before the aimed one, not its own
+                    kill_start()
+                whole = end
+            _send(state["client"], buffer[:whole])
+            state["reply_pending"] = buffer[whole:]
+
+    def _through_sync(self, state: dict, following: list) -> bool:
+        """Forward the messages after an aimed Execute up to and including its Sync; True once the Sync went. A
+        counted message before it is never forwarded: the start is killed there (the Execute's transaction then
+        never commits, which is what a kill before that message leaves too)."""
+        for message in following:
+            if message.counted:
+                kill_start()
+            self._forward(state, message.data, self._owes(state, message.data))
+            if message.data[:1] in (b"S", b"Q"):
+                return True
+        return False
 
     def _writes(self, probe: bytes) -> bool:
         """Whether a Redis script call would write: its read-only twin, run on a connection of the gate's own."""
@@ -152,6 +221,11 @@ class Gate:
         if not data:
             self._close(state)
             return
+        if self.after:  # count the replies as they come, so the aimed one's place is known; relay whole values
+            buffer = state["reply_pending"] + data
+            ends, used = state["replies"].feed(buffer)
+            state["answered"] += len(ends)
+            data, state["reply_pending"] = buffer[:used], buffer[used:]
         _send(state["client"], data)
 
     def _close(self, state: dict) -> None:
@@ -188,8 +262,8 @@ def main(argv: list[str]) -> None:
     ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1)  # what the start leaves behind comes back to the gate
     database = dsn.split("://", 1)[1].partition("/")[2].split("?")[0] or "0"
     gate = Gate((host or "127.0.0.1", int(port or (5432 if kind == "postgres" else 6379))), kind,
-                argument if mode == "kill" else None, argument if mode == "record" else None,
-                database.encode() if kind == "redis" else b"0")
+                argument if mode in ("kill", "after") else None, argument if mode == "record" else None,
+                database.encode() if kind == "redis" else b"0", after=mode == "after")
     through = proxied_dsn(dsn, gate.port)
     env = {name: value.replace(dsn, through) for name, value in os.environ.items()}
     process = subprocess.Popen([part.replace(dsn, through) for part in command], env=env)

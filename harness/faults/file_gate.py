@@ -1,6 +1,6 @@
 """Run a start with its calls of one system call stopped in the kernel, and SIGKILL it at the k-th naming one file.
 
-    python -S file_gate.py SYSCALL K TARGET -- COMMAND...
+    python -S file_gate.py [--after] SYSCALL K TARGET -- COMMAND...
 
 The gate of `w<k>:<file>` (harness/faults/file_aims.py): the k-th SYSCALL whose arguments name TARGET, made by
 whichever thread or process of the start. strace cannot carry it out: it counts per thread, its `-P` matches a
@@ -19,11 +19,22 @@ never happens, on any thread, however long the gate takes. The filter is inherit
 child; no_new_privs is set, as a filter needs without CAP_SYS_ADMIN. x86_64 only (the filter names system
 calls by their numbers there); the point refuses elsewhere in one line.
 
+With `--after` (an after twin, `aw<k>:<file>`: harness/faults/points/after_store_write.py) the k-th call must be
+done before the kill, and nothing of the start may run after it. Letting it go on (FLAG_CONTINUE) gives no
+word of when it is done, and the thread would return to the program at once. So the gate makes the call
+itself, on the caller's behalf (`perform`: the same paths, or the same open file through /proc/TID/fd with
+its offset and O_APPEND from /proc/TID/fdinfo, the same bytes read from /proc/TID/mem, the same flags), and
+SIGKILLs the start while the caller still waits for the answer it never gets. The file system is left as the
+caller's own call would have left it, and the caller never learns the call returned: exact, for every write-
+type call of store_writes.py. (A write the kernel would have cut short, on a full disk, is made whole or
+fails whole here.)
+
 It imports only the standard library and its sibling write_gate.py, and is run by path with -S.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -42,7 +53,7 @@ SYS_SECCOMP, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER = 317, 1,
 PR_SET_NO_NEW_PRIVS, AUDIT_ARCH_X86_64 = 38, 0xC000003E
 RET_ALLOW, RET_USER_NOTIF, RET_KILL_PROCESS = 0x7FFF0000, 0x7FC00000, 0x80000000
 NOTIF_RECV, NOTIF_SEND, FLAG_CONTINUE = 0xC0502100, 0xC0182101, 1  # _IOWR('!', 0|1, seccomp_notif|_resp)
-AT_FDCWD = -100
+AT_FDCWD, AT_REMOVEDIR = -100, 0x200
 # Where a call's files are: (i, d) a path in argument i, relative to the dir fd in argument d (None: the cwd).
 # Every other call names the file of the descriptor in its first argument.
 WHERE: dict[str, tuple[tuple[int, int | None], ...]] = {
@@ -103,7 +114,76 @@ def named(tid: int, syscall: str, args: tuple[int, ...]) -> list[str]:
     return found
 
 
-def supervise(listener: int, syscall: str, when: int, target: str) -> None:
+def perform(tid: int, syscall: str, args: tuple[int, ...]) -> None:
+    """Make the waiting call's change to the file system from the gate: an after-point's kill then follows a
+    call that is done and that its caller never saw return. An OSError is the call failing, as it would have."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    paths = named(tid, syscall, args)
+    if syscall in ("rename", "renameat", "renameat2"):
+        flags = args[4] if syscall == "renameat2" else 0
+        if libc.syscall(NUMBERS["renameat2"], AT_FDCWD, paths[0].encode(), AT_FDCWD, paths[1].encode(), flags):
+            raise OSError(ctypes.get_errno(), syscall)
+        return
+    if syscall in ("unlink", "unlinkat"):
+        (os.rmdir if syscall == "unlinkat" and args[2] & AT_REMOVEDIR else os.unlink)(paths[0])
+        return
+    if syscall == "truncate":
+        os.truncate(paths[0], args[1])
+        return
+    fd_path = f"/proc/{tid}/fd/{ctypes.c_int(args[0]).value}"
+    position, append = _open_state(tid, ctypes.c_int(args[0]).value)
+    mode = os.O_RDONLY if syscall in ("fsync", "fdatasync", "sync_file_range") else os.O_WRONLY
+    fd = os.open(fd_path, mode | (os.O_APPEND if append and mode == os.O_WRONLY else 0))
+    try:
+        if syscall in ("fsync", "fdatasync"):
+            (os.fsync if syscall == "fsync" else os.fdatasync)(fd)
+        elif syscall == "sync_file_range":
+            libc.syscall(NUMBERS[syscall], fd, ctypes.c_int64(args[1]), ctypes.c_int64(args[2]), ctypes.c_uint(args[3]))
+        elif syscall == "ftruncate":
+            os.ftruncate(fd, args[1])
+        elif syscall == "fallocate":
+            if libc.syscall(NUMBERS[syscall], fd, ctypes.c_int(args[1]), ctypes.c_int64(args[2]),
+                            ctypes.c_int64(args[3])):
+                raise OSError(ctypes.get_errno(), syscall)
+        else:  # write, pwrite64, writev, pwritev, pwritev2: the bytes from the caller's memory
+            data = _bytes(tid, syscall, args)
+            offset = args[3] if syscall in ("pwrite64", "pwritev", "pwritev2") else -1
+            if syscall == "pwritev2" and ctypes.c_int64(offset).value == -1:
+                offset = -1  # pwritev2 at -1 writes at the file's position, as writev does
+            if offset == -1 and append:
+                os.write(fd, data)
+            else:
+                os.pwrite(fd, data, position if offset == -1 else offset)
+    finally:
+        os.close(fd)
+
+
+def _open_state(tid: int, fd: int) -> tuple[int, bool]:
+    """The caller's open file's offset and whether it appends (/proc/TID/fdinfo/FD: `pos:` and octal `flags:`)."""
+    fields = {}
+    with open(f"/proc/{tid}/fdinfo/{fd}", encoding="ascii") as info:
+        for line in info:
+            name, _, value = line.partition(":")
+            fields[name] = value.strip()
+    return int(fields.get("pos", "0")), bool(int(fields.get("flags", "0"), 8) & os.O_APPEND)
+
+
+def _bytes(tid: int, syscall: str, args: tuple[int, ...]) -> bytes:
+    """What a write-type call writes, read from the caller's memory: one buffer, or an iovec array's."""
+    with open(f"/proc/{tid}/mem", "rb", buffering=0) as memory:
+        if syscall in ("write", "pwrite64"):
+            memory.seek(args[1])
+            return memory.read(args[2])
+        memory.seek(args[1])
+        vectors = memory.read(16 * args[2])
+        data = b""
+        for base, length in struct.iter_unpack("QQ", vectors):
+            memory.seek(base)
+            data += memory.read(length)
+        return data
+
+
+def supervise(listener: int, syscall: str, when: int, target: str, after: bool = False) -> None:
     """Answer every call the filter sends; at the `when`-th naming `target`, kill the start with it waiting. Returns
     when no process is left under the filter (the listener hangs up)."""
     import fcntl
@@ -135,7 +215,10 @@ def supervise(listener: int, syscall: str, when: int, target: str) -> None:
             seen += 1
             if seen == when:
                 write_gate.locate(tid)
-                write_gate.kill_start()  # the call is still waiting: it never runs
+                if after:
+                    with contextlib.suppress(OSError, IndexError, ValueError):  # a call that fails is done all the same
+                        perform(tid, syscall, args)
+                write_gate.kill_start()  # the call is still waiting: it never runs (or, --after, never returns)
         try:
             fcntl.ioctl(listener, NOTIF_SEND, struct.pack("QqiI", ident, 0, 0, FLAG_CONTINUE))
         except OSError:
@@ -144,7 +227,8 @@ def supervise(listener: int, syscall: str, when: int, target: str) -> None:
 
 def main(argv: list[str]) -> None:
     split = argv.index("--")
-    syscall, when, target = argv[:split]
+    after = argv[0] == "--after"  # kill once the k-th call is done (the gate makes it), not before it
+    syscall, when, target = argv[1 if after else 0:split]
     command = argv[split + 1:]
     ctypes.CDLL(None).prctl(write_gate.PR_SET_CHILD_SUBREAPER, 1)  # what the start leaves comes back to the gate
     os.environ.setdefault("UV_THREADPOOL_SIZE", "1")  # as the recording had it (write_gate's comment)
@@ -170,7 +254,7 @@ def main(argv: list[str]) -> None:
     if fds:
         parent_end.send(b"G")
         parent_end.close()
-        supervise(fds[0], syscall, int(when), os.path.normpath(target))
+        supervise(fds[0], syscall, int(when), os.path.normpath(target), after)
     _, status = os.waitpid(child, 0)
     if os.WIFSIGNALED(status):
         os.kill(os.getpid(), os.WTERMSIG(status))  # the start's signal, as the runner would have seen it

@@ -22,6 +22,15 @@ files (TARGET: strace prints each call's file, `-y`); when not (this start named
 the recording that aimed the point did), it writes why to MISSED_FILE before the kill, and the runner
 records the kill as missed, not landed (harness/faults/points/store_write.py, `gate_missed`).
 
+With `--after` (an after twin, `aw5`: harness/faults/points/after_store_write.py) the WHEN-th call is let run
+and held on its way out instead: `delay_exit` in place of `delay_enter`. strace (src/syscall.c,
+`syscall_exiting_trace`) at the call's exit stop first tampers with it (`tamper_with_syscall_exiting` ->
+`delay_tcb(..., false)`, which marks the thread TCB_DELAYED and arms strace's timer), then prints the call's
+return, and does not resume a TCB_DELAYED thread until the timer runs out (src/strace.c, `restart_delayed_tcb`).
+So when the gate reads the return of the WHEN-th call (its line ending in ` = ...`, or its `<... resumed>` line)
+the kernel has done the call and the thread has not seen its result: the gate SIGKILLs the start there, after
+that write and before anything the program does next (checked on strace 6.1 here).
+
 It imports only the standard library and is run by path with `-S`: it costs a start about 20 ms.
 """
 
@@ -138,6 +147,16 @@ def missed(aim: list[str], syscall: str, entry: str) -> None:
                   " the point (a port, pid or random name in a file name?)")
 
 
+def returned(line: str, tid: str, syscall: str) -> bool:
+    """Whether a finished line of strace's log is thread `tid`'s return from its `syscall`: the whole call
+    (`123 write(3, ...)   = 5 (DELAYED)`) or its resumption (`123 <... write resumed>) = 5`), not `<unfinished ...>`."""
+    if not line.startswith(tid) or line[len(tid):len(tid) + 1] not in (" ", "\t"):
+        return False
+    body = line[len(tid):].lstrip()
+    begins = body.startswith(f"{syscall}(") or body.startswith(f"<... {syscall} resumed>")
+    return begins and not body.rstrip().endswith("<unfinished ...>") and re.search(r"\)\s+= ", body) is not None
+
+
 def _members(group: int) -> list[int]:
     found = []
     for name in os.listdir("/proc"):
@@ -152,14 +171,16 @@ def _members(group: int) -> list[int]:
 
 def main(argv: list[str]) -> None:
     split = argv.index("--")
-    head = argv[:split]
+    after = argv[0] == "--after"  # kill once the WHEN-th call has returned (held on its way out), not before it
+    head = argv[1 if after else 0:split]
     aim = head[head.index("--aim") + 1:] if "--aim" in head else []  # --aim N MISSED_FILE TARGET...
     syscall, when_text, *paths = head[:len(head) - len(aim) - (1 if aim else 0)]
     when = int(when_text)
     ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1)  # what the start leaves behind comes back to the gate
     read_end, write_end = os.pipe()
     strace = ["strace", "-f", "-q", "--seccomp-bpf", "-o", f"/dev/fd/{write_end}", "-e", f"trace={syscall}",
-              "-e", f"inject={syscall}:delay_enter={HOLD_US}:when={when}"] + (["-y"] if aim else [])
+              "-e", f"inject={syscall}:delay_{'exit' if after else 'enter'}={HOLD_US}:when={when}"]
+    strace += ["-y"] if aim else []
     for path in paths:
         strace += ["-P", path]
     command = argv[split + 1:]
@@ -179,6 +200,7 @@ def main(argv: list[str]) -> None:
     on_target: dict[str, int] = {}  # each thread's entries to the aimed call's files
     pending = ""  # the line being written, whose entry may not be counted yet
     counted = False
+    held: str | None = None  # --after: the thread whose WHEN-th call was counted, until its return is read
     with os.fdopen(read_end, "rb", buffering=0) as log:
         while chunk := log.read(65536):
             pending += chunk.decode("utf-8", "replace")
@@ -188,7 +210,11 @@ def main(argv: list[str]) -> None:
                     continue
                 if line is not pending and counted:
                     counted = False  # this finished line was counted when it was pending
+                    if held is not None and returned(line, held, syscall):
+                        kill_start(process.pid)
                     continue
+                if held is not None and line is not pending and returned(line, held, syscall):
+                    kill_start(process.pid)  # the held call's `<... resumed>` line: it has returned
                 if node and " +++ " in line:  # a process that ran to its end leaves its map: delete it
                     with contextlib.suppress(OSError):
                         os.remove(f"/tmp/perf-{line.split()[0]}.map")
@@ -204,7 +230,11 @@ def main(argv: list[str]) -> None:
                     if aim and on_target.get(tid, 0) != int(aim[0]):
                         missed(aim, syscall, found.group(0))
                     locate(int(tid))
-                    kill_start(process.pid)
+                    if not after:
+                        kill_start(process.pid)
+                    held = tid
+                    if line is not pending and returned(line, tid, syscall):
+                        kill_start(process.pid)  # its entry and its return came in one line
                 counted = line is pending
     status = process.wait()
     if status < 0:

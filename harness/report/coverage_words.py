@@ -19,6 +19,7 @@ def coverage_lines(coverage: dict) -> list[str]:
              f" {coverage['pages_asked']} a crawl asks for" + (f" ({_paths(pages)})" if pages else "")]
     for write in coverage["writes"]:
         lines.append(f"  store writes to {write['file']}: {write['seen']} seen, {write['points']} explored"
+                     + (f" (and {write['after_points']} after)" if write.get("after_points") else "")
                      + (f", {write['left_out']} left out" if write["left_out"] else ""))
     lines += [f"  left out: {why}" for why in coverage["left_out"]] or ["  left out: nothing"]
     return lines
@@ -34,7 +35,7 @@ def coverage_markdown(coverage: dict) -> list[str]:
                                                                else "."), ""]
     if coverage["writes"]:
         lines += ["| store writes to | seen | explored | left out |", "| --- | --- | --- | --- |"]
-        lines += [f"| `{w['file']}` | {w['seen']} | {w['points']} | {w['left_out']} |" for w in coverage["writes"]]
+        lines += [f"| `{w['file']}` | {w['seen']} | {_explored(w)} | {w['left_out']} |" for w in coverage["writes"]]
         lines.append("")
     lines += [f"- left out: {why}" for why in coverage["left_out"]] or ["- left out: nothing"]
     return lines + [""]
@@ -51,11 +52,18 @@ def coverage_html(coverage: dict) -> str:
     if coverage["writes"]:
         out.append("<table><tr><th>store writes to</th><th>seen</th><th>explored</th><th>left out</th></tr>"
                    + "".join(f"<tr><td><code>{html.escape(w['file'])}</code></td><td>{w['seen']}</td>"
-                             f"<td>{w['points']}</td><td>{w['left_out']}</td></tr>" for w in coverage["writes"])
+                             f"<td>{_explored(w)}</td><td>{w['left_out']}</td></tr>" for w in coverage["writes"])
                    + "</table>")
     reasons = coverage["left_out"] or ["nothing"]
     out.append("<ul>" + "".join(f"<li>left out: {html.escape(why)}</li>" for why in reasons) + "</ul></section>")
     return "".join(out)
+
+
+def _explored(write: dict) -> str:
+    """`4`, or `4 (and 4 after)`: the writes explored, and how many of them were killed after as well as before
+    (their after twins, `aw5`; harness/faults/points/after_store_write.py)."""
+    after = write.get("after_points", 0)
+    return f"{write['points']}" + (f" (and {after} after)" if after else "")
 
 
 def _paths(pages: list[str], most: int = 12) -> str:

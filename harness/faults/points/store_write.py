@@ -51,21 +51,24 @@ def server_store(design: DesignLike) -> bool:
 
 def command_gate_options(mode: str, argument: str, dsn: str) -> StartOptions:
     """The start behind its own proxy to the store's server (harness/faults/command_gate.py), in `mode`
-    `kill` (at the `argument`-th statement) or `record` (to the log `argument`)."""
+    `kill` (before the `argument`-th statement), `after` (once the server answered it) or `record` (to the log
+    `argument`)."""
     return StartOptions(command_prefix=(sys.executable, "-S", COMMAND_GATE, mode, argument, dsn, "--"))
 
 
-def gate_options(plan: InjectionPlan | None, values: Mapping[str, str] | None) -> StartOptions:
-    """The start under the write gate (harness/faults/write_gate.py); no gate when the start never gets there."""
+def gate_options(plan: InjectionPlan | None, values: Mapping[str, str] | None, after: bool = False) -> StartOptions:
+    """The start under the write gate (harness/faults/write_gate.py); no gate when the start never gets there.
+    `after`: the gate kills once the write is done, not before it (an after twin, `aw5`: after_store_write.py)."""
     if plan is None:
         return StartOptions()  # the start makes fewer store writes: it runs to the end
     assert values is not None, "a store-write point needs the start's work dir"
+    when = ("--after",) if after else ()
     if plan.any_thread:  # `w2:FILE`: the file gate counts every thread's calls naming the file (faults/file_aims.py)
-        return StartOptions(command_prefix=(sys.executable, "-S", FILE_GATE, plan.syscall, str(plan.when),
+        return StartOptions(command_prefix=(sys.executable, "-S", FILE_GATE, *when, plan.syscall, str(plan.when),
                                             *plan.absolute_target(values), "--"))
     aim = ("--aim", str(plan.on_target), os.path.join(values["work_dir"], GATE_MISSED),
            *plan.absolute_target(values)) if plan.target else ()
-    return StartOptions(command_prefix=(sys.executable, "-S", GATE, plan.syscall, str(plan.when),
+    return StartOptions(command_prefix=(sys.executable, "-S", GATE, *when, plan.syscall, str(plan.when),
                                         *plan.absolute_paths(values), *aim, "--"))
 
 
@@ -82,6 +85,11 @@ def gate_missed(values: Mapping[str, str]) -> dict[str, str]:
     # The gate names files by their absolute paths; the run's work dir is a temporary one, gone when a user reads
     # this: the files are named as the point names them, relative to it (`queue-41235.json`, not /tmp/killtest-…/).
     return {"aimed_elsewhere": why.replace(values["work_dir"].rstrip("/") + "/", "")}
+
+
+def file_words(file: str) -> str:
+    """A point's file as its text writes it: `./c2` for a file named like a connection, which `c2` would name."""
+    return f"./{file}" if re.fullmatch(r"c\d+", file) else file
 
 
 @register
@@ -128,7 +136,7 @@ class AtStoreWrite(PointKind):
     @property
     def spec(self) -> str:
         return f"w{self.index}" + (f":c{self.connection}" if self.connection is not None else
-                                   f":{self.file}" if self.file is not None else "")
+                                   f":{file_words(self.file)}" if self.file is not None else "")
 
     def validate(self, designs: Sequence[DesignLike], workers: int) -> None:
         super().validate(designs, workers)

@@ -1,0 +1,251 @@
+"""After twins of store-write points (`aw5`, `aw2:FILE`, `aw7:c2`): their text, and each gate killing the start once
+the step is done and before anything the program does next (harness/faults/points/after_store_write.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+
+import psutil
+import pytest
+
+from killtest.harness.errors import KilltestError
+from killtest.harness.faults.points import parse_point
+from killtest.harness.faults.points.after_store_write import AfterStoreWrite, after_twin, before_twin
+from killtest.harness.faults.points.store_write import COMMAND_GATE, FILE_GATE, GATE, AtStoreWrite
+from killtest.harness.faults.schedule import parse_schedule
+from killtest.harness.faults.store_replies import PostgresReplies, RedisReplies
+from killtest.harness.servers.common import REQUIRE_SERVERS_VARIABLE, ServerUnavailable, servers_required
+from killtest.harness.servers.private_postgres import PrivatePostgres
+from killtest.harness.servers.private_redis import PrivateRedis
+
+needs_strace = pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+
+
+@pytest.mark.parametrize("text", ["aw5", "aw2:storage/datasets/7.json", "aw7:c2", "aw1:./c2"])
+def test_an_after_point_reads_back_as_written_and_is_its_before_points_twin(text):
+    point = parse_point(text)
+    assert isinstance(point, AfterStoreWrite) and isinstance(point, AtStoreWrite)
+    assert parse_point(point.spec) == point
+    assert point.spec == "a" + before_twin(point).spec
+    assert after_twin(before_twin(point)) == point
+    assert parse_schedule(f"r2,{text}").points[1] == point
+
+
+def test_a_file_named_like_a_connection_is_a_file_and_the_twins_differ():
+    assert parse_point("aw1:./c2").file == "c2" and parse_point("aw1:./c2").spec == "aw1:./c2"
+    assert parse_point("aw1:c2").connection == 2
+    assert parse_point("w5") != parse_point("aw5")
+
+
+@pytest.mark.parametrize("text", ["aw0", "aw", "a5", "aw5:", "aw5:/etc/x", "aw5:../x", "aw5@2"])
+def test_a_malformed_after_point_is_one_line_naming_the_form(text):
+    with pytest.raises(KilltestError) as error:
+        parse_point(text)
+    assert "aw<store write number>" in str(error.value) and "\n" not in str(error.value)
+
+
+def test_the_reply_framers_count_whole_replies_only():
+    redis = RedisReplies()
+    stream = b"+OK\r\n$3\r\nabc\r\n*2\r\n:1\r\n$-1\r\n>2\r\n+a\r\n+b\r\n*1\r\n+x"
+    assert redis.feed(stream) == ([5, 14, 27], 39)  # the push is whole but no reply; the last array is cut
+    postgres = PostgresReplies()
+    postgres.forwarded(b"\0\0\0\x08\x04\xd2\x16\x2f")  # an SSLRequest: answered by one byte
+    complete = b"N" + b"C\0\0\0\x0bINSERT\0" + b"Z\0\0\0\x05I"
+    assert postgres.feed(complete + b"Z\0\0") == ([1, len(complete)], len(complete))
+
+
+def session_left(pid: int) -> list[int]:
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if os.getpgid(process.pid) == pid:
+                found.append(process.pid)
+        except ProcessLookupError:
+            pass
+    return found
+
+
+def under(gate: list[str], program: str, *args: str) -> tuple[int, str]:
+    """A Python program under a gate, in a session of its own (as a start): its status and its stderr."""
+    process = subprocess.Popen([*gate, "--", sys.executable, "-c", textwrap.dedent(program), *args],
+                               start_new_session=True, stderr=subprocess.PIPE)
+    _, stderr = process.communicate(timeout=120)
+    assert session_left(process.pid) == [], "the start left processes behind"
+    return process.returncode, stderr.decode()
+
+
+# Writes records 1..5 to a log, each followed by a line on stderr: the program's next step after the write.
+APPEND = """
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+for i in range(1, 6):
+    os.write(fd, b"%d\\n" % i)
+    os.write(2, b"saw %d\\n" % i)
+"""
+
+
+@needs_strace
+@pytest.mark.parametrize("n", [1, 3, 5])
+def test_the_write_gate_kills_after_the_nth_write_returned_and_before_the_program_went_on(tmp_path, n):
+    log = tmp_path / "log.txt"
+    for after, kept in ((False, n - 1), (True, n)):
+        log.unlink(missing_ok=True)
+        gate = [sys.executable, "-S", GATE, *(["--after"] if after else []), "write", str(n), str(log)]
+        status, stderr = under(gate, APPEND, str(log))
+        assert status == -signal.SIGKILL, stderr[-400:]
+        assert log.read_text().split() == [str(i) for i in range(1, kept + 1)]
+        assert [line for line in stderr.splitlines() if line.startswith("saw")] == [f"saw {i}" for i in range(1, n)]
+
+
+# Saves each record atomically (a temporary file renamed over data.json), then marks it done in a second file.
+RENAME = """
+import os, sys
+for i in range(1, 4):
+    with open("d.tmp", "w") as out:
+        out.write(str(i))
+    os.replace("d.tmp", "data.json")
+    with open("done.txt", "a") as out:
+        out.write(f"{i}\\n")
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the file gate's filter names x86_64 calls")
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_the_file_gate_makes_the_kth_call_itself_and_kills_before_the_caller_sees_it_return(tmp_path, k):
+    os.chdir(tmp_path)
+    for after in (False, True):
+        for name in ("data.json", "done.txt", "d.tmp"):
+            (tmp_path / name).unlink(missing_ok=True)
+        gate = [sys.executable, "-S", FILE_GATE, *(["--after"] if after else []), "rename", str(k),
+                str(tmp_path / "data.json")]
+        status, stderr = under(gate, RENAME)
+        assert status == -signal.SIGKILL, stderr[-400:]
+        saved = (tmp_path / "data.json").read_text() if (tmp_path / "data.json").exists() else None
+        assert saved == (str(k) if after else (str(k - 1) if k > 1 else None))
+        assert not (tmp_path / "d.tmp").exists() if after else (tmp_path / "d.tmp").exists()
+        done = (tmp_path / "done.txt").read_text().split() if (tmp_path / "done.txt").exists() else []
+        assert done == [str(i) for i in range(1, k)]  # the step after the kth rename never came
+
+
+def started(server_class):
+    try:
+        return server_class().start()
+    except ServerUnavailable as missing:
+        if servers_required():
+            pytest.fail(f"{missing} ({REQUIRE_SERVERS_VARIABLE} is set, so a missing server fails)")
+        pytest.skip(str(missing))
+
+
+@pytest.fixture(scope="module")
+def redis_server():
+    server = started(PrivateRedis)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    server = started(PrivatePostgres)
+    yield server
+    server.stop()
+
+
+# Pipelined and plain commands: a read, a write, and a line on stderr once the write's answer came back.
+REDIS_WRITER = """
+import sys, redis
+client = redis.Redis.from_url(sys.argv[1])
+for k in range(6):
+    client.get(f"k{k}")
+    client.set(f"k{k}", k)
+    print(f"acked {k}", file=sys.stderr, flush=True)
+"""
+
+
+@pytest.mark.parametrize("n", [1, 4, 6])
+def test_the_command_gate_after_mode_applies_the_nth_write_and_kills_before_the_client_reads_its_reply(
+        redis_server, n):
+    import redis
+
+    for mode, kept in (("kill", n - 1), ("after", n)):
+        dsn = redis_server.fresh_database()
+        status, stderr = under([sys.executable, "-S", COMMAND_GATE, mode, str(n), dsn], REDIS_WRITER, dsn)
+        assert status == -signal.SIGKILL, stderr[-400:]
+        with redis.Redis.from_url(dsn) as client:
+            assert sorted(key.decode() for key in client.keys("k*")) == [f"k{k}" for k in range(kept)]
+        assert [line for line in stderr.splitlines() if line.startswith("acked")] == [
+            f"acked {k}" for k in range(n - 1)]
+
+
+POSTGRES_WRITER = """
+import sys, psycopg
+with psycopg.connect(sys.argv[1], autocommit=True) as db:
+    db.execute("CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY)")
+    for k in range(1, 6):
+        db.execute("INSERT INTO t VALUES (%s)", (k,))
+        print(f"acked {k}", file=sys.stderr, flush=True)
+"""
+
+
+def test_the_command_gate_after_mode_waits_for_the_statements_commit_on_postgres(postgres):
+    import psycopg
+
+    for mode, kept in (("kill", [1, 2]), ("after", [1, 2, 3])):  # statement 4 inserts 3
+        dsn = postgres.fresh_database()
+        status, stderr = under([sys.executable, "-S", COMMAND_GATE, mode, "4", dsn], POSTGRES_WRITER, dsn)
+        assert status == -signal.SIGKILL, stderr[-400:]
+        with psycopg.connect(dsn, autocommit=True) as db:
+            assert [k for (k,) in db.execute("SELECT k FROM t ORDER BY k")] == kept
+        assert "acked 3" not in stderr and "acked 2" in stderr
+
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scraper_fixtures")
+
+
+@pytest.mark.fault("aw")
+@needs_strace
+def test_explore_finds_the_duplicate_after_a_write_that_its_before_point_misses_and_its_replay_reproduces_it(
+        tmp_path):
+    """A crawler that appends each record to a JSON-lines file and only then marks its progress durable in a second
+    file, promising no duplicates: killed after the record's write (`aw1`), the next start stores the record again;
+    killed before it (`w1`), it does not. Explore offers each write's after twin next to it, counts them in its
+    coverage, and the after point's replay line, pasted in another directory, reproduces the duplicate."""
+    design = tmp_path / "mine"
+    design.mkdir()
+    for name in ("jsonl_then_progress.py", "jsonl_then_progress.toml"):
+        shutil.copy(os.path.join(FIXTURES, name), design / name)
+    done = subprocess.run([sys.executable, "-m", "killtest", "explore", "--design", "jsonl_then_progress.toml",
+                           "--listing-pages", "1", "--per-page", "2", "-j", "1", "--out", "out"],
+                          capture_output=True, text=True, timeout=600, cwd=design)
+    assert done.returncode == 1, done.stderr[-2000:]
+    found = json.loads((design / "out" / "explore-jsonl-then-progress.json").read_text())
+    outcomes = {o["point"]: o for o in found["outcomes"]}
+    writes = [spec for spec in outcomes if spec.startswith("w")]
+    assert writes == [f"w{n}" for n in range(1, 9)]  # per product: the record, its fsync, the progress, its fsync
+    assert [spec for spec in outcomes if spec.startswith("aw")] == ["a" + spec for spec in writes]  # each its twin
+    record_writes = [n for n in range(1, 9) if "records.jsonl" in outcomes[f"aw{n}"]["where"]
+                     and "fsync" not in outcomes[f"aw{n}"]["where"]]
+    assert record_writes == [1, 5]
+    for n in record_writes:  # the record's own write: duplicated after it, never before it
+        assert outcomes[f"w{n}"]["valid"] and outcomes[f"w{n}"]["landed"], outcomes[f"w{n}"]
+        after = outcomes[f"aw{n}"]
+        assert not after["valid"] and after["findings"] == ["extra_rows"] and after["keys"]["duplicated"], after
+    assert outcomes["aw1"]["where"].startswith("after the 1st write to records.jsonl, 61 bytes")
+    assert all(outcomes[f"aw{n}"]["valid"] for n in (4, 8))  # after the progress is durable: nothing repeats
+    assert {w["file"]: (w["points"], w["after_points"]) for w in found["coverage"]["writes"]} == {
+        "records.jsonl": (4, 4), "progress.txt": (4, 4)}
+    assert "4 seen, 4 explored (and 4 after)" in done.stderr
+    [replay] = [f["replay"] for f in found["failures"] if f["example"] == "aw1"]
+    assert "--schedule aw1" in replay and str(design / "jsonl_then_progress.toml") in replay
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    again = subprocess.run([sys.executable, "-m", "killtest", *shlex.split(replay)[1:]], capture_output=True,
+                           text=True, timeout=600, cwd=elsewhere)
+    assert again.returncode == 1, again.stderr[-2000:]
+    assert "3 rows for 2 products" in again.stderr and "broke no_duplicates" in again.stderr
