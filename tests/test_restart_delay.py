@@ -180,3 +180,56 @@ def test_a_liveness_finding_names_the_delay_and_quotes_what_the_crawler_said_whi
         in liveness
     assert "start 2 said, while it waited: 'stderr: the lock was taken" in liveness
     assert "for it to expire'" in liveness
+
+
+# --- explore and fuzz (and the API, which parses the same options) pass it through to every run.
+
+def lock_crawler_spec(tmp_path, lock_timeout_s: float) -> str:
+    spec = tmp_path / "lock.toml"
+    spec.write_text(f'[design]\nname = "lock-on-restart"\ndoes_not_promise = ["bounded_requests"]\n'
+                    f'command = ["{sys.executable}", "{LOCK_CRAWLER}", "--base", "{{base_url}}", "--out", "{{store}}",'
+                    f' "--lock-timeout", "{lock_timeout_s:g}"]\n'
+                    '[store]\nkind = "jsonl"\npath = "{work_dir}/records.jsonl"\nkey = "sku"\nfields = ["price"]\n')
+    return str(spec)
+
+
+def test_explore_runs_its_points_with_the_delay_and_its_replay_line_carries_it(tmp_path):
+    """A 30 s lock: killed at its first request and restarted 1 s later, the next start waits it out past the time
+    limit; the broken point's finding names the delay, and its replay line repeats it."""
+    import killtest
+
+    spec = lock_crawler_spec(tmp_path, 30)
+    result = killtest.explore(spec, only="r1", restart_delay=1, time_limit=4, listing_pages=2, per_page=3,
+                              no_prefork=True, out=tmp_path / "out", log=open(os.devnull, "w"))
+    assert not result.passed
+    assert any("(--restart-delay 1, not counted against the time limit)" in f.message for f in result.findings)
+    assert result.replay is not None
+    words = shlex.split(result.replay)
+    assert words[words.index("--restart-delay") + 1] == "1"
+
+
+def test_a_bad_restart_delay_through_the_api_is_a_one_line_error():
+    import killtest
+
+    with pytest.raises(killtest.KilltestError, match=r"argument --restart-delay: expected seconds .* not 'soon'"):
+        killtest.fuzz("idempotent", restart_delay="soon")
+
+
+def test_fuzz_searches_with_the_delay_in_every_runs_settings(tmp_path, monkeypatch):
+    """One example on the idempotent design; the search (campaigns/fuzz_plan.py, engineer B's) is watched, not
+    replaced: it runs with the settings it was given, and they carry the delay."""
+    import killtest
+    from killtest.harness.campaigns import fuzz_plan
+
+    given = []
+    search = fuzz_plan.fuzz_design
+
+    def watched(design, run_settings, **keywords):
+        given.append(run_settings)
+        return search(design, run_settings, **keywords)
+
+    monkeypatch.setattr(fuzz_plan, "fuzz_design", watched)
+    result = killtest.fuzz("idempotent", examples=1, jobs=1, restart_delay="backoff:0.2:0.4", out=tmp_path / "out",
+                           log=open(os.devnull, "w"))
+    assert [settings.restart_delay for settings in given] == [RestartDelay(0.2, 0.4)]
+    assert result.passed, result.report()

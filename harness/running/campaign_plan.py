@@ -78,7 +78,7 @@ class CampaignPlan:
                 "drift_during_s": self.settings.drift_during_s,
                 "slow_pages": dict(self.slow_pages), "toxics": self.toxics.spec if self.toxics else None,
                 "toxic_seed": self.toxic_seed if self.toxics else None, "recrawls": self.settings.recrawls,
-                "workers": self.settings.workers,
+                "workers": self.settings.workers, "restart_delay": str(self.settings.restart_delay),
                 "disk": self.settings.disk.name if self.settings.disk else None,
                 "products": len(self.catalog.products), "full_crawl_requests": self.catalog.full_crawl_requests,
                 "time_limit_s": self.settings.time_limit_s, "health_threshold": self.health_threshold,
