@@ -1,6 +1,7 @@
 """A design declares the servers it keeps state in ([servers]), whatever its store: each run gets each one
 private and fresh, its address in a placeholder; a placeholder no run could fill is a one-line spec error."""
 
+import os
 import textwrap
 
 import pytest
@@ -93,3 +94,40 @@ def test_set_args_that_bring_in_an_unfillable_placeholder_are_named_at_their_own
                        "child.toml")
     with pytest.raises(KilltestError, match=rf"^{child}:4: design.set_args uses \{{dsn\}}, but a jsonl store"):
         load_spec(child)
+
+
+@pytest.mark.slow
+def test_a_campaign_starts_every_declared_server_gives_each_run_fresh_ones_and_stops_them(tmp_path):
+    import psutil
+
+    from killtest.harness.servers.common import REQUIRE_SERVERS_VARIABLE, ServerUnavailable, servers_required
+    from killtest.harness.servers.for_stores import StoreServers
+
+    design = load_spec(write_spec(tmp_path, """
+        [design]
+        name = "two-servers"
+        command = ["crawler", "--queue", "{redis_url}", "--state", "{postgres_dsn}", "--out", "{store}"]
+
+        [servers]
+        postgres = {}
+        redis = {}
+        """ + JSONL_STORE))
+    try:
+        servers = StoreServers([design]).__enter__()
+    except ServerUnavailable as missing:
+        if servers_required():
+            pytest.fail(f"{missing} ({REQUIRE_SERVERS_VARIABLE} is set, so a missing server fails)")
+        pytest.skip(str(missing))
+    try:
+        running = [(server.pid, server.directory) for server in servers._running.values()]
+        first, second = servers.urls_for(design), servers.urls_for(design)
+        assert [name for name, _ in first] == ["postgres", "redis"]
+        assert first[0][1] != second[0][1]  # a new PostgreSQL database for every run
+        assert first[1][1] == second[1][1]  # the one Redis, emptied for every run
+        launch = Launch("http://h:1", "/w", 1.0, servers=second)
+        assert design.command(launch)[2:5] == [second[1][1], "--state", second[0][1]]
+        assert servers.dsn_for(design) == ""
+    finally:
+        servers.__exit__()
+    assert len(running) == 2
+    assert not any(psutil.pid_exists(pid) or os.path.exists(directory) for pid, directory in running)
