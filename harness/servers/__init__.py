@@ -6,6 +6,6 @@ or Redis). It may import the floor and design (to know which stores need which s
 
 - common.py: finding binaries, a free loopback port, the start/probe/stop life of any private server
 - private_postgres.py, private_redis.py: the two servers
-- for_stores.py: the servers a campaign's designs need (each store kind names its server), with a fresh
-  database for every run
+- for_stores.py: the servers a campaign's designs need (each store kind names its server, and a spec
+  declares the ones it keeps other state in: `[servers]`), with a fresh database for every run
 """
