@@ -43,7 +43,9 @@ EVENTS: dict[str, str] = {
     "process_exited": "start, returncode, held_leases (the claims the store still held when the start ended"
                       " by itself)",
     "crash": "start, returncode, stderr_tail (the last lines the start wrote to stderr; on a recorded site,"
-             " credentials masked), pid (the process that failed), workers (the start's): it exited with an error",
+             " credentials masked), pid (the process that failed), workers (the start's), line (`FILE:LINE` of its"
+             " own frame nearest the failing call in the traceback it printed, '' without one): it exited with an"
+             " error",
     "start_output": "start, stderr_tail and stdout_tail (the last lines the start wrote to each, every worker's;"
                     " on a recorded site, credentials masked), at the start's end: what a report quotes when it"
                     " stalled or the crawl did not finish",

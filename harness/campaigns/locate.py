@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from killtest.harness import lifeline
+from killtest.harness.check.crash_frames import ENTRY, INSTALLED
 from killtest.harness.design.model import Design, Launch
 from killtest.harness.faults.node_stack import NO_JS_FRAME, OFF_MAIN, OFF_MAIN_THREAD
 from killtest.harness.faults.points.store_write import server_store
@@ -45,7 +46,8 @@ _JS_FRAME = re.compile(r"^(?:JS|Script|Eval|Function|LazyCompile):[~^+*]?(?:(?P<
 LIBRARY = tuple({sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], "/usr/lib/python3"})
 _HELD = re.compile(r"^# held thread (\d+)$", re.M)
 _READ_IN = re.compile(r"^# read in ([\d.]+) s$", re.M)  # what faults/write_gate.locate appends to a dump
-_INSTALLED = ("/site-packages/", "/dist-packages/", "/node_modules/")  # a framework's frames, not the program's
+_INSTALLED = INSTALLED  # a framework's frames, not the program's
+_EVENT_LOOP = "/asyncio/events.py"  # a Handle's `_run`: the event loop calling a task's step or a callback
 
 
 def py_spy() -> str | None:
@@ -112,10 +114,15 @@ def held_thread(dump: str) -> str:
 
 def frames_located(dump: str) -> Located | None:
     """The program's own innermost frame in a py-spy dump, and the framework's frame that made the write when
-    the write came from an installed package (Scrapy's exporter, a Crawlee storage client) below it."""
+    the write came from an installed package (Scrapy's exporter, a Crawlee storage client) below it. Only the
+    running task's frames count: py-spy sees an asyncio program's awaiting coroutines only while they run, so the
+    frames past the event loop's callback (`_run` in asyncio/events.py) merely started the loop (`asyncio.run(main())`)
+    and are never the write's caller."""
     frames = [(found["function"], found["file"], found["line"]) for line in held_thread(dump).splitlines()
-              if (found := _FRAME.match(line)) and not _stdlib(found["file"])]
-    return _named(frames, lambda f: f"{f[0]} ({f[1]}:{f[2]})")
+              if (found := _FRAME.match(line))]
+    loop = next((i for i, f in enumerate(frames) if f[0].rpartition(".")[2] == "_run" and f[1].endswith(_EVENT_LOOP)),
+                len(frames))
+    return _named([f for f in frames[:loop] if not _stdlib(f[1])], lambda f: f"{f[0]} ({f[1]}:{f[2]})")
 
 
 def innermost(dump: str) -> str | None:
@@ -152,8 +159,10 @@ def innermost_js(frames: str) -> str | None:
 def _named(frames: list[tuple[str, str, str]], words: Callable[[tuple[str, str, str]], str]) -> Located | None:
     """Located from frames outside the language's own library, the innermost first: the nearest own frame,
     after the framework's frame of the write when an installed package's frame is the innermost."""
-    own = next((f for f in frames if _own(f[1])), None)
     framework = frames[0] if frames and not _own(frames[0][1]) else None
+    # A script's top level (`<module>`, or a JavaScript module's body) beyond the framework's frame only started
+    # what made the write: not the line that matters (check/crash_frames.nearest_own says the same of a crash).
+    own = next((f for f in frames if _own(f[1]) and not (framework and f[0] in (ENTRY, ""))), None)
     if own is None:
         if framework is None:
             return None

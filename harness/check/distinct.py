@@ -5,7 +5,8 @@ A user who reads "102 broken crash points" cannot tell that there are two bugs. 
 each distinct failure once (by its exception and the line it was raised at) with its minimal example;
 Antithesis by the property and where it failed. This module does the same for kill points: two broken
 points are one failure when they broke the same promises with the same findings at the same line of the
-user's own program (`line`: a located store write's frame, or a line point's line). Which system call of
+user's own program (`line`: where a crashed start's traceback failed in its own code, else a located store
+write's frame, or a line point's line). Which system call of
 a commit the kill landed before is detail inside it (`by_place`), not a failure of its own: the user
 cannot change SQLite's journal, only the line that commits. Two lines are merged only when they made the
 pieces of one logical write (`write`: stream writes on one open file, nothing between them, no fsync, no
@@ -46,6 +47,7 @@ class Broken:
     order: int = 0  # its place in the order the command tried them
     line: str = ""  # the user's own source line, `FILE:LINE`, where known (a located write, a line point)
     write: str = ""  # the logical write it landed inside (`w11-w12`), when that is made of several writes
+    crash_line: str = ""  # where its crashed start failed in its own code: one failure there, whatever else it lost
 
 
 @dataclass
@@ -123,8 +125,9 @@ def group_failures(broken: Sequence[Broken], shown: Callable[[str], str] = lambd
     keyed: list[tuple[tuple, Broken]] = []
     for b in broken:
         promises = tuple(dict.fromkeys(named.get(code, code) for code in b.findings))
-        where = ("line", b.line) if b.line else ("place", b.place or place_of(b.point))
-        keyed.append(((promises, tuple(b.findings), *where), b))
+        where = ("line", b.crash_line or b.line) if b.crash_line or b.line else ("place", b.place or place_of(b.point))
+        codes = (Finding.CRASHED.value,) if b.crash_line else tuple(b.findings)  # records a crash left unstored: its
+        keyed.append(((promises_of(codes) if b.crash_line else promises, codes, *where), b))  # detail, not a bug
     joined = _joined_by_writes(keyed)
     groups: dict[tuple, list[tuple[tuple, Broken]]] = {}
     for i, (key, b) in enumerate(keyed):
@@ -137,6 +140,9 @@ def group_failures(broken: Sequence[Broken], shown: Callable[[str], str] = lambd
         failure = (Failure(promises, findings, lines_place(lines, shown), line=lines[0], lines=lines) if lines
                    else Failure(promises, findings, where))
         failure.points = [b for _, b in members]
+        if any(b.crash_line for b in failure.points):  # what its crashes broke besides finishing, all of it
+            failure.findings = tuple(dict.fromkeys(code for b in failure.points for code in b.findings))
+            failure.promises = promises_of(failure.findings)
         failures.append(failure)
     return sorted(failures, key=lambda f: (-len(f.points), min(b.order for b in f.points)))
 
@@ -279,7 +285,21 @@ def timeline_events(history: History) -> dict:
             events.append([round(e["t"], 4), kind, kind.replace("_", " ")])
     finished = history.first("run_finished")
     end = finished["t"] if finished else max((e[0] for e in events), default=0.0)
-    return {"end": round(end, 4), "events": sorted(events, key=lambda e: e[0])}
+    return {"end": round(end, 4), "events": sorted(events, key=lambda e: e[0]), "crash_line": crash_line(history)}
+
+
+def crash_line(history: History) -> str:
+    """`FILE:LINE` where the run's crashed start failed in its own program (the `crash` event's `line`: the frame
+    nearest the failing call, check/crash_frames.py), "" when no start crashed or none printed a traceback. A
+    crashed point's failure is at this line, not at the write its kill landed before: the kill tore a file, the
+    crash is where the program could not read it, and every kill that tears it the same way is the same bug."""
+    crash = history.first("crash")
+    return crash.get("line", "") if crash else ""
+
+
+def failure_line(timeline: dict) -> str:
+    """Where a broken point's crash failed, from the `timeline_events` the outputs keep of it; "" without one."""
+    return timeline.get("crash_line", "") if isinstance(timeline, dict) else ""
 
 
 def triage_of(verdict, history: History) -> dict:

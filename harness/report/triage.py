@@ -12,7 +12,15 @@ import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from killtest.harness.check.distinct import Broken, Failure, folded, group_failures, header, point_ranges
+from killtest.harness.check.distinct import (
+    Broken,
+    Failure,
+    failure_line,
+    folded,
+    group_failures,
+    header,
+    point_ranges,
+)
 from killtest.harness.design.model import PROJECT_ROOT
 
 # What each point's name means, in one place for the Markdown, the page and the docs.
@@ -30,7 +38,8 @@ _BROKE = re.compile(r"\(broke (\w+)\)$")
 def point_failures(outcomes: Iterable) -> list[Failure]:
     """The distinct failures among an exploration's broken points, in the order they were tried."""
     return group_failures([Broken(o.point, tuple(o.findings), tuple(o.problems), o.where, o.place, order=i,
-                                  line=getattr(o, "line", ""), write=getattr(o, "write", ""))
+                                  line=getattr(o, "line", ""), write=getattr(o, "write", ""),
+                                  crash_line=failure_line(getattr(o, "timeline", {})))
                            for i, o in enumerate(outcomes) if not o.valid], shown=shown_line)
 
 
@@ -214,6 +223,7 @@ def trial_failures(trials: Iterable) -> list[Failure]:
                                  where=f"{words} (on {catalog})" if words else f"on {catalog}",
                                  place=trial.triage.get("place") or ",".join(folded(p) for p in points),
                                  size=len(points) * 100_000 + products, order=i, line=trial.triage.get("line", ""),
+                                 crash_line=failure_line(trial.triage.get("timeline", {})),
                                  write=trial.triage.get("write", "")))
     return group_failures(broken, shown=shown_line)
 

@@ -16,9 +16,11 @@ from killtest.fixture_site.recordings.recorded_site import RecordedSite
 from killtest.fixture_site.server import SiteServer
 from killtest.harness import defaults
 from killtest.harness.check.complaint import ERROR_LINE
+from killtest.harness.check.crash_frames import failed_at
 from killtest.harness.design.model import Design, Launch
 from killtest.harness.design.stores import kind_of, stored_counter, stored_files, stored_records
 from killtest.harness.errors import KilltestError
+from killtest.harness.faults.points.line import shown_path
 from killtest.harness.history import History
 from killtest.harness.running.processes import Start
 
@@ -203,6 +205,28 @@ def stderr_tail(path: str, site: SiteServer | None = None) -> list[str]:
         tail = [line for line in lines[:-STDERR_TAIL_LINES] if ERROR_LINE.match(line)][-1:] + tail
     redaction = _recording_redaction(site)
     return [redaction.text(line) for line in tail] if redaction is not None else tail
+
+
+def crash_said(path: str, site: SiteServer | None = None) -> dict:
+    """What a `crash` event keeps of a crashed start's stderr: its last lines (`stderr_tail`) and the `line` of its
+    own program where it failed (`crash_line`)."""
+    return {"stderr_tail": stderr_tail(path, site), "line": crash_line(path)}
+
+
+def crash_line(path: str) -> str:
+    """`FILE:LINE` where a crashed start failed in its own program (check/crash_frames.failed_at: the frame of its
+    own nearest the failing call in the traceback it printed, asyncio's frames followed), named as a line point
+    names its file; "" when it printed no traceback. Read from the file's last TAIL_BYTES: the history keeps only a
+    few lines of it, and the frame that matters is usually above them."""
+    try:
+        with open(path, "rb") as src:
+            src.seek(0, os.SEEK_END)
+            src.seek(max(0, src.tell() - TAIL_BYTES))
+            lines = src.read().decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    frame = failed_at(lines)
+    return f"{shown_path(frame.path)}:{frame.line}" if frame is not None else ""
 
 
 def _recording_redaction(site: SiteServer | None):

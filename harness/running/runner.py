@@ -41,8 +41,8 @@ from killtest.harness.running.collect import (
     add_side_effects,
     add_start_output,
     add_store_records,
+    crash_said,
     refuse_a_store_never_created,
-    stderr_tail,
     store_found,
 )
 from killtest.harness.running.kill_state import store_state
@@ -291,7 +291,7 @@ def _exited(run: _Run, current: Start, returncode: int, crawl: int) -> bool:
     if failed is not None:
         run.outcome = "crashed"
         run.history.add("crash", run.since_began(), start=current.index, returncode=returncode, pid=failed.process.pid,
-                        stderr_tail=stderr_tail(failed.stderr_path, run.site), workers=len(current.workers))
+                        **crash_said(failed.stderr_path, run.site), workers=len(current.workers))
         return False
     run.crawl_done = crawl  # the crawl ended by itself; the next planned crawl, if any, starts afresh
     assert run.drift is not None
