@@ -9,6 +9,7 @@ import time
 
 from flask import Flask, Response, abort, g, request
 
+from killtest.fixture_site import pages
 from killtest.fixture_site.catalog import Catalog
 from killtest.fixture_site.doors import ARRIVED, CLOSED_DOOR, DOOR, WORKER_PID
 from killtest.fixture_site.request_log import RequestLog, browser_initiated
@@ -98,28 +99,33 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
 
     app.wsgi_app = _dropping_connections(app.wsgi_app)  # type: ignore[method-assign]  # Flask's documented way
 
+    # The pages are a real shop's (fixture_site/pages.py): what the crawlers parse is as it always was.
     @app.get("/")
     def index():
-        return _page("Shop", '<a href="/list/0">All products</a>')
+        return pages.home_page()
 
     @app.get("/list/<int:page>")
     def listing(page: int):
         try:
-            products, next_page = _catalog().listing(page)
+            return pages.listing_page(_catalog(), page)
         except KeyError:
             abort(404)
-        items = "".join(f'<li><a href="{p.path}">Product {p.index}</a></li>' for p in products)
-        more = f'<a class="next" href="/list/{next_page}">Next</a>' if next_page is not None else ""
-        return _page(f"Listing {page}", f"<ul>{items}</ul>{more}")
 
     @app.get("/product/<int:index>")
     def product(index: int):
         item = _catalog().product(index)
         if item is None:
             abort(404)
-        return _page(item.sku, f'<h1 class="name">{item.name}</h1>'
-                               f'<span class="sku">{item.sku}</span> <span class="price">{item.price}</span>'
-                               f' <img class="photo" src="{item.image_path}" alt="">')
+        return pages.product_page(item)
+
+    # What a crawler may ask for before it crawls: side requests, not the crawl's (fixture_site/request_log.py).
+    @app.get("/robots.txt")
+    def robots():
+        return Response(pages.robots_txt(request.host_url.rstrip("/")), mimetype="text/plain")
+
+    @app.get("/sitemap.xml")
+    def sitemap():
+        return Response(pages.sitemap_xml(_catalog(), request.host_url.rstrip("/")), mimetype="application/xml")
 
     @app.get("/image/<int:index>.png")
     def image(index: int):
@@ -212,7 +218,3 @@ class _Pace:
             self._next_slot = slot + self.interval_s
         if slot > now:
             time.sleep(slot - now)
-
-
-def _page(title: str, body: str) -> str:
-    return f"<!doctype html><html><head><title>{title}</title></head><body>{body}</body></html>"

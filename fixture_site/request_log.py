@@ -32,6 +32,9 @@ class ServedRequest:
 # fetched (an HTTP client's GET) or navigated to (a browser's `goto`). Request points (`r5`: the 5th),
 # the progress lines' counts and `bounded_requests` count those only. Not the crawl's:
 # - the shop's side effects: a product's image (what a page shows, not a page) and the webhooks;
+# - the shop's files for crawlers, /robots.txt and /sitemap.xml: a framework asks for robots.txt of its own
+#   accord (Scrapy's ROBOTSTXT_OBEY), and neither is a page, so a full crawl is the same 525 requests whether
+#   its crawler read them or not (the request points still count them, as they count images: the design sent them);
 # - what a browser asks for of its own accord: Chromium asks for /favicon.ico after every navigation to
 #   a new page of a site, Safari (and browsers imitating it) for the touch icons; a speculative fetch
 #   (`Sec-Purpose: prefetch` or `prerender`);
@@ -45,6 +48,7 @@ class ServedRequest:
 # (`page.evaluate(fetch)`, `empty`) has them counted as the browser's: navigate, or use an HTTP client.
 BROWSER_PATHS = ("/favicon.ico", "/apple-touch-icon.png", "/apple-touch-icon-precomposed.png")
 SIDE_EFFECT_PATHS = ("/image/", "/webhook")  # the shop's: a product's image, the design's webhooks
+CRAWLER_FILES = ("/robots.txt", "/sitemap.xml")  # the shop's files for crawlers (fixture_site/pages.py)
 NAVIGATIONS = ("document", "iframe", "frame")  # the Sec-Fetch-Dest of a page the crawl went to
 
 
@@ -58,8 +62,8 @@ def browser_initiated(path: str, purpose: str | None = None, dest: str | None = 
 
 
 def side_effect(path: str) -> bool:
-    """A request of the shop's that is a side effect of the crawl, not one of its pages."""
-    return path.startswith(SIDE_EFFECT_PATHS)
+    """A request of the shop's that is a side effect of the crawl, or one of its files for crawlers: not a page."""
+    return path.startswith(SIDE_EFFECT_PATHS) or path in CRAWLER_FILES
 
 
 class RequestLog:

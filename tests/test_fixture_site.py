@@ -1,8 +1,11 @@
+import re
 import threading
 import time
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 import pytest
 import requests
+from parsel import Selector
 
 from killtest.fixture_site.server import SiteServer
 from killtest.scrapers.common import LISTING_LINK, PRODUCT_LINK, parse_product
@@ -24,6 +27,53 @@ def test_listing_page_links_its_products_and_the_next_page(site, small_catalog):
 def test_product_page_shows_the_ground_truth(site, small_catalog):
     product = small_catalog.products[3]
     assert parse_product(requests.get(site.base_url + product.path).text) == {"sku": product.sku, **product.fields()}
+
+
+def test_every_page_offers_the_crawlers_exactly_the_links_and_values_it_always_did(site, small_catalog):
+    """The heavy pages (fixture_site/pages.py) add no link that any crawler of the suite takes: the designs' regexes
+    (scrapers/common.py, the shell and Node designs' greps, the test fixtures' `class="next"`), and the Scrapy and
+    Crawlee designs' selectors (`ul a`, `a.next`, `.sku::text`, scrapers/peers/)."""
+    session = requests.Session()
+    for number in range(small_catalog.listing_pages):
+        html = session.get(f"{site.base_url}/list/{number}").text
+        products, next_page = small_catalog.listing(number)
+        following = [f"/list/{next_page}"] if next_page is not None else []
+        page = Selector(html)
+        assert PRODUCT_LINK.findall(html) == page.css("ul a::attr(href)").getall() == [p.path for p in products]
+        assert LISTING_LINK.findall(html) == page.css("a.next::attr(href)").getall() == following
+        assert re.findall(r'class="next" href="(/list/\d+)"', html) == following
+        items = "".join(f'<li><a href="{p.path}">Product {p.index}</a></li>' for p in products)
+        assert f"<ul>{items}</ul>" + "".join(f'<a class="next" href="{f}">Next</a>' for f in following) in html
+        assert len(page.css("ul")) == 1 and not page.css(".sku, .price, .name, .photo")
+    for product in small_catalog.products:
+        html = session.get(site.base_url + product.path).text
+        page = Selector(html)
+        assert PRODUCT_LINK.findall(html) == LISTING_LINK.findall(html) == page.css("ul a, a.next") == []
+        assert [page.css(f".{field}::text").getall() for field in ("sku", "price", "name")] == [
+            [product.sku], [product.price], [product.name]]
+        assert page.css(".photo::attr(src)").getall() == [product.image_path]
+        summary = (f'<h1 class="name">{product.name}</h1><span class="sku">{product.sku}</span> '
+                   f'<span class="price">{product.price}</span> <img class="photo" src="{product.image_path}" alt="">')
+        assert summary in html
+
+
+def test_a_crawler_that_follows_every_link_makes_the_full_crawls_requests_and_no_more(site, small_catalog):
+    """As a CrawlSpider with a bare LinkExtractor or Crawlee's enqueueLinks() with no selector would: every
+    <a>, <area> and <link> href, resolved, its fragment dropped, on this host. The navigation's in-page anchors
+    lead back to the page itself, and the relative canonical link too."""
+    session, seen, queue = requests.Session(), {"/list/0"}, ["/list/0"]
+    host = urlsplit(site.base_url).netloc
+    while queue:
+        path = queue.pop(0)
+        html = session.get(site.base_url + path).text
+        for href in Selector(html).css("a::attr(href), area::attr(href), link::attr(href)").getall():
+            url = urldefrag(urljoin(site.base_url + path, href)).url
+            if urlsplit(url).netloc == host and urlsplit(url).path not in seen:
+                seen.add(urlsplit(url).path)
+                queue.append(urlsplit(url).path)
+    pages = {f"/list/{n}" for n in range(small_catalog.listing_pages)} | {p.path for p in small_catalog.products}
+    assert seen == pages
+    assert site.request_log.total == site.request_log.crawl_total == small_catalog.full_crawl_requests == 44
 
 
 def test_every_request_is_counted_including_repeats_and_404s(site):
