@@ -131,3 +131,17 @@ def test_a_campaign_starts_every_declared_server_gives_each_run_fresh_ones_and_s
         servers.__exit__()
     assert len(running) == 2
     assert not any(psutil.pid_exists(pid) or os.path.exists(directory) for pid, directory in running)
+
+
+def test_the_command_line_refuses_an_unfillable_placeholder_in_one_line_exit_2(tmp_path):
+    import subprocess
+    import sys
+
+    from killtest.harness.design.model import PROJECT_ROOT
+
+    spec = write_spec(tmp_path, '[design]\nname = "d"\ncommand = ["c", "--redis", "{dsn}"]\n' + JSONL_STORE)
+    done = subprocess.run([sys.executable, "-m", "killtest", "run", "--design", spec, "--schedule", "r1", "--out",
+                           str(tmp_path / "out")], capture_output=True, text=True, timeout=120, cwd=PROJECT_ROOT)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"killtest: error: {spec}:3: design.command uses {{dsn}}")
