@@ -2,14 +2,18 @@
 private and fresh, its address in a placeholder; a placeholder no run could fill is a one-line spec error."""
 
 import os
+import subprocess
+import sys
 import textwrap
 
+import psutil
 import pytest
 
-from killtest.harness.design.model import PLACEHOLDERS, SERVER_PLACEHOLDERS, Launch
+from killtest.harness.design.model import PLACEHOLDERS, PROJECT_ROOT, SERVER_PLACEHOLDERS, Launch
 from killtest.harness.design.specfile import load_spec
 from killtest.harness.errors import KilltestError
-from killtest.harness.servers.for_stores import SERVERS, servers_of
+from killtest.harness.servers.common import REQUIRE_SERVERS_VARIABLE, ServerUnavailable, servers_required
+from killtest.harness.servers.for_stores import SERVERS, StoreServers, servers_of
 
 JSONL_STORE = """
 [store]
@@ -98,11 +102,6 @@ def test_set_args_that_bring_in_an_unfillable_placeholder_are_named_at_their_own
 
 @pytest.mark.slow
 def test_a_campaign_starts_every_declared_server_gives_each_run_fresh_ones_and_stops_them(tmp_path):
-    import psutil
-
-    from killtest.harness.servers.common import REQUIRE_SERVERS_VARIABLE, ServerUnavailable, servers_required
-    from killtest.harness.servers.for_stores import StoreServers
-
     design = load_spec(write_spec(tmp_path, """
         [design]
         name = "two-servers"
@@ -134,11 +133,6 @@ def test_a_campaign_starts_every_declared_server_gives_each_run_fresh_ones_and_s
 
 
 def test_the_command_line_refuses_an_unfillable_placeholder_in_one_line_exit_2(tmp_path):
-    import subprocess
-    import sys
-
-    from killtest.harness.design.model import PROJECT_ROOT
-
     spec = write_spec(tmp_path, '[design]\nname = "d"\ncommand = ["c", "--redis", "{dsn}"]\n' + JSONL_STORE)
     done = subprocess.run([sys.executable, "-m", "killtest", "run", "--design", spec, "--schedule", "r1", "--out",
                            str(tmp_path / "out")], capture_output=True, text=True, timeout=120, cwd=PROJECT_ROOT)
