@@ -249,3 +249,50 @@ def test_explore_finds_the_duplicate_after_a_write_that_its_before_point_misses_
                            text=True, timeout=600, cwd=elsewhere)
     assert again.returncode == 1, again.stderr[-2000:]
     assert "3 rows for 2 products" in again.stderr and "broke no_duplicates" in again.stderr
+
+
+@pytest.mark.parametrize("text,server", [("w3:redis", "redis"), ("aw3:redis", "redis"), ("aw2:postgres", "postgres")])
+def test_a_declared_servers_command_is_a_point_and_a_file_named_redis_is_written_dot_slash(text, server):
+    point = parse_point(text)
+    assert point.server == server and point.file is None and parse_point(point.spec) == point
+    assert after_twin(before_twin(point)) == after_twin(point)
+    named = parse_point("aw1:./redis")
+    assert named.file == "redis" and named.server is None and named.spec == "aw1:./redis"
+
+
+def test_a_declared_servers_point_on_a_design_that_declares_none_is_one_line_naming_the_fix():
+    from killtest.harness.design.specfile import load_spec
+
+    plain = load_spec(os.path.join(FIXTURES, "jsonl_then_progress.toml"))
+    with pytest.raises(KilltestError) as error:
+        parse_point("aw2:redis").validate([plain], 1)
+    assert "declares none: add `[servers] redis = {}` to its spec" in str(error.value)
+    assert "\n" not in str(error.value)
+    declared = load_spec(os.path.join(FIXTURES, "jsonl_then_redis.toml"))
+    parse_point("aw2:redis").validate([declared], 1)  # no strace needed: the proxy counts the commands
+    with pytest.raises(KilltestError, match="xw<store write number>"):
+        parse_point("xw2:redis")  # a server's command has no power to cut: refused as a malformed point
+
+
+@pytest.mark.fault("aw")
+@needs_strace
+def test_with_its_progress_in_a_declared_redis_the_record_writes_after_point_and_the_servers_points_find_it(
+        tmp_path):
+    """The same crawler with its progress in a Redis set its spec declares: the step after a record's write is a
+    command to that server, no store write. The record's after-point and the server's command points (`w1:redis`,
+    before the SADD) find the duplicate; the record's before-point and the SADD's after-point do not."""
+    done = subprocess.run([sys.executable, "-m", "killtest", "explore", "--design",
+                           os.path.join(FIXTURES, "jsonl_then_redis.toml"), "--listing-pages", "1", "--per-page", "2",
+                           "-j", "1", "--out", "out"], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 1, done.stderr[-2000:]
+    found = json.loads((tmp_path / "out" / "explore-jsonl-then-redis.json").read_text())
+    outcomes = {o["point"]: o for o in found["outcomes"]}
+    assert [p for p in outcomes if p.endswith(":redis")] == ["w1:redis", "aw1:redis", "w2:redis", "aw2:redis"]
+    broken = {p for p, o in outcomes.items() if not o["valid"]}
+    assert {"aw1", "aw3", "w1:redis", "w2:redis"} <= broken  # each record's write (w1, w3) and its SADD
+    assert not broken & {"w1", "w3", "aw1:redis", "aw2:redis"}
+    assert all(outcomes[p]["findings"] == ["extra_rows"] for p in broken)
+    assert outcomes["w1:redis"]["where"].startswith("before write command 1 to the redis server")
+    servers = [w for w in found["coverage"]["writes"] if "redis" in w["file"]]
+    assert servers == [{"file": "the declared redis server (its write commands)", "seen": 2, "points": 2,
+                        "after_points": 2, "left_out": 0}]

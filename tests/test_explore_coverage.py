@@ -78,12 +78,13 @@ def test_writes_two_threads_race_for_are_offered_by_their_file_and_the_rest_left
                              + rename(9, "datasets/3.json.tmp", "datasets/3.json")
                              + log((9, "datasets/3.json"), (8, "queue/3dKP6nvOXJs3nbl.json"), (10, "other.json")),
                              {"work_dir": "/w"})
-    outcomes = [point("r1", "/list/0"), point("r2", "/product/0"), point("r3", "/product/0"), point("w1")]
+    outcomes = [point("r1", "/list/0"), point("r2", "/product/0"), point("r3", "/product/0"), point("w1"),
+                point("aw1")]
     coverage = exploration_coverage(outcomes, 4, first, second, points_given=False)
     assert coverage["pages_killed_at"] == ["/list/0", "/product/0"]
-    assert coverage["writes"] == [{"file": "datasets/N.json", "seen": 4, "points": 2, "left_out": 2},
-                                  {"file": "queue/N.json", "seen": 1, "points": 0, "left_out": 1},
-                                  {"file": "queue/a.json", "seen": 1, "points": 1, "left_out": 0}]
+    assert coverage["writes"] == [{"file": "datasets/N.json", "seen": 4, "points": 2, "after_points": 0, "left_out": 2},
+                                  {"file": "queue/N.json", "seen": 1, "points": 0, "after_points": 0, "left_out": 1},
+                                  {"file": "queue/a.json", "seen": 1, "points": 1, "after_points": 1, "left_out": 0}]
     assert coverage["left_out"] == [f"1 write (1 to datasets/N.json): {UNREACHABLE}",
                                     f"1 write (1 to datasets/N.json): {UNSTABLE}",
                                     f"1 write (1 to queue/N.json): {NAMED_BY_ID}",
@@ -91,6 +92,7 @@ def test_writes_two_threads_race_for_are_offered_by_their_file_and_the_rest_left
     lines = coverage_lines(coverage)
     assert lines[0] == "coverage: killed at 2 distinct pages of the 4 a crawl asks for (/list/0, /product/0)"
     assert "  store writes to datasets/N.json: 4 seen, 2 explored, 2 left out" in lines
+    assert "  store writes to queue/a.json: 1 seen, 1 explored (and 1 after)" in lines  # w1's after twin, aw1
     assert f"1 write (1 to datasets/N.json): {UNSTABLE}" in coverage_html(coverage).replace("&#x27;", "'")
 
 
@@ -120,10 +122,12 @@ def test_a_node_crawlers_thread_pool_writes_are_explored_and_its_coverage_said(t
     assert coverage["pages_killed_at"] == ["/list/0", "/product/0", "/product/1", "/product/2"]
     writes = {w["file"]: w for w in coverage["writes"]}
     assert writes["storage/datasets/SKU-N.json"] == {"file": "storage/datasets/SKU-N.json", "seen": 3, "points": 3,
-                                                     "left_out": 0}
+                                                     "after_points": 3, "left_out": 0}
     assert coverage["left_out"] == []
     dataset_points = [o for o in found["outcomes"] if "storage/datasets/SKU-" in o["where"].split(",")[0]]
-    assert len(dataset_points) == 3 and all(o["landed"] and not o["valid"] for o in dataset_points)
+    before = [o for o in dataset_points if not o["point"].startswith("aw")]  # after the write, the file is whole
+    assert len(before) == 3 and all(o["landed"] and not o["valid"] for o in before)
+    assert len(dataset_points) == 6 and all(o["valid"] for o in dataset_points if o not in before)
     assert [f["place"] for f in found["failures"]] == ["before the write to storage/datasets/SKU-N.json"]
     assert "--no-progress-timeout 20" in found["failures"][0]["replay"]  # the patience the exploration was given
     assert "coverage: killed at 4 distinct pages of the 4 a crawl asks for" in done.stderr

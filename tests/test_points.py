@@ -8,6 +8,7 @@ import pytest
 from killtest.harness.design.registry import design_named
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults.points import Fired, KillPoint, StartOptions, kinds, parse_point
+from killtest.harness.faults.points.after_store_write import AfterStoreWrite
 from killtest.harness.faults.points.first_request import AfterFirstRequest
 from killtest.harness.faults.points.line import AtLine, anchor_for, resolve_anchor
 from killtest.harness.faults.points.pause import Pause
@@ -34,7 +35,8 @@ def complete_line() -> int:
 def test_every_kind_is_registered_by_its_own_prefix():
     registered = {kind.PREFIX: kind for kind in kinds()}
     assert registered == {"t": AfterDelay, "r": AtRequest, "d": Redeploy, "s": ServerRestart, "l:": AtLine,
-                          "w": AtStoreWrite, "p": Pause, "x": PowerCut, "f": AfterFirstRequest}
+                          "w": AtStoreWrite, "p": Pause, "x": PowerCut, "f": AfterFirstRequest,
+                          "aw": AfterStoreWrite}
     assert all(isinstance(kind.parse(text), KillPoint) for text, kind in
                [("t1", AfterDelay), ("r1", AtRequest), ("d1:0", Redeploy), ("s1", ServerRestart),
                 ("l:scrapers/idempotent.py:1:1", AtLine), ("w1", AtStoreWrite), ("f1", AfterFirstRequest)])

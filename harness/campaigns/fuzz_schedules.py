@@ -2,7 +2,8 @@
 
 A schedule is one to three points; each point is drawn from the kinds that apply to the design:
 request (`r5`, before the answer), after the answer (`r5+`), store write (`w45`, from the first
-start's recording), commit-path line (`l:...`, Python modules), timed (`t0.05`), redeploy
+start's recording), after a store write (`aw45`, its after twin: killed once it is done, before the next durable
+step: harness/faults/points/after_store_write.py), commit-path line (`l:...`, Python modules), timed (`t0.05`), redeploy
 (`d0.05:0.02`), pause (`p0.05:0.2`, SIGSTOP then SIGCONT) and store-server restart (`s0.1`, PostgreSQL
 and Redis stores). With `power_cut` (`--power-cut`), the power-cut twins of the request, store-write and
 timed kinds too (`xr5`, `xr5+`, `xw45`, `x0.05`: harness/faults/points/power_cut.py), listed after every
@@ -25,6 +26,7 @@ from killtest.harness.campaigns.exploration import commit_path_lines
 from killtest.harness.design.model import Design
 from killtest.harness.design.stores import kind_of
 from killtest.harness.faults.points import KillPoint
+from killtest.harness.faults.points.after_store_write import AfterStoreWrite
 from killtest.harness.faults.points.line import AtLine, anchor_for
 from killtest.harness.faults.points.pause import Pause
 from killtest.harness.faults.points.power_cut import PowerCutAfterDelay, PowerCutAtRequest, PowerCutAtStoreWrite
@@ -55,6 +57,11 @@ def exact(point: KillPoint, design: Design) -> bool:
     return isinstance(point, (AtStoreWrite, AtLine))
 
 
+def store_write(index: int, after: bool) -> AtStoreWrite:
+    """`w45`, or its after twin `aw45`."""
+    return AfterStoreWrite(index) if after else AtStoreWrite(index)
+
+
 def catalog_sizes() -> st.SearchStrategy[tuple[int, int]]:
     return st.tuples(st.integers(*LISTING_PAGES), st.integers(*PER_PAGE))
 
@@ -69,7 +76,8 @@ def kill_points(design: Design, requests: int, store_writes: Sequence[int], line
     if file_store(design) or not exact_only:
         kinds.append(st.builds(AtRequest, st.integers(1, requests), st.just(True)))
     if store_writes and file_store(design):
-        kinds.append(st.builds(AtStoreWrite, st.sampled_from(list(store_writes))))
+        # One kind, before or after the write drawn in it: the other kinds' draws stay what they were.
+        kinds.append(st.builds(store_write, st.sampled_from(list(store_writes)), st.booleans()))
     if lines:
         kinds.append(st.sampled_from(list(lines)))
     if not exact_only:

@@ -298,8 +298,9 @@ def _scaled(case: Case, pages: int, per_page: int) -> Iterator[Case]:
 
 
 def _numbered(point: str) -> tuple[str, int, str] | None:
-    """`xw45` -> (xw, 45, ""), `r5+` -> (r, 5, +); None for a line, a timed point, a server's `w3:c2`."""
-    match = re.fullmatch(r"(x?[rw])(\d+)(\+?)", point)
+    """`xw45` -> (xw, 45, ""), `aw45` -> (aw, 45, ""), `r5+` -> (r, 5, +); None for a line, a timed point, a server's
+    `w3:c2`."""
+    match = re.fullmatch(r"(x?r|x?a?w)(\d+)(\+?)", point)
     return (match[1], int(match[2]), match[3]) if match else None
 
 

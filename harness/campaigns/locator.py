@@ -73,7 +73,7 @@ class Locator:
     def reading(self, point: KillPoint, place: str) -> Iterator[None]:
         """Around `point`'s own run: read its held write's stack when it may be a new kind's first broken point, or
         a later one of a located kind."""
-        if (not self._broke_last or self.reason is not None or not isinstance(point, AtStoreWrite)
+        if (not self._broke_last or self.reason is not None or not _in_program(point)
                 or (place not in self._places and self.kinds >= self.most)):
             yield
             return
@@ -91,7 +91,7 @@ class Locator:
         `run_again()`, one more run of the same point while its held start's stack is read."""
         self._broke_last = not outcome.valid
         read = self._read.pop(point.spec, None)
-        if outcome.valid or not isinstance(point, AtStoreWrite):
+        if outcome.valid or not _in_program(point):
             return
         key = repr((tuple(outcome.findings), outcome.place))
         if self.reason is None:
@@ -152,3 +152,9 @@ def add_located(exploration: Any, parts: list[dict[str, Any]]) -> None:
     exploration.jobs_s = sum(part["jobs_s"] for part in parts)
     exploration.stacks_read = sum(part["stacks_read"] for part in parts)
     exploration.read_s = sum(part["read_s"] for part in parts)
+
+
+def _in_program(point: KillPoint) -> bool:
+    """A store write the program makes (a system call, a statement): not a command to a server the design
+    declares (`w3:redis`), which the command proxy holds with no stack of the program's to read."""
+    return isinstance(point, AtStoreWrite) and point.server is None

@@ -74,7 +74,8 @@ def logical_write(point: KillPoint, recording: Any) -> str:
     """The logical write a store-write point lands inside, as points (`w11-w12`: the writes a buffered stream
     made one after another on one open file, faults/store_writes.Recording.logical_write), when it is made of
     several writes; "" otherwise. The lines of its pieces are one failure (check/distinct.py)."""
-    if not isinstance(point, AtStoreWrite) or point.connection is not None or not isinstance(recording, Recording):
+    if (not isinstance(point, AtStoreWrite) or point.connection is not None or point.server is not None
+            or not isinstance(recording, Recording)):
         return ""
     n = number_of(recording, point.index, point.file)
     if n is None:
@@ -88,6 +89,10 @@ def _words(point: KillPoint, history: History, recording: Any, kill: dict | None
     if isinstance(point, AtStoreWrite):
         after = request_words(history, kill) if kill is not None else ""
         side = "after" if isinstance(point, AfterStoreWrite) else "before"  # the kill's side of the write
+        if point.server is not None:  # a server the design declares (`w3:redis`): its write commands
+            command = f"write command {point.index} to the {point.server} server"
+            return (f"{side} {command}, {after}" if after else f"{side} {command}",
+                    f"{side} a command to the {point.server} server")
         if point.connection is not None or not isinstance(recording, Recording):
             statement = f"statement {point.index}" + (f" of connection {point.connection}" if point.connection else "")
             return (f"{side} store {statement}, {after}" if after else f"{side} store {statement}",

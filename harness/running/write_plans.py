@@ -19,6 +19,11 @@ A PostgreSQL or Redis store's point needs no aiming: the start's own proxy count
 come (harness/faults/command_gate.py). Explore records two uninterrupted starts through the proxy and
 offers the statements that came the same on both (`stable_statements`): `w5` for a design on one
 connection, `w3:c2` (the 3rd statement of its 2nd connection) for one on several.
+
+A server the design declares besides its store (`[servers] redis`: a queue in Redis, records in a file) is
+recorded the same way, through a proxy pointed at its address (`RecordStart(server=...)`), and explore offers
+each of its write commands that came in the same order on both recordings: `w3:redis`
+(`declared_server_points`).
 """
 
 from __future__ import annotations
@@ -74,7 +79,7 @@ def resolve_schedule(schedule: KillSchedule, design: Design, on: Stage, settings
     resolved: list[KillPoint] = []
     for point in schedule.points:
         if needs_recording(point):
-            if on_server:
+            if on_server or getattr(point, "server", None) is not None:
                 # r5+: no file to aim at, the site's racing signal, as documented; w5: its proxy counts.
                 point.validate([design], settings.workers)
                 resolved.append(dataclasses.replace(point, resolved=True) if isinstance(point, AtStoreWrite) else point)
@@ -135,15 +140,25 @@ def aimed(point: Any, recording: Recording | None) -> KillPoint:
 def store_write_points(design: Design, on: Stage, settings: RunSettings, work_dir: str | None = None,
                        cache: RecordingCache | None = None) -> list[KillPoint]:
     """`w1`..`wN`: every store write of a first start that strace (a file store) or the start's proxy (a
-    PostgreSQL or Redis store: every counted statement) can kill at, and that two recordings agree on.
+    PostgreSQL or Redis store: every counted statement) can kill at, and that two recordings agree on; then
+    each declared server's write commands (`w3:redis`: `declared_server_points`).
 
     None for a file store on a machine without strace, or more than one worker."""
     import shutil
 
-    on_server = server_store(design)
-    if (not on_server and shutil.which("strace") is None) or settings.workers > 1:
+    if settings.workers > 1:
         return []
     cache = {} if cache is None else cache
+    declared = declared_server_points(design, on, settings, work_dir, cache)
+    if not server_store(design) and shutil.which("strace") is None:
+        return declared
+    return own_store_points(design, on, settings, work_dir, cache) + declared
+
+
+def own_store_points(design: Design, on: Stage, settings: RunSettings, work_dir: str | None,
+                     cache: RecordingCache) -> list[KillPoint]:
+    """The store's own writes of `store_write_points`."""
+    on_server = server_store(design)
     recording = record(design, (), on, settings, work_dir, cache)
     if recording is None:
         return []
@@ -154,6 +169,38 @@ def store_write_points(design: Design, on: Stage, settings: RunSettings, work_di
                 for n in stable_statements(design, on, settings, work_dir, cache)]
     return [aimed(AtStoreWrite(n) if by is None else AtStoreWrite(by[1], file=by[0]), recording)
             for n, by in stable_file_writes(design, on, settings, work_dir, cache).items()]
+
+
+def declared_server_points(design: Design, on: Stage, settings: RunSettings, work_dir: str | None,
+                           cache: RecordingCache) -> list[KillPoint]:
+    """`w1:redis`..: each write command to a server the design declares that two uninterrupted first starts sent
+    in the same order, up to it (the proxy counts them over all the start's connections)."""
+    points: list[KillPoint] = []
+    for server in design.servers:
+        first, second = (declared_commands(design, server, on, settings, work_dir, cache, again)
+                         for again in (False, True))
+        agreed = next((n for n, pair in enumerate(zip(first, second)) if pair[0] != pair[1]), min(len(first),
+                                                                                              len(second)))
+        points += [AtStoreWrite(n, resolved=True, server=server) for n in range(1, agreed + 1)]
+    return points
+
+
+def declared_commands(design: Design, server: str, on: Stage, settings: RunSettings, work_dir: str | None,
+                      cache: RecordingCache, again: bool = False) -> list[tuple[int, str]]:
+    """The write commands an uninterrupted first start sent to its declared `server`, (connection, label) in order
+    (cached as `(design, "#redis")`, the second recording as `(design, "#redis#again")`)."""
+    key = (design.name, f"#{server}" + ("#again" if again else ""))
+    if key not in cache:
+        with lifeline.temp_dir(prefix="killtest-record-") as logs:
+            log = os.path.join(logs, "commands.log")
+            run_phase(on, design, KillSchedule(seed=None, points=(RecordStart(log, server=server),)), settings,
+                      work_dir=work_dir, prefix="killtest-record-")
+            if not os.path.exists(log):
+                cache[key] = []  # the crawl finished before that start
+            else:
+                with open(log, encoding="utf-8") as text:
+                    cache[key] = parse_command_log(text.read())
+    return cache[key]
 
 
 def again(design: Design, on: Stage, settings: RunSettings, work_dir: str | None, cache: RecordingCache) -> Any:

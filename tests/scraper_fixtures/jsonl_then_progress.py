@@ -3,10 +3,13 @@
 Each product's record is appended to a JSON-lines file and fsynced, and only then is the product's path appended
 to a progress file (fsynced too), which the next start reads to skip the products it has. A kill after the
 record's write and before the progress write makes the next start fetch that product again and store it twice:
-the window a store write's after-point (`aw1`) reaches and its before-point (`w1`) does not. A plain program, as a
-user writes one; no killtest import.
+the window a store write's after-point (`aw1`) reaches and its before-point (`w1`) does not. With `--redis URL`
+the progress is a Redis set instead (a server the spec declares, jsonl_then_redis.toml): then the step after the
+record's write is a command to that server, which only the record's after-point or a point of the declared
+server (`w1:redis`) reaches. A plain program, as a user writes one; no killtest import.
 
     python3 jsonl_then_progress.py --base http://127.0.0.1:8000 --out records.jsonl --progress progress.txt
+    python3 jsonl_then_progress.py --base http://127.0.0.1:8000 --out records.jsonl --redis redis://127.0.0.1:6379/0
 """
 import argparse
 import json
@@ -38,9 +41,18 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--base", required=True)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--progress", required=True)
+    parser.add_argument("--progress")
+    parser.add_argument("--redis")
     args = parser.parse_args()
-    done = set(open(args.progress).read().split()) if os.path.exists(args.progress) else set()
+    if args.redis:
+        import redis
+
+        queue = redis.Redis.from_url(args.redis)
+        done = {path.decode() for path in queue.smembers("done")}
+        mark_done = lambda path: queue.sadd("done", path)  # noqa: E731
+    else:
+        done = set(open(args.progress).read().split()) if os.path.exists(args.progress) else set()
+        mark_done = lambda path: append_durably(args.progress, path)  # noqa: E731
     listing = "/list/0"
     while listing:
         html = fetch(args.base, listing)
@@ -50,7 +62,7 @@ def main():
             page = fetch(args.base, path)
             record = {"sku": field(page, "sku"), "price": field(page, "price"), "name": field(page, "name")}
             append_durably(args.out, json.dumps(record))  # the record first ...
-            append_durably(args.progress, path)  # ... and only then the progress: the duplicate window between
+            mark_done(path)  # ... and only then the progress: the duplicate window between
         following = re.search(r'class="next" href="(/list/\d+)"', html)
         listing = following.group(1) if following else None
 

@@ -122,7 +122,7 @@ class PowerCut(PointKind):
             return PowerCutAtRequest(request.index, after_response=request.after_response)
         if inner.startswith(AtStoreWrite.PREFIX):
             write = AtStoreWrite.parse(inner)
-            if write.connection is not None:
+            if write.connection is not None or write.server is not None:  # a server's command: no power to cut
                 raise ValueError(text)
             return PowerCutAtStoreWrite(write.index, file=write.file)  # `xw2:FILE`: by file, as `w2:FILE`
         return PowerCutAfterDelay(AfterDelay.parse(AfterDelay.PREFIX + inner).delay_s)

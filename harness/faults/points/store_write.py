@@ -15,6 +15,12 @@ counts) and kills the start before the n-th reaches the server, no recording nee
 statement of the start's 2nd connection: the same statement on every start even when its connections
 interleave differently (BullMQ's timers), which explore offers for such a design. A file store's point
 without strace is refused in one line.
+
+`w3:redis` is the 3rd counted write command to the private Redis the design's spec declares (`[servers]
+redis`, its address `{redis_url}`), whatever its store: a crawler whose records go to a file and whose queue
+lives in Redis. The start runs behind the same proxy, pointed at that server (`w3:postgres` likewise, at
+`{postgres_dsn}`); a file literally named `redis` is written `./redis`, as `./c2`. Each point here has its
+after twin, `aw5` (after_store_write.py): the same write, the kill once it is done.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from killtest.harness.design.model import SERVER_PLACEHOLDERS
 from killtest.harness.design.stores import kind_of
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults.points import DesignLike, PointKind, StartOptions, register
@@ -88,8 +95,9 @@ def gate_missed(values: Mapping[str, str]) -> dict[str, str]:
 
 
 def file_words(file: str) -> str:
-    """A point's file as its text writes it: `./c2` for a file named like a connection, which `c2` would name."""
-    return f"./{file}" if re.fullmatch(r"c\d+", file) else file
+    """A point's file as its text writes it: `./c2` for a file named like a connection or `./redis` like a declared
+    server, which `c2` and `redis` would name."""
+    return f"./{file}" if re.fullmatch(r"c\d+", file) or file in SERVER_PLACEHOLDERS else file
 
 
 @register
@@ -106,9 +114,13 @@ class AtStoreWrite(PointKind):
     # A file store only (`w2:storage/datasets/7.json`): the index-th store write naming that file (relative to the
     # work dir), whichever thread makes it: a thread pool's atomic writes (faults/file_aims.py).
     file: str | None = None
+    # A server the design declares (`w3:redis`: [servers] in its spec), whatever its store: the index-th counted
+    # write command the start sends it, counted by a proxy pointed at that server's placeholder ({redis_url}).
+    server: str | None = None
 
+    MODE = "kill"  # the gates' word for when the kill lands: before the write (`after` for an after twin)
     PREFIX = "w"
-    FORM = "w<store write number>[:c<store connection number> | :<file under the work dir>]"
+    FORM = "w<store write number>[:c<store connection number> | :<file under the work dir> | :redis]"
     EXAMPLES = ("w5", "w1:storage/datasets/000000003.json")
     ORDER = 25
 
@@ -128,6 +140,8 @@ class AtStoreWrite(PointKind):
             return cls(index, connection=int(after[1:]))
         if not colon:
             return cls(index)
+        if after in SERVER_PLACEHOLDERS:  # a declared server; a file named like one is written ./redis
+            return cls(index, server=after)
         file = os.path.normpath(after)
         if not after or os.path.isabs(after) or file == "." or file.startswith("..") or "@" in after:
             raise ValueError(text)  # a file under the work dir, named relative to it
@@ -136,15 +150,22 @@ class AtStoreWrite(PointKind):
     @property
     def spec(self) -> str:
         return f"w{self.index}" + (f":c{self.connection}" if self.connection is not None else
-                                   f":{file_words(self.file)}" if self.file is not None else "")
+                                   f":{file_words(self.file)}" if self.file is not None else
+                                   f":{self.server}" if self.server is not None else "")
 
     def validate(self, designs: Sequence[DesignLike], workers: int) -> None:
         super().validate(designs, workers)
+        if self.server is not None:
+            undeclared = [design for design in designs if self.server not in getattr(design, "servers", ())]
+            if undeclared:
+                raise KilltestError(f"kill point {self.spec} names the {self.server} server a design declares, but"
+                                    f" design {undeclared[0].name!r} declares none: add `[servers]"
+                                    f" {self.server} = {{}}` to its spec, or name a store write, w{self.index}")
         files = [design for design in designs if not server_store(design)]
         if files and self.connection is not None:
             raise KilltestError(f"kill point {self.spec} names a connection to a store's server, but design"
                                 f" {files[0].name!r} keeps a {files[0].store.kind} store: write w{self.index}")
-        if files and self.file is not None and platform.machine() != "x86_64":
+        if files and self.server is None and self.file is not None and platform.machine() != "x86_64":
             raise KilltestError(f"kill point {self.spec} is carried out by a seccomp filter that names system calls by"
                                 f" their x86_64 numbers, and this machine is {platform.machine()}: name the write by"
                                 f" its place, w<n>")
@@ -152,7 +173,7 @@ class AtStoreWrite(PointKind):
         if servers and self.file is not None:
             raise KilltestError(f"kill point {self.spec} names a file, but design {servers[0].name!r} keeps its"
                                 f" records in a {servers[0].store.kind} server: name a statement, w{self.index}")
-        if files:
+        if files and self.server is None:
             require_strace(self.spec)
         if workers > 1:
             raise KilltestError(f"kill point {self.spec} counts one start's writes in order; with --workers {workers}"
@@ -160,15 +181,17 @@ class AtStoreWrite(PointKind):
 
     def check_runnable(self, design: DesignLike, workers: int, can_restart_store: bool) -> None:
         self.validate([design], workers)
-        if not self.resolved and not server_store(design):
+        if not self.resolved and not server_store(design) and self.server is None:
             raise KilltestError(f"kill point {self.spec} is turned into strace's count by a recording run first:"
                                 " run it with killtest replay, explore or fuzz")
 
     def start_options(self, values: Mapping[str, str] | None = None) -> StartOptions:
+        if values is not None and self.server is not None:  # a declared server: a proxy pointed at its address
+            return command_gate_options(self.MODE, str(self.index), values[SERVER_PLACEHOLDERS[self.server]])
         if values is not None and values.get("dsn"):  # a server's store: its proxy counts the statements
             at = str(self.index) if self.connection is None else f"{self.connection}:{self.index}"
-            return command_gate_options("kill", at, values["dsn"])
-        return gate_options(self.plan, values)
+            return command_gate_options(self.MODE, at, values["dsn"])
+        return gate_options(self.plan, values, after=self.MODE == "after")
 
 
 @dataclass(frozen=True)
@@ -180,6 +203,7 @@ class RecordStart(PointKind):
     of a schedule it resolves."""
 
     log_path: str
+    server: str | None = None  # a declared server's commands (its proxy records them), not the store's writes
 
     PREFIX = "record:"
     FORM = "record"
@@ -190,6 +214,8 @@ class RecordStart(PointKind):
         return "record"
 
     def start_options(self, values: Mapping[str, str] | None = None) -> StartOptions:
+        if values is not None and self.server is not None:  # a declared server: its proxy logs the commands
+            return command_gate_options("record", self.log_path, values[SERVER_PLACEHOLDERS[self.server]])
         if values is not None and values.get("dsn"):  # a server's store: its proxy logs the statements
             return command_gate_options("record", self.log_path, values["dsn"])
         return StartOptions(command_prefix=recording_prefix(self.log_path))
