@@ -18,11 +18,14 @@ from killtest.harness.design.case_spec import CASES_FOLDER
 from killtest.harness.design.registry import design_named
 from killtest.harness.errors import KilltestError
 from killtest.harness.files import write_atomically
+from killtest.harness.report import case_report_notes as notes
 from killtest.harness.report.pasted import from_root
 
 _FILE_FRAME = re.compile(r"[\w.-]+\.[cm]?[jt]s:\d+:\d+\)?$")  # a frame in a file: not `new Promise (<anonymous>)`
-_PROMISES = ("every product's record stored (no_lost_records), none of them twice where the design promises"
-             " it (no_duplicates), and the crawl finishing by itself after the last start (finishes)")
+# The report's own run is shown between these words: its figures are not the run set of record's
+# (tests/test_case_numbers.py reads every figure outside them against results/cases.json).
+REPORT_RUN = "What this report's own run broke, from which the log lines and stacks below come"
+REPORT_RUN_END = "(End of the report's own run's figures.)"
 
 
 def _fence(lines: list[str], lang: str = "") -> list[str]:
@@ -86,10 +89,10 @@ def _where(facts: dict) -> list[str]:
     return lines
 
 
-def _title(facts: dict, run: dict) -> str:
-    """`crawlee 3.2.2: after a SIGKILL during markRequestHandled's write of a request file, start 2 exits ...`:
-    the framework, where the kill landed and the first thing that broke, all from the runs."""
-    first = (run.get("problems") or ["no problem recorded"])[0].split(" (broke ")[0]
+def _title(facts: dict, run: dict, record: dict | None = None) -> str:
+    """`crawlee 3.2.2: after a SIGKILL during markRequestHandled's write of a request file, ...`: the framework,
+    where the kill landed and what broke, in the run set of record's figures when there is one."""
+    first = _broke(record) if record else (run.get("problems") or ["no problem recorded"])[0].split(" (broke ")[0]
     note = facts.get("write_stacks")
     if note:
         # The caller that asked for the write: the first frame in another package than the write's own
@@ -103,6 +106,17 @@ def _title(facts: dict, run: dict) -> str:
         schedule = facts["args"][facts["args"].index("--schedule") + 1] if "--schedule" in facts["args"] else ""
         where = f"at request {schedule.replace('r', '').replace(',', ' and ')}" if schedule else ""
     return f"{facts['framework']} {facts['version']}: after a SIGKILL {where}, {first}"
+
+
+def _broke(record: dict) -> str:
+    """What broke in a cases.json release, in its own figures: `lost 118 of 200 records`, `the next start
+    crashed`, `the crawl never finished`, `11 rows for 10 records`."""
+    got = record.get("got", [])
+    said = (["the next start crashed"] if "crashed" in got else []) + (
+        [f"lost {record['missing']} of {record['products']} records"] if record.get("missing") else []) + (
+        ["the crawl never finished"] if "liveness" in got else []) + (
+        [f"{record['rows']} rows for {record['products']} records"] if "extra_rows" in got else [])
+    return ", ".join(said) or "no finding"
 
 
 def _package(frame: str) -> str | None:
@@ -119,12 +133,19 @@ def _function(frame: str) -> str:
     return words.split(".")[-1]
 
 
-def report_markdown(facts: dict) -> str:
+def report_markdown(facts: dict, record: dict | None = None) -> str:
+    """report.md from its runs' facts and, when given, the release's row of results/cases.json (`record`): the
+    title and the actual figures are the run set of record's; the log lines and stacks, this report's run's."""
     outcome, run = facts["outcome"], (facts.get("report_run") or {}).get("runs", [{}])[0]
-    lines = [f"# {_title(facts, run)}", "", f"Case: {facts['title']}.", "",
+    role = (record or {}).get("role") or facts["role"]
+    lines = [f"# {_title(facts, run, record)}", "", f"Case: {facts['title']}.", "",
              f"*Written by `killtest cases --report {facts['case']} --release {facts['version']}` from its own runs,"
-             f" {outcome['measured_at']} at killtest {outcome.get('killtest_commit') or '-'}; killtest's role for this"
-             f" release: {facts['role']}. Upstream: {', '.join(facts['upstream'])}.*", "",
+             f" {outcome['measured_at']} at killtest {outcome.get('killtest_commit') or '-'}, and rewritten from"
+             f" results/cases.json by `python -m killtest.harness.report.case_table --write`; killtest's role for"
+             f" this release: {role}. Upstream: {', '.join(facts['upstream'])}.*", "",
+             "## Prerequisites and waits", "", *notes.prerequisites(facts), "",
+             "## Settings that are not the framework's defaults", "", *notes.settings(facts), "",
+             "## Related upstream threads", "", *notes.threads(facts), "",
              "## Environment", "",
              f"- {facts['interpreter']} on {facts['system']}.",
              f"- Pinned: {', '.join(f'`{p}`' for p in facts['packages'])}; the pins' own dependencies as resolved:"
@@ -139,11 +160,11 @@ def report_markdown(facts: dict) -> str:
              " finishes.", "",
              "## Reproduce from a fresh directory", "", *_reproduction(facts), "",
              "## Expected and actual", "",
-             f"Expected: {_PROMISES}.", "",
-             f"Actual ({outcome['rows']} rows, {outcome['missing']} of {outcome['products']} records lost,"
-             f" {outcome['duplicated']} duplicated, {outcome['kills']} kill landed; outcome: {outcome['outcome']};"
-             f" {outcome['seconds']:g} s):", "",
-             *[f"- {problem}" for problem in run.get("problems", [])], "",
+             f"Expected, by the promises the case's design holds {facts['framework']} to: {notes.expected(facts)}.", "",
+             notes.record_line(record), "",
+             f"{REPORT_RUN} ({outcome['measured_at']}; its own figures, which may differ from the run set of"
+             f" record's: {outcome['rows']} rows, {outcome['missing']} of {outcome['products']} lost):", "",
+             *[f"- {problem}" for problem in run.get("problems", [])], "", f"{REPORT_RUN_END}", "",
              "## What the framework logged", ""]
     for crash in facts.get("crashes", []):
         lines += [f"Start {crash['start'] + 1} exited with status {crash['returncode']}; its last lines:", "",
@@ -185,3 +206,26 @@ def write_report(out: str, facts: dict) -> str:
     path = os.path.join(folder, "report.md")
     write_atomically(path, report_markdown(facts))
     return path
+
+
+def rewrite_reports(folder: str, data: dict) -> list[str]:
+    """Every report.md under `folder` (results/cases) written again from its report.json and the release's row
+    of `data` (cases.json): the paths changed."""
+    changed = []
+    for case in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        rows = data.get("cases", {}).get(case, {}).get("releases", [])
+        for key in sorted(os.listdir(os.path.join(folder, case))):
+            facts_path = os.path.join(folder, case, key, "report.json")
+            if not os.path.exists(facts_path):
+                continue
+            with open(facts_path, encoding="utf-8") as src:
+                facts = json.load(src)
+            record = next((r for r in rows if os.path.basename(r.get("out", "")) == key), None)
+            page = os.path.join(folder, case, key, "report.md")
+            text = report_markdown(facts, record)
+            with open(page, encoding="utf-8") as src:
+                if src.read() == text:
+                    continue
+            write_atomically(page, text)
+            changed.append(os.path.relpath(page))
+    return changed

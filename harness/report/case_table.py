@@ -4,7 +4,10 @@ results/cases.json holds every case ever run into that folder: a run of some cas
 replaces their releases and keeps the others', so the page always shows every case with its latest
 measured figures. docs/explanation/analyses.md is written from it (`python -m
 killtest.harness.report.case_table --write`, run by `make cases`), so a new case folder appears on the
-page as soon as it has been run once; nothing on the page is typed by hand but the introduction.
+page as soon as it has been run once; nothing on the page is typed by hand but the introduction. `--write`
+also relabels cases.json's roles from each case.toml, rewrites each case README's generated tables
+(case_readme_blocks.py) and each report.md (case_report_page.py) from the same cases.json, and quotes each
+release's upstream words and the findings upstream does not have (case_words.py).
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from killtest.harness.errors import KilltestError
 from killtest.harness.files import write_atomically
 from killtest.harness.report.case_bisect_table import bisection_lines
 from killtest.harness.report.case_explore_table import exploration_lines
+from killtest.harness.report.case_readme_blocks import write_readme_blocks
+from killtest.harness.report.case_report_page import rewrite_reports
+from killtest.harness.report.case_words import NOT_CASES, unreported_section, words_line
 from killtest.harness.report.pasted import from_root
 
 ANALYSES_PAGE = os.path.join(PROJECT_ROOT, "docs", "explanation", "analyses.md")
@@ -144,8 +150,12 @@ def _expected_text(release: dict) -> str:
 def _counts(release: dict) -> str:
     if release["validity"] == "error":
         return ""
+    # A crawl stopped before it finished (liveness) counts nothing as lost (issue 33): the records it had not
+    # stored yet are said as such, from the same figures (distinct records = rows - duplicated).
+    unstored = release["products"] - release["missing"] - (release["rows"] - release["duplicated"])
     return (f"{release['rows']} rows, {release['missing']} of {release['products']} lost,"
-            f" {release['duplicated']} duplicated, {release['kills']} kills landed")
+            + (f" {unstored} not stored (the crawl did not finish)," if unstored > 0 else "")
+            + f" {release['duplicated']} duplicated, {release['kills']} kills landed")
 
 
 def _release_name(release: dict) -> str:
@@ -206,46 +216,6 @@ def _shown(line: str, release: dict) -> str:
     return line
 
 
-# The reported bugs read and not (yet) made cases, and why: written by hand, since no run measures them.
-NOT_CASES = """\
-## Reported, read, and not a case
-
-- **crawlee-python #1501** (a migration, SIGTERM then a kill, resets the handled count, so the crawl runs
-  again): not measured yet. The bug is in the statistics a migration persists, and a lost count is not a
-  lost or duplicated record: the case would need a promise on repeated requests across a migration
-  (`bounded_requests` on the `d<seconds>:<grace>` redeploy point), which is still to be written.
-- **Scrapy #3333 / #845 / #3413, queuelib #59** (a disk queue's file cut short, `struct.error: unpack
-  requires a buffer of 4 bytes` on resume): no timed schedule reproduced it on every run, but
-  `killtest cases --explore scrapy-7094` found a store-write point that does: `w5` on 2.13.4, killed at
-  the first write of `requests.queue/0`, whose 4-byte header queuelib buffers with the first record
-  (scrapy-7094's README has the mechanism and the replay line). Not a case of its own yet.
-- **apify-sdk-python #1104** (graceful stop on migration): it reacts to the platform's `MIGRATING` and
-  `ABORTING` events, which the SDK listens for only on the platform; the local SIGTERM stops Twisted and
-  exits cleanly on both 4.0.1 and 4.0.2, so #1103 is shown under a hard kill instead.
-- **Scrapy #7978** ("Support crash-tolerant crawls", open since 2026-08): a feature request, not a bug
-  with a fixed release. It states what scrapy-4106 and scrapy-7094 measure (`JOBDIR` survives only a
-  clean stop) and proposes an opt-in crash-tolerant mode (crash-safe queues and duplicate filter, a
-  durable `active.json`, in-flight requests and items tracked, resumable feeds) that no release has yet;
-  when one does, the pair is that mode off (flagged) and on (clean). The one part released, #7877's
-  SQLite-backed queues (an opt-in in 2.19.0), does not change scrapy-4106 by itself: with
-  `SCHEDULER_DISK_QUEUE=scrapy.squeues.PickleLifoSQLiteQueue` and `SCHEDULER_START_DISK_QUEUE=
-  scrapy.squeues.PickleFifoSQLiteQueue` the same `r250` kill still lost 290 of 500 (`killtest run`, one
-  run, 2.19.0's env), as #7978 says: `active.json` is written only at close.
-- **crawlee #847** (Apify SDK 0.21: an empty file in the file-system queue's `pending` folder after an
-  interrupt; "will be fixed in 0.22 by a new RequestQueue implementation", SQLite): the symptom is the
-  one crawlee-node-1736 and crawlee-node-2085 show on Crawlee 3.x, but the release it was reported on,
-  `apify` 0.21.x, declares `"node": "^10.17.0 || ^12.3.0"`, and the only Node.js here and in CI is 20.
-  A case on an engine the release refuses would measure that mismatch, not the bug; it was not run.
-- **Scrapy's other feed exporters** (JSON, CSV, XML; the cases use `-o FILE:jsonlines`): under every
-  format Scrapy writes the feed through the same buffered `FileFeedStorage`, so what a SIGKILL costs in
-  items is what the JSON-lines runs show. The other formats add breakage of their own that killtest's
-  stores cannot read: a JSON array cut by a kill has no closing `]` and, appended to by the next start's
-  `-o`, is no longer JSON (Scrapy's tutorial says so and recommends JSON lines for appending); the
-  `jsonl` store reads one object per line, which the array's `{...},` lines are not; and killtest has no
-  CSV or XML store kind (a CSV feed appended to repeats its header, an XML one is left without
-  `</items>`). A case of them would report the format, not the crash-safety bug."""
-
-
 def analyses_page(data: dict | None, results: str = RESULTS) -> str:
     """docs/explanation/analyses.md: the introduction, one table of every case, a section per case (with its
     bisection and reports, read beside `results`)."""
@@ -272,6 +242,9 @@ def analyses_page(data: dict | None, results: str = RESULTS) -> str:
             lines.append(f"- **{_release_name(r)}**, {_role(r, case, name)} ({', '.join(r['packages'])}): expected"
                          f" {_expected_text(r)}; measured {verdict_text(r)} ({_counts(r)}; {r['seconds']:g} s)"
                          f"{'' if r['as_expected'] else ' — **not as expected**'}; {_provenance(r)}.")
+            said = words_line(name, r["version"], r.get("label", ""))
+            if said:
+                lines.append(f"  {said}")
             if r.get("installed"):
                 lines.append(f"  Installed: {len(r['installed'])} packages (all in results/cases.json); the pins' own"
                              f" dependencies as resolved: {', '.join(r['dependencies']) or 'none'}.")
@@ -283,7 +256,24 @@ def analyses_page(data: dict | None, results: str = RESULTS) -> str:
                              f"(../../{os.path.relpath(report, PROJECT_ROOT)}).")
         lines += bisection_lines(os.path.join(folder, name), case["releases"])
         lines += exploration_lines(os.path.join(folder, name))
-    return "\n".join([*lines, "", NOT_CASES]) + "\n"
+    return "\n".join([*lines, "", *unreported_section([name for name, _ in cases]), "", NOT_CASES]) + "\n"
+
+
+def relabelled(data: dict) -> dict:
+    """cases.json with each release's role as its case.toml gives it now: a role is a label, not a measured
+    figure, and a case.toml's role changes without a run (the figures stay as measured)."""
+    given = _given_roles()
+    for name, case in data.get("cases", {}).items():
+        for r in case["releases"]:
+            r["role"] = given.get((name, r["version"], r.get("label", "")), r.get("role", ""))
+    return data
+
+
+def _readme_tables(data: dict) -> dict[str, dict]:
+    """Per case, the page's own formatters for its README's measured block (case_readme_blocks)."""
+    return {name: {"role": lambda r, c=case, n=name: _role(r, c, n), "verdict": verdict_text,
+                   "expected": _expected_text, "counts": _counts, "provenance": _provenance}
+            for name, case in data.get("cases", {}).items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -291,7 +281,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", default=RESULTS, help="the cases.json to read (default results/cases.json)")
     parser.add_argument("--write", action="store_true", help="write the page (default: print it)")
     args = parser.parse_args(argv)
-    page = analyses_page(read_results(args.results), args.results)
+    data = read_results(args.results)
+    if args.write and data:
+        # One run set behind every figure: cases.json's roles from case.toml, then the README blocks and the
+        # reports from the same cases.json as the page.
+        write_results(os.path.dirname(os.path.abspath(args.results)), relabelled(data))
+        folder = os.path.join(os.path.dirname(os.path.abspath(args.results)), "cases")
+        for path in write_readme_blocks(data, folder, _readme_tables(data)) + rewrite_reports(folder, data):
+            print(f"wrote {path}", file=sys.stderr)
+    page = analyses_page(data, args.results)
     if args.write:
         write_atomically(ANALYSES_PAGE, page)
         print(f"wrote {os.path.relpath(ANALYSES_PAGE)} from {args.results}", file=sys.stderr)
