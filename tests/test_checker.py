@@ -338,5 +338,9 @@ def test_requests_per_stored_record_counts_distinct_records_per_crawl():
     assert requests_per_record(1050, 500, crawls=2) == 1.05
     assert requests_per_record(1300, 500) == 2.6  # the naive design: duplicate rows do not hide the repeats
     assert requests_per_record(30, 0) is None  # no rate per zero records
-    assert health_warning("naive", 2, 2.6, 1.25).startswith("WARNING: naive run 2: 2.6 requests per stored record")
-    assert health_warning("idempotent", 1, 1.06, 1.25) is None
+    from types import SimpleNamespace
+
+    def figures(value):
+        return SimpleNamespace(requests_per_record=value, missing_records=0, kills=3, retries=0)
+    assert health_warning("naive", 2, figures(2.6), 1.25).startswith("WARNING: naive run 2: 2.6 requests per stored")
+    assert health_warning("idempotent", 1, figures(1.06), 1.25) is None

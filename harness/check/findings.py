@@ -26,7 +26,7 @@ class Finding(Enum):
     CRASHED = ("crashed", Promise.FINISHES, "a start exited by itself with an error")
     NO_KILL_LANDED = ("no_kill_landed", Promise.PROVES_SOMETHING, "no kill landed on a start at work")
     LOST = ("lost", Promise.NO_LOST_RECORDS, "a product on the site was missing from the store"
-             " after a crawl that finished")
+             " after a crawl that finished, or after a start that crashed (exited with an error before storing it)")
     WRONG_VALUE = ("wrong_value", Promise.CORRECT_VALUES, "a stored value other than the one the final crawl's last"
                    " fetch of its page was served (the site's at the end, for a page that crawl did not fetch)")
     NOT_ON_SITE = ("not_on_site", Promise.ONLY_SITE_RECORDS,

@@ -103,9 +103,11 @@ def records(e: Evidence) -> CheckResult:
         gave_up = f" ({v.lost_after_fault} of them after a network fault: the design gave up)" \
             if v.lost_after_fault else ""
         never = (e.history.first("run_finished") or {}).get("store_found") is False
+        crashed = e.history.first("crash") if v.outcome == "crashed" else None
+        why = f" because the crawler exited with status {crashed['returncode']} before storing them" if crashed else ""
         found.append((Finding.LOST, f"the store was never created, so all {v.missing_records} records are missing"
                                     if never and not v.rows else
-                                    f"lost {v.missing_records} of {len(e.catalog.products)} records{gave_up}"
+                                    f"lost {v.missing_records} of {len(e.catalog.products)} records{why}{gave_up}"
                                     f"{keys_named(r.lost)}"))
     if v.wrong_records:
         stale = f" ({v.stale_records} of them stale: the site changed them, the store kept the old value)" \

@@ -84,7 +84,7 @@ class RunVerdict:
     distinct_records: int
     correct_records: int
     wrong_records: int
-    missing_records: int  # lost: on the site, not in the store, after a crawl that finished (0 when it did not)
+    missing_records: int  # lost: on the site, not in the store, after a crawl that finished or crashed (0: timed out)
     unexpected_records: int
     duplicated_records: int
     requests: int

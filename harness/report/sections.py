@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from killtest.harness.check.baseline import diff_table
+from killtest.harness.check.health import health_limit, perfect_words
 from killtest.harness.published import (
     FULL_CRAWL_REQUESTS,
     KILLS_PER_RUN,
@@ -122,7 +123,8 @@ def _kill_phases(campaign: Campaign) -> Section | None:
 
 def _categories(campaign: Campaign) -> Section:
     section = Section("Records and kills by category, all runs", [
-        "Lost: on the site, missing from the store after a crawl that finished. Not stored: missing when the"
+        "Lost: on the site, missing from the store after a crawl that finished, or after a start that crashed"
+        " (the crawler exited with an error before storing them). Not stored: missing when the"
         " time limit or a no-progress stop ended the crawl (a liveness finding, never counted as lost)."
         " Duplicated: stored more than once. Unexpected: a value the site"
         " never showed, or a record not on the site. In flight: the pages a start was working on when it was"
@@ -278,9 +280,12 @@ def _health(campaign: Campaign) -> Section:
     """The article's health metric, run by run, and the runs above the threshold (warnings, not failures)."""
     designs = campaign.designs()
     threshold = campaign.settings.get("health_threshold")
+    full, products = campaign.settings.get("full_crawl_requests", 525), campaign.settings.get("products", 500)
+    limit = health_limit(threshold, full, products)
     section = Section("Health: requests per stored record", [
         "Requests per distinct stored record and crawl, the article's cheap health metric: a perfect crawl of"
-        f" its site is 525 / 500 = 1.05; killtest warns above {threshold:g}."],
+        f" this shop is {perfect_words(full, products)} (listing pages and products over products); killtest warns"
+        f" above {limit:g}" + ("." if limit == threshold else f" ({threshold:g} for the article's 1.05, scaled).")],
         header=["Run"] + designs)
     for run in sorted({v.run for v in campaign.verdicts}):
         cells = [next((number(v.requests_per_record) for v in campaign.of_design(d) if v.run == run), "–")

@@ -65,7 +65,7 @@ def _keys_table(keys: dict, counts: dict | None = None) -> str:
     if not rows:
         return "<p>No key is lost, unstored, duplicated, wrong or unreadable against the site (the finding is about" \
                " requests or the run).</p>"
-    words = {"lost": "lost (on the site, not in the store after a crawl that finished)",
+    words = {"lost": "lost (on the site, not in the store after a crawl that finished or a start that crashed)",
              "not_stored_unfinished": "not stored (the crawl did not finish: not counted as lost)",
              "duplicated": "duplicated (more than one row)",
              "unexpected": "wrong or not on the site", "unreadable": "unreadable (a torn row: which, and its key"

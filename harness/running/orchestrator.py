@@ -184,7 +184,8 @@ def _record(campaign: Campaign, plan: CampaignPlan, design: Design, run: int, ve
     progress.done(_one_line(label, verdict))
     for line in terminal_lines(verdict):  # a stopped or stalled start's pace and own last words
         progress.done(line)
-    warning = health_warning(design.name, run, verdict.requests_per_record, plan.health_threshold)
+    warning = health_warning(design.name, run, verdict, plan.health_threshold, plan.catalog.full_crawl_requests,
+                             len(plan.catalog.products), design.does_not_promise)
     if warning:
         campaign.health_warnings.append(warning)
         progress.done(warning)
