@@ -44,6 +44,15 @@ def test_a_file_named_like_a_connection_is_a_file_and_the_twins_differ():
     assert parse_point("w5") != parse_point("aw5")
 
 
+@pytest.mark.parametrize("text", ["xaw5", "xaw2:storage/datasets/7.json"])
+def test_a_power_cut_after_a_write_is_the_after_twin_with_the_cut(text):
+    from killtest.harness.faults.points.power_cut import PowerCutAfterStoreWrite
+
+    point = parse_point(text)
+    assert isinstance(point, PowerCutAfterStoreWrite) and point.MODE == "after" and point.needs_power_loss_mount
+    assert point.spec == text and parse_point(point.spec) == point
+
+
 @pytest.mark.parametrize("text", ["aw0", "aw", "a5", "aw5:", "aw5:/etc/x", "aw5:../x", "aw5@2"])
 def test_a_malformed_after_point_is_one_line_naming_the_form(text):
     with pytest.raises(KilltestError) as error:
@@ -296,3 +305,22 @@ def test_with_its_progress_in_a_declared_redis_the_record_writes_after_point_and
     servers = [w for w in found["coverage"]["writes"] if "redis" in w["file"]]
     assert servers == [{"file": "the declared redis server (its write commands)", "seen": 2, "points": 2,
                         "after_points": 2, "left_out": 0}]
+
+
+@pytest.mark.slow
+@needs_strace
+def test_a_feapder_style_crawler_repeats_its_batch_after_its_write_and_never_before_it(tmp_path):
+    """Issue 43's crawler (tests/scraper_fixtures/feapder_style: requests in a declared Redis, items batched to a
+    JSON-lines file, a request removed from Redis only after its batch is saved), held to no_duplicates: killed
+    after its first batch's write (`aw1`) the next start saves the batch again; killed before it (`w1`), never. The
+    step after that write is a command to Redis, no store write: only the after-point reaches the window."""
+    design = os.path.join(FIXTURES, "feapder_style", "design-exactly-once.toml")
+    done = subprocess.run([sys.executable, "-m", "killtest", "explore", "--design", design, "--only", "w1,aw1",
+                           "--listing-pages", "1", "--per-page", "3", "-j", "1", "--out", "out"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 1, done.stderr[-2000:]
+    outcomes = {o["point"]: o for o in json.loads((tmp_path / "out" /
+                                                   "explore-feapder-style-exactly-once.json").read_text())["outcomes"]}
+    assert outcomes["w1"]["landed"] and outcomes["w1"]["valid"], outcomes["w1"]
+    assert not outcomes["aw1"]["valid"] and outcomes["aw1"]["findings"] == ["extra_rows"], outcomes["aw1"]
+    assert outcomes["aw1"]["where"].startswith("after the 1st write to items.jsonl")

@@ -84,8 +84,10 @@ def test_a_schedule_spec_round_trips_through_its_text():
                                   "d0.5", "d0:0.1", "d0.5:-1", "r5@1", "t0.3@0", "t0.3@x"])
 def test_a_bad_kill_point_is_refused_with_the_forms_it_takes(spec):
     forms = ("t<seconds>, f<seconds after the first request>[:<seconds to wait for it>], r<request number>[+],"
-             " w<store write number>[:c<store connection number> | :<file under the work dir>],"
+             " w<store write number>[:c<store connection number> | :<file under the work dir> | :redis],"
+             " aw<store write number>[:c<store connection number> | :<file under the work dir> | :redis],"
              " d<seconds>:<grace>, p<seconds>:<paused seconds>, s<seconds>, x<seconds>, xr<request number>[+],"
-             " xw<store write number>[:<file under the work dir>] or")
+             " xw<store write number>[:<file under the work dir>], xaw<store write number>[:<file under the work dir>]"
+             " or")
     with pytest.raises(KilltestError, match=re.escape(forms)):
         parse_schedule(spec)

@@ -139,7 +139,7 @@ def with_power_cuts(points: list[KillPoint]) -> list[KillPoint]:
 
 
 def _power_cut_twin(point: KillPoint) -> list[KillPoint]:
-    if type(point) is not AtStoreWrite or point.connection is not None:  # a server's statement: no cut
+    if type(point) is not AtStoreWrite or point.connection is not None or point.server is not None:  # a command
         return []
     return [PowerCutAtStoreWrite(point.index, plan=point.plan, resolved=point.resolved, file=point.file)]
 

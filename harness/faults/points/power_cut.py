@@ -1,4 +1,4 @@
-"""`x0.4`, `xr5`, `xr5+`, `xw5`: a power cut, fired like `t0.4`, `r5`, `r5+` or `w5` (any language).
+"""`x0.4`, `xr5`, `xr5+`, `xw5`, `xaw5`: a power cut, fired like `t0.4`, `r5`, `r5+`, `w5` or `aw5` (any language).
 
 An `x` in front of a timed, request or store-write point keeps that point's trigger and turns its kill
 into a power cut: the runner mounts the power-loss file system (killtest.harness.faults.power_loss)
@@ -29,6 +29,7 @@ from killtest.harness.design.stores import kind_of
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults import power_loss
 from killtest.harness.faults.points import DesignLike, PointKind, Target, register
+from killtest.harness.faults.points.after_store_write import AfterStoreWrite
 from killtest.harness.faults.points.request import AtRequest
 from killtest.harness.faults.points.store_write import AtStoreWrite
 from killtest.harness.faults.points.timed import AfterDelay
@@ -103,20 +104,32 @@ class PowerCutAtStoreWrite(_CutsThePower, AtStoreWrite):
     """`xw5`: the power goes on entering the start's 5th store write, before it happens (strace, as `w5`)."""
 
 
+@dataclass(frozen=True)
+class PowerCutAfterStoreWrite(_CutsThePower, AfterStoreWrite):
+    """`xaw5`: the power goes once the start's 5th store write is done, before its next step (as `aw5` kills):
+    the write happened, and what no fsync made durable of it and before it is gone."""
+
+
 @register
 class PowerCut(PointKind):
     """The registered kind: its text names one of the three points above."""
 
     PREFIX = PREFIX
-    FORM = "x<seconds>, xr<request number>[+], xw<store write number>[:<file under the work dir>]"
+    FORM = ("x<seconds>, xr<request number>[+], xw<store write number>[:<file under the work dir>],"
+            " xaw<store write number>[:<file under the work dir>]")
     EXAMPLES = ("x0.4", "xr5", "xw5")
     ORDER = 40
 
     @classmethod
     def parse(cls, text: str, design: DesignLike | None = None) -> PointKind:
         inner = text[len(PREFIX):]
-        if "@" in text or (":" in text and not inner.startswith(AtStoreWrite.PREFIX)):
+        if "@" in text or (":" in text and not inner.startswith((AtStoreWrite.PREFIX, AfterStoreWrite.PREFIX))):
             raise ValueError(text)  # a power cut takes the whole machine: no worker, no connection
+        if inner.startswith(AfterStoreWrite.PREFIX):  # `xaw5`: after the write, as `aw5`
+            after = AfterStoreWrite.parse(inner)
+            if after.connection is not None or after.server is not None:
+                raise ValueError(text)
+            return PowerCutAfterStoreWrite(after.index, file=after.file)
         if inner.startswith(AtRequest.PREFIX):
             request = AtRequest.parse(inner)
             return PowerCutAtRequest(request.index, after_response=request.after_response)
