@@ -5,7 +5,8 @@ import rule that tests/test_architecture.py holds):
 
 - floor modules: errors.py, files.py, history.py (the only interface between running and checking),
   published.py (the article's figures), defaults.py, options.py and option_kinds.py (every default, every option),
-  tool_envs.py and env_contents.py (pinned envs built once, on first use: cases, the recording proxy, designs)
+  tool_envs.py, env_contents.py and env_builds.py (pinned envs built once, on first use: cases, the recording
+  proxy, designs; their builders' turns)
 - design/: design specs, the design model, the built-in registry, store kinds
 - faults/: kill-point kinds, schedules, the line tracer, the bug zoo's scenarios
 - running/: the one orchestrator, the runner, processes, pre-fork, explore and zoo plans

@@ -13,15 +13,14 @@ packages. It is built in a folder of its own (<hash>.<token>) and only then name
 symbolic link swapped in with one rename when the install finished. An interrupted or failed install
 therefore never leaves a `<hash>` that looks good; its folder is removed (or, after a SIGKILL, by the
 next build of the same hash). The folder is never moved after the install, because a venv's scripts
-carry their own absolute path in their first line. Builders take a lock on the kind's folder (flock
-of the directory itself, so no lock file is left among the envs): parallel test workers build an env
-once and never remove a folder another one is using.
+carry their own absolute path in their first line. A builder holds a lock on its build folder
+(harness/env_builds.py): parallel test workers build an env once, build different envs at once, and never
+remove a folder another one is using.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -30,11 +29,10 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
-import psutil
-
+from killtest.harness.env_builds import being_built, builder_alive, claim, kind_locked, open_build, record, wait_for
 from killtest.harness.env_contents import installed
 from killtest.harness.errors import KilltestError
 from killtest.harness.files import write_atomically
@@ -119,30 +117,34 @@ def ensure_env(runtime: str, packages: tuple[str, ...], rebuild: bool = False,
         os.makedirs(root, exist_ok=True)
     except OSError as error:
         raise KilltestError(f"cannot create the env cache {root}: {error.strerror}") from None
-    with _building(root):
-        if os.path.isdir(link) and not rebuild:
-            return env  # another process built it while this one waited for the lock
-        _build(runtime, packages, root, digest, kind, say)
+    asked, waited = time.monotonic(), False
+    while True:
+        with kind_locked(root):
+            if os.path.isdir(link) and not (rebuild and not waited):
+                if waited:  # another process built it while this one waited for that build
+                    record("waited", kind, digest, packages, time.monotonic() - asked)
+                return env
+            _remove_abandoned(root, digest)
+            other = being_built(root, digest, os.path.realpath(link))
+            if other is None:
+                folder = os.path.join(root, f"{digest}.{os.getpid()}-{time.time_ns()}")
+                lock = claim(folder)
+                break
+            descriptor = open_build(other)
+        if descriptor is not None:
+            wait_for(descriptor)  # then look again: built, or its builder failed and this one builds it
+        waited = True
+    try:
+        _build(runtime, packages, root, folder, kind, say)
+    finally:
+        os.close(lock)
     return env
 
 
-@contextlib.contextmanager
-def _building(root: str) -> Iterator[None]:
-    """One builder in a kind's folder at a time (xdist workers, two killtests): the others wait, then find
-    their env built. The lock goes with the descriptor, so a builder killed midway holds it no longer."""
-    descriptor = os.open(root, os.O_RDONLY)
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(descriptor)
-
-
-def _build(runtime: str, packages: tuple[str, ...], root: str, digest: str, kind: str,
+def _build(runtime: str, packages: tuple[str, ...], root: str, folder: str, kind: str,
            say: Callable[[str], None]) -> None:
+    digest = os.path.basename(folder).split(".")[0]
     link = os.path.join(root, digest)
-    _remove_abandoned(root, digest)
-    folder = os.path.join(root, f"{digest}.{os.getpid()}-{time.time_ns()}")
     say(f"env {kind}/{digest}: first use, installing {' '.join(packages)} ({runtime}) into {link}")
     started = time.monotonic()
     try:
@@ -153,19 +155,23 @@ def _build(runtime: str, packages: tuple[str, ...], root: str, digest: str, kind
             {"kind": kind, "runtime": runtime, "interpreter": interpreter_version(runtime),
              "packages": list(packages), "build_s": seconds, "built_at": time.time()}, indent=1) + "\n")
         # Swap the link in with one rename: a reader sees the old env or the complete new one.
-        temporary = f"{link}.link-{os.getpid()}"
-        os.symlink(os.path.basename(folder), temporary)
-        previous = os.path.realpath(link) if os.path.islink(link) else None
-        os.replace(temporary, link)
+        with kind_locked(root):
+            temporary = f"{link}.link-{os.getpid()}-{time.time_ns()}"
+            os.symlink(os.path.basename(folder), temporary)
+            previous = os.path.realpath(link) if os.path.islink(link) else None
+            os.replace(temporary, link)
     except KilltestError as error:
         shutil.rmtree(folder, ignore_errors=True)
+        record("failed", kind, digest, packages, time.monotonic() - started, error=str(error))
         raise KilltestError(f"cannot build the {kind} env of {', '.join(packages)} in {link} (built once, on first"
                             f" use): {error}") from None
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
+        record("failed", kind, digest, packages, time.monotonic() - started, error="interrupted")
         raise
     if previous and previous != os.path.realpath(link):
         shutil.rmtree(previous, ignore_errors=True)
+    record("built", kind, digest, packages, seconds)
     say(f"env {kind}/{digest}: ready in {seconds:.0f}s ({', '.join(packages)})")
 
 
@@ -218,7 +224,7 @@ def interrupted_builds(kinds: tuple[str, ...] = KINDS) -> list[CachedEnv]:
         for name in names:
             path = os.path.join(root, name)
             if "." in name and not os.path.islink(path) and os.path.isdir(path) \
-                    and os.path.realpath(path) not in linked and not _builder_alive(path):
+                    and os.path.realpath(path) not in linked and not builder_alive(path):
                 found.append(CachedEnv(kind, name, path, _size(path), (), None, interrupted=True))
     return found
 
@@ -226,21 +232,11 @@ def interrupted_builds(kinds: tuple[str, ...] = KINDS) -> list[CachedEnv]:
 def remove_env(env: CachedEnv) -> None:
     """Remove one env: its link first (so no run takes a half-removed env), then its folder."""
     root = cache_root(env.kind)
-    with _building(root):
+    with kind_locked(root):
         if not env.interrupted:  # an interrupted build is a folder only
             with contextlib.suppress(FileNotFoundError):
                 os.remove(os.path.join(root, env.name))
         shutil.rmtree(env.folder, ignore_errors=True)
-
-
-def _builder_alive(folder: str) -> bool:
-    """Whether the killtest that is building `folder` (its .builder file's pid) is alive, and not this one."""
-    try:
-        with open(os.path.join(folder, ".builder")) as src:
-            pid = int(src.read().strip() or 0)
-    except (OSError, ValueError):
-        pid = 0
-    return bool(pid and pid != os.getpid() and psutil.pid_exists(pid))
 
 
 def _size(folder: str) -> int:
@@ -253,9 +249,7 @@ def _size(folder: str) -> int:
 
 
 def _install(runtime: str, packages: tuple[str, ...], folder: str) -> None:
-    os.makedirs(folder)
-    with open(os.path.join(folder, ".builder"), "w") as out:
-        out.write(str(os.getpid()))
+    """Into `folder`, made and locked by env_builds.claim (its .builder file says whose it is)."""
     if runtime == "python":
         # From killtest's own interpreter: venv takes its base Python, so the case's venv does not nest in ours.
         _step([sys.executable, "-m", "venv", folder], "python3 -m venv")
@@ -300,6 +294,6 @@ def _remove_abandoned(root: str, digest: str) -> None:
         if not name.startswith(digest + ".") or os.path.islink(path) or not os.path.isdir(path) \
                 or os.path.realpath(path) == linked:
             continue
-        if _builder_alive(path):
+        if builder_alive(path):
             continue  # another killtest is building it right now
         shutil.rmtree(path, ignore_errors=True)
