@@ -219,7 +219,7 @@ class Spider:
         self._item_buffer = ItemBuffer(self._db, self._tab_requests, list(setting["ITEM_PIPELINES"]))
         self._collector = Collector(self._db, self._tab_requests)
         self._session = requests.Session()
-        self._idle = True
+        self._idle = False  # until the parser first finds nothing to do
         self.reset_task()
 
     def start_requests(self) -> Iterable[Request]:
@@ -260,6 +260,8 @@ class Spider:
         while True:
             request_redis = self._collector.get_request()
             if request_redis is None:
+                if not self._idle:  # as feapder's parser control says it, once per idle spell
+                    log(f"waiting for tasks... ({self._collector.requests_count()} requests in Redis)")
                 self._idle = True
                 continue
             self._idle = False
