@@ -143,6 +143,18 @@ def test_the_file_gate_makes_the_kth_call_itself_and_kills_before_the_caller_see
         assert done == [str(i) for i in range(1, k)]  # the step after the kth rename never came
 
 
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the file gate's filter names x86_64 calls")
+def test_the_file_gate_appends_the_kth_write_at_the_files_end_as_the_caller_would_have(tmp_path):
+    log = tmp_path / "log.txt"
+    for after, kept in ((False, 2), (True, 3)):
+        log.unlink(missing_ok=True)
+        gate = [sys.executable, "-S", FILE_GATE, *(["--after"] if after else []), "write", "3", str(log)]
+        status, stderr = under(gate, APPEND, str(log))
+        assert status == -signal.SIGKILL, stderr[-400:]
+        assert log.read_text() == "".join(f"{i}\n" for i in range(1, kept + 1))
+        assert [line for line in stderr.splitlines() if line.startswith("saw")] == ["saw 1", "saw 2"]
+
+
 def started(server_class):
     try:
         return server_class().start()

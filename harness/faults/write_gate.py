@@ -147,6 +147,12 @@ def missed(aim: list[str], syscall: str, entry: str) -> None:
                   " the point (a port, pid or random name in a file name?)")
 
 
+def _held_kill(tid: str, tracer: int) -> None:
+    """--after: the thread is held on its way out of the call, its stack still at the write: read it, then kill."""
+    locate(int(tid))
+    kill_start(tracer)
+
+
 def returned(line: str, tid: str, syscall: str) -> bool:
     """Whether a finished line of strace's log is thread `tid`'s return from its `syscall`: the whole call
     (`123 write(3, ...)   = 5 (DELAYED)`) or its resumption (`123 <... write resumed>) = 5`), not `<unfinished ...>`."""
@@ -211,10 +217,10 @@ def main(argv: list[str]) -> None:
                 if line is not pending and counted:
                     counted = False  # this finished line was counted when it was pending
                     if held is not None and returned(line, held, syscall):
-                        kill_start(process.pid)
+                        _held_kill(held, process.pid)
                     continue
                 if held is not None and line is not pending and returned(line, held, syscall):
-                    kill_start(process.pid)  # the held call's `<... resumed>` line: it has returned
+                    _held_kill(held, process.pid)  # the held call's `<... resumed>` line: it has returned
                 if node and " +++ " in line:  # a process that ran to its end leaves its map: delete it
                     with contextlib.suppress(OSError):
                         os.remove(f"/tmp/perf-{line.split()[0]}.map")
@@ -229,12 +235,12 @@ def main(argv: list[str]) -> None:
                 if counts[tid] == when:
                     if aim and on_target.get(tid, 0) != int(aim[0]):
                         missed(aim, syscall, found.group(0))
-                    locate(int(tid))
                     if not after:
+                        locate(int(tid))
                         kill_start(process.pid)
                     held = tid
                     if line is not pending and returned(line, tid, syscall):
-                        kill_start(process.pid)  # its entry and its return came in one line
+                        _held_kill(tid, process.pid)  # its entry and its return came in one line
                 counted = line is pending
     status = process.wait()
     if status < 0:
