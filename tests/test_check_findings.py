@@ -97,10 +97,10 @@ def test_a_tail_that_ends_with_the_errors_properties_is_named_by_the_error():
 
 
 @pytest.mark.parametrize(("mode", "status", "says"), [
-    ("", 1, "start 2 exited by itself with status 1: SyntaxError: Unexpected end of JSON input"),  # the finding
+    ("", 1, "start 2 exited by itself with status 1: `SyntaxError: Unexpected end of JSON input`"),  # the finding
     ("--at-once", 2, "exited with status 1 before its first request: SyntaxError: Unexpected end of JSON input"),
     # The error carries properties: Node.js prints them after the stack, up to a closing `}`.
-    ("--props", 1, "start 2 exited by itself with status 1: SyntaxError: Unexpected end of JSON input"),
+    ("--props", 1, "start 2 exited by itself with status 1: `SyntaxError: Unexpected end of JSON input`"),
     ("--at-once --props", 2, "before its first request: SyntaxError: Unexpected end of JSON input"),
 ])
 @pytest.mark.slow

@@ -178,8 +178,8 @@ def test_a_liveness_finding_names_the_delay_and_quotes_what_the_crawler_said_whi
     [liveness] = [p for p in verdict.problems if p.startswith("liveness")]
     assert "the starts after a kill began 1s after it (--restart-delay 1, not counted against the time limit)" \
         in liveness
-    assert "start 2 said, while it waited: 'stderr: the lock was taken" in liveness
-    assert "for it to expire'" in liveness
+    assert "start 2 said, while it waited: `stderr: the lock was taken" in liveness
+    assert "for it to expire`" in liveness
 
 
 # --- explore and fuzz (and the API, which parses the same options) pass it through to every run.

@@ -14,6 +14,17 @@ ERROR_LINE = re.compile(r"\s*[\w.]*(Error|Exception)\b")
 FRAME = re.compile(r"\s*at ")
 
 
+def quoted(text: str) -> str:
+    """`text` as a Markdown code span, whatever it holds: a crawler's own words (`********** feapder end
+    **********`, a line with backticks) are shown as they are, never read as emphasis, code or a link, in the
+    Markdown and on the page (report/inline.py). The fence is one backtick longer than the longest run in the
+    text, padded with a space where the text begins or ends with one (CommonMark's rule)."""
+    runs = [len(run) for run in re.findall(r"`+", text)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def complaint(tail: list[str]) -> str:
     """The line of a crashed start's stderr that says why: its last, unless the tail ends inside a stack
     (`    at ...`: Crawlee's `console.error(err); process.exit(1)`), with the properties of an error

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 
 from killtest.harness import defaults
 from killtest.harness.check.categories import EXAMPLES, required_event, startup_allowed_s
+from killtest.harness.check.complaint import quoted
 from killtest.harness.check.findings import Finding
 from killtest.harness.check.verdict import CheckResult, RunVerdict, judged
 from killtest.harness.history import History
@@ -127,6 +128,6 @@ def restart_words(history: History, stopped: int | None) -> str:
     pace = next((p for p in start_paces(history) if stopped is not None and p.start == stopped + 1), None)
     said = pace.words() if pace is not None else []
     if pace is not None:
-        words += (f"; start {pace.start} said, while it waited: {' / '.join(repr(line) for line in said)}" if said
+        words += (f"; start {pace.start} said, while it waited: {' / '.join(quoted(line) for line in said)}" if said
                   else f"; start {pace.start} said nothing while it waited")
     return words

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from killtest.fixture_site.catalog import Catalog
 from killtest.fixture_site.recordings.recorded_site import RecordedSite
 from killtest.harness.check.categories import EXAMPLES, RecordSets, fetched_again_after_commit, required_event
-from killtest.harness.check.complaint import complaint
+from killtest.harness.check.complaint import complaint, quoted
 from killtest.harness.check.findings import Finding
 from killtest.harness.check.holes import holes
 from killtest.harness.check.liveness import liveness
@@ -56,7 +56,7 @@ def crash(e: Evidence) -> CheckResult:
     crashed = required_event(e.history, "crash")
     last_line = complaint(crashed["stderr_tail"] or ["(no output)"])
     return judged([(Finding.CRASHED, f"start {crashed['start'] + 1} exited by itself with status"
-                                     f" {crashed['returncode']}: {last_line}")],
+                                     f" {crashed['returncode']}: {quoted(last_line)}")],
                   {"returncode": crashed["returncode"]})
 
 

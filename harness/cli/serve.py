@@ -1,8 +1,9 @@
 """`killtest serve`: the shop (or a recording) on its own, on 127.0.0.1, to develop a design against it.
 
-The shop's pages are described in docs/explanation/shop.md. With `--design SPEC` whose [site]
-table names a recording, the recording is replayed through its proxy instead, and the variables a
-scraper needs to reach it are printed. Ctrl+C stops it.
+Its size is a run's (`--listing-pages`, `--per-page`, the same defaults as `run`). The shop's pages are described
+in docs/explanation/shop.md; the line it prints says what a user needs without them (a pip install has no docs/).
+With `--design SPEC` whose [site] table names a recording, the recording is replayed through its proxy instead,
+and the variables a scraper needs to reach it are printed. Ctrl+C stops it.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class ServeCommand(Command):
 
     def run(self, args: argparse.Namespace, progress: Progress) -> int:
         if args.design is None:
-            serve_shop(args.port, progress)
+            serve_shop(args.port, progress, args.listing_pages, args.per_page)
             return EXIT_PASSED
         site = site_of(designs_named([args.design])[0])
         if site is None:
@@ -44,16 +45,21 @@ class ServeCommand(Command):
         return EXIT_PASSED
 
 
-def serve_shop(port: int, progress: Progress) -> None:
-    app = create_app(build_catalog(defaults.LISTING_PAGES, defaults.PER_PAGE), RequestLog())
+def serve_shop(port: int, progress: Progress, listing_pages: int = defaults.LISTING_PAGES,
+               per_page: int = defaults.PER_PAGE) -> None:
+    """The shop of `listing_pages` x `per_page` products, the one a run of that size crawls, until Ctrl+C."""
+    catalog = build_catalog(listing_pages, per_page)
+    app = create_app(catalog, RequestLog())
     try:  # werkzeug would print its own advice and exit 1: say it in killtest's one line instead
         with socket.create_server(("127.0.0.1", port)):
             pass
     except OSError as error:
         raise KilltestError(f"--port {port}: cannot listen on 127.0.0.1:{port}: {error.strerror}") from None
     server = make_server("127.0.0.1", port, app, threaded=True)
-    progress.done(f"the shop: http://127.0.0.1:{server.server_port}/list/0 ({defaults.LISTING_PAGES} listing pages"
-                  f" of {defaults.PER_PAGE} products; docs/explanation/shop.md)")
+    # Said here, not by a path into docs/: an installed killtest has no docs folder to point to.
+    progress.done(f"the shop: http://127.0.0.1:{server.server_port}/list/0 ({listing_pages} listing page"
+                  f"{'s' if listing_pages != 1 else ''} of {per_page} products, {len(catalog.products)} product pages"
+                  f" at /product/N: a full crawl is {catalog.full_crawl_requests} requests); Ctrl+C stops it")
     try:
         server.serve_forever()
     finally:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Callable
 
 from killtest.harness.check.distinct import Broken, point_ranges, triage_of
 from killtest.harness.history import History
 from killtest.harness.report.campaign import Campaign, failure_reasons
 from killtest.harness.report.coverage_words import coverage_markdown
+from killtest.harness.report.inline import inline_html
 from killtest.harness.report.sections import Section, replay_of, report_sections, runs_line
 from killtest.harness.report.triage import (
     LEGEND,
@@ -56,11 +56,8 @@ def markdown(campaign: Campaign, plot_file: str | None) -> str:
 
 
 def _inline(text: str) -> str:
-    """The little Markdown the sections use (`code`, **bold**, *emphasis*) as HTML."""
-    text = html.escape(text)
-    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
-    text = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
-    return re.sub(r"\*([^*]+)\*", r"<em>\1</em>", text)
+    """The little Markdown the sections use (`code`, **bold**, *emphasis*) as HTML; a code span taken literally."""
+    return inline_html(text)
 
 
 def _html_section(section: Section) -> list[str]:

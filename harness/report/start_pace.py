@@ -8,6 +8,7 @@ setting (harness/running/pace.py); the terminal, the Markdown and the JSON say t
 from __future__ import annotations
 
 from killtest.harness import defaults
+from killtest.harness.check.complaint import quoted
 from killtest.harness.check.liveness import StartPace
 from killtest.harness.check.verdict import RunVerdict
 from killtest.harness.report.campaign import Campaign
@@ -50,7 +51,7 @@ def pace_bullets(campaign: Campaign) -> list[str]:
     bullets = [measured_line(campaign.settings.get("measured_pace"))] if campaign.settings.get("measured_pace") else []
     for v in campaign.verdicts:
         for pace in v.stalled_starts:
-            said = "; ".join(f"`{line}`" for line in _words(pace))
+            said = "; ".join(quoted(line) for line in _words(pace))
             bullets.append(f"{v.design} run {v.run}, {_summary(pace)}. Last words: {said}")
     return bullets
 

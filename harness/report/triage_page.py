@@ -9,10 +9,10 @@ A failure reaches here as a plain dict (`failure_view`), so explore, fuzz and ru
 from __future__ import annotations
 
 import html
-import re
 
 from killtest.harness.check.distinct import Failure, point_ranges
 from killtest.harness.report.coverage_words import coverage_html
+from killtest.harness.report.inline import inline_html
 from killtest.harness.report.triage import (
     LEGEND,
     by_promise_line,
@@ -25,7 +25,14 @@ from killtest.harness.report.triage import (
 )
 from killtest.harness.report.triage_svg import LANES, lanes_drawn, timeline_svg
 
-STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
+# A crawler's words may be in any script (feapder's and Scrapy's logs quote Chinese): each stack falls back, before
+# the generic family, to fonts that hold CJK (Noto's, the platforms' own), so a quoted line is never boxes.
+SANS = ('system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans","Noto Sans CJK SC","Noto Sans CJK JP","PingFang SC",'
+        '"Hiragino Sans","Microsoft YaHei","Source Han Sans SC","WenQuanYi Micro Hei",sans-serif')
+MONO = ('ui-monospace,SFMono-Regular,Menlo,Consolas,"DejaVu Sans Mono","Noto Sans Mono","Noto Sans Mono CJK SC",'
+        '"Noto Sans CJK SC","PingFang SC","Microsoft YaHei",monospace')
+STYLE = (f"body{{font-family:{SANS};max-width:1100px;margin:2em auto;padding:0 1em;color:#222}}"
+         f"code,pre{{font-family:{MONO}}}"
          "section.failure{border-left:4px solid #c53030;padding:.2em 1em;margin:1.5em 0;background:#fffafa}"
          "section.passing{border-left:4px solid #2f855a;padding:.2em 1em;background:#f7fffa}"
          "section.coverage{border-left:4px solid #2b6cb0;padding:.2em 1em;margin:1em 0;background:#f7faff}"
@@ -54,9 +61,7 @@ def failure_view(failure: Failure, replay: str, timeline: dict | None = None, ke
 
 
 def _inline(text: str) -> str:
-    text = html.escape(text)
-    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
-    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
+    return inline_html(text, emphasis=False)
 
 
 def _keys_table(keys: dict, counts: dict | None = None) -> str:
@@ -95,7 +100,7 @@ def _source(lines: list[str], excerpt: list, place: str) -> str:
 
 def _failure_section(number: int, view: dict, lanes: tuple[str, ...] | None = None) -> str:
     parts = [f'<section class="failure" id="failure-{number}" data-point="{html.escape(view["example"])}">',
-             f"<h2>{number}. {html.escape(view['title'])}</h2>",
+             f"<h2>{number}. {_inline(view['title'])}</h2>",
              f"<p>Broke <strong>{html.escape(', '.join(view['promises']))}</strong>"
              f" at {view['count']} {view['noun']}{'s' if view['count'] != 1 else ''}:"
              f" <code>{html.escape(view['points'])}</code>.</p>",
