@@ -14,6 +14,7 @@ from killtest.harness.design.case_spec import FLAGGED_ROLES, load_cases
 from killtest.harness.design.registry import PROJECT_ROOT
 from killtest.harness.report import case_table
 from killtest.harness.report.case_readme_blocks import KINDS, block_in, readme_path, wanted_blocks
+from killtest.harness.report.case_report_notes import FRAMEWORK_ONLY, FRAMEWORK_ONLY_END
 from killtest.harness.report.case_report_page import REPORT_RUN, REPORT_RUN_END, report_markdown
 from killtest.harness.report.case_words import case_words, release_name
 
@@ -91,6 +92,7 @@ def _record(name: str, key: str) -> dict | None:
 def _report_wrong(text: str, record: dict) -> list[str]:
     """Figures of report.md, outside its own run's block, that are not the run set of record's."""
     outside = re.sub(re.escape(REPORT_RUN) + r".*?" + re.escape(REPORT_RUN_END), "", text, flags=re.S)
+    outside = re.sub(re.escape(FRAMEWORK_ONLY) + r".*?" + re.escape(FRAMEWORK_ONLY_END), "", outside, flags=re.S)
     wrong = [f"{a} of {b} lost" for a, b in _lost_figures(outside) if (a, b) != (record["missing"], record["products"])]
     return wrong + [f"{n} rows" for n in ROWS.findall(outside) if int(n) != record["rows"]]
 

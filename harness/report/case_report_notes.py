@@ -18,6 +18,9 @@ from killtest.harness.design.registry import design_named
 from killtest.harness.errors import KilltestError
 from killtest.harness.report.case_words import case_words, words_line
 
+# The framework-only run's output is its own run: its figures are not the run set of record's either.
+FRAMEWORK_ONLY = "<!-- framework-only run -->"
+FRAMEWORK_ONLY_END = "<!-- end framework-only run -->"
 # What each promise a case's design can hold means for a crawler of the shop, in a maintainer's words.
 _MEANING = {"no_lost_records": "every product's record stored", "no_duplicates": "none of them stored twice",
             "correct_values": "every stored record readable and as the page showed it",
@@ -63,6 +66,25 @@ def threads(facts: dict) -> list[str]:
     lines = [f"- {line}" for line in said]
     words = words_line(facts["case"], facts["version"], _label(facts))
     return lines + (["", words] if words else [])
+
+
+def framework_only(facts: dict) -> list[str]:
+    """`## Reproduce with the framework alone`: the case's script and its kept output, or that there is none."""
+    said = case_words(facts["case"])["report"]
+    script, output = said.get("framework_only"), said.get("framework_only_output")
+    if not script:
+        return ["None written yet for this case: the killtest reproduction below is the one there is."]
+    folder = os.path.join(CASES_FOLDER, facts["case"])
+    try:
+        with open(os.path.join(folder, output or ""), encoding="utf-8") as src:
+            kept = src.read().rstrip("\n").splitlines()
+    except OSError:
+        kept = ["(no output kept)"]
+    return [f"`scrapers/cases/{facts['case']}/{script}` (and what it names beside it) needs only the framework,"
+            " a POSIX shell and Python's standard library: no killtest, no strace, no seccomp. Run as"
+            f" `sh {script}` with the framework on PATH; its output, kept in"
+            f" `scrapers/cases/{facts['case']}/{output}`:", "", FRAMEWORK_ONLY, "```", *kept, "```",
+            FRAMEWORK_ONLY_END]
 
 
 def expected(facts: dict) -> str:

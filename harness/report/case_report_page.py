@@ -93,6 +93,9 @@ def _title(facts: dict, run: dict, record: dict | None = None) -> str:
     """`crawlee 3.2.2: after a SIGKILL during markRequestHandled's write of a request file, ...`: the framework,
     where the kill landed and what broke, in the run set of record's figures when there is one."""
     first = _broke(record) if record else (run.get("problems") or ["no problem recorded"])[0].split(" (broke ")[0]
+    mechanism = notes.case_words(facts["case"])["report"].get("mechanism")
+    if mechanism:
+        return f"{facts['framework']} {facts['version']}: {mechanism}: {first}"
     note = facts.get("write_stacks")
     if note:
         # The caller that asked for the write: the first frame in another package than the write's own
@@ -158,7 +161,8 @@ def report_markdown(facts: dict, record: dict | None = None) -> str:
              " framework's documentation writes one, on its default local storage, started by killtest with the"
              " address of a local test shop, killed with SIGKILL at the point below, then started again until it"
              " finishes.", "",
-             "## Reproduce from a fresh directory", "", *_reproduction(facts), "",
+             "## Reproduce with the framework alone (no killtest)", "", *notes.framework_only(facts), "",
+             "## Reproduce with killtest, from a fresh directory", "", *_reproduction(facts), "",
              "## Expected and actual", "",
              f"Expected, by the promises the case's design holds {facts['framework']} to: {notes.expected(facts)}.", "",
              notes.record_line(record), "",

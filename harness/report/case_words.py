@@ -8,7 +8,9 @@ Each case folder may hold an `upstream.toml` (written by hand, since no run meas
 - `[[unreported]]`: a `finding` no upstream thread reports, on which `releases`, with the `queries` searched
   (`searched`: where and when) and the `nearest` threads they found and why each is not it;
 - `[report]`: what a case's report.md says beside its run: the `settings` that are not the framework's
-  defaults and why, the `waits` to expect, and the related upstream `threads`.
+  defaults and why, the `waits` to expect, the related upstream `threads`, and a reproduction with the framework
+  alone: its script (`framework_only`, in the case folder) and the output of its runs (`framework_only_output`);
+  the `mechanism` in the framework's own terms, which titles the report.
 
 The analyses page, the READMEs' generated blocks and report.md read it from here; tests/test_case_numbers.py
 holds every role in it to its case.toml.
@@ -26,7 +28,8 @@ from killtest.harness.errors import KilltestError
 WORDS_FILE = "upstream.toml"
 _KEYS = {"words": {"releases", "role", "source", "quote", "checked"},
          "unreported": {"finding", "releases", "searched", "queries", "nearest"},
-         "report": {"settings", "waits", "threads"}}
+         "report": {"settings", "waits", "threads", "framework_only", "framework_only_output",
+                    "mechanism"}}
 
 
 def case_words(name: str, root: str = CASES_FOLDER) -> dict:
@@ -57,19 +60,16 @@ def release_name(version: str, label: str = "") -> str:
     return version + (f" ({label})" if label else "")
 
 
-def words_for(name: str, version: str, label: str = "") -> dict | None:
-    """The [[words]] entry that names this release, if any."""
+def words_for(name: str, version: str, label: str = "") -> list[dict]:
+    """The [[words]] entries that name this release (a document and a maintainer's word may both stand)."""
     wanted = release_name(version, label)
-    return next((w for w in case_words(name)["words"] if wanted in w.get("releases", [])), None)
+    return [w for w in case_words(name)["words"] if wanted in w.get("releases", [])]
 
 
 def words_line(name: str, version: str, label: str = "") -> str:
-    """`Upstream's words (<source>): "..." Checked: ...`, or empty when upstream.toml has none for it."""
-    words = words_for(name, version, label)
-    if not words:
-        return ""
-    return (f"Upstream's words for this role (<{words['source']}>): \"{words['quote']}\""
-            f" Checked: {words['checked']}.")
+    """`Upstream's words for this role (<source>): "..." Checked: ...`, each entry's; empty when there are none."""
+    return " ".join(f"Upstream's words for this role (<{w['source']}>): \"{w['quote']}\" Checked: {w['checked']}."
+                    for w in words_for(name, version, label))
 
 
 def unreported_section(names: list[str]) -> list[str]:
