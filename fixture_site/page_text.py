@@ -85,10 +85,9 @@ _CARE = ("Wipe clean with a damp cloth.", "Hand wash in warm water and dry at on
 _WARRANTY_YEARS = (2, 3, 5, 10)
 
 
-@functools.lru_cache(maxsize=4096)
 def product_words(product: Product) -> dict:
     """A product's description paragraphs, feature list and specification rows, drawn from its SKU alone
-    (a new price leaves its words as they were). Cached: a crawl asks for each product page again and again."""
+    (a new price leaves its words as they were)."""
     rng = random.Random(f"killtest-page:{product.sku}")
     facts = {"name": product.name, "kind": rng.choice(_KINDS), "material": rng.choice(_MATERIALS),
              "colour": rng.choice(_COLOURS), "use": rng.choice(_USES), "quality": rng.choice(_QUALITIES),
