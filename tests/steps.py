@@ -12,14 +12,17 @@ CI turns autogroup off for its run (.ci/run).
 
 The serial step's output is kept in a temporary file and printed once both steps have ended, so the two never
 interleave. Ctrl-C reaches both (they share the terminal's process group); the exit status is non-zero if
-either step failed.
+either step failed. With KILLTEST_CI_PHASES set (.ci/run sets it), each step's start, end, exit status and CPU
+seconds (user + sys of the processes it waited for) are a row of CI's phase table (.ci/phases.py).
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import tempfile
+import time
 
 # What each step runs: the markers are pyproject.toml's; `hosts` is a step of its own in .ci/run.
 REST = ["-n", "4", "--dist", "worksteal", "--durations=15", "-m", "not serial and not hosts"]
@@ -39,11 +42,33 @@ def priority_spans_sessions() -> bool:
         return True  # no autogroup in this kernel
 
 
+def waited(*steps: tuple[str, subprocess.Popen], began: float) -> list[int]:
+    """Each step's exit status, once all have ended, in the order given. Each step's row of CI's phase table is
+    written when it ends (KILLTEST_CI_PHASES): wait4's rusage is the CPU of its processes that were waited for, the
+    xdist workers and their tests' included."""
+    named = {process.pid: (step, process) for step, process in steps}
+    while any(process.returncode is None for _, process in named.values()):
+        pid, status, usage = os.wait4(-1, 0)
+        if pid not in named:
+            continue
+        step, process = named[pid]
+        process.returncode = os.waitstatus_to_exitcode(status)
+        path = os.environ.get("KILLTEST_CI_PHASES")
+        if path:
+            with open(path, "a", encoding="utf-8") as out:
+                out.write(json.dumps({"step": f"make test: {step}", "start": round(began, 2),
+                                      "end": round(time.time(), 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+                                      "status": process.returncode}) + "\n")
+    return [process.returncode for _, process in steps]
+
+
 def in_series(pytest: list[str], env: dict[str, str]) -> tuple[int, int]:
     """The rest, then the serial tests: where priority does not reach every process."""
     print("make test: the kernel's autogroup is on (priority does not reach the tests' sessions): the serial"
           " tests run after the rest", flush=True)
-    return subprocess.call(pytest + REST, env=env), subprocess.call(pytest + SERIAL, env=env)
+    [rest] = waited(("xdist step", subprocess.Popen(pytest + REST, env=env)), began=time.time())
+    [serial] = waited(("serial step", subprocess.Popen(pytest + SERIAL, env=env)), began=time.time())
+    return rest, serial
 
 
 def side_by_side(pytest: list[str], env: dict[str, str]) -> tuple[int, int]:
@@ -51,10 +76,12 @@ def side_by_side(pytest: list[str], env: dict[str, str]) -> tuple[int, int]:
     print("make test: the serial tests run beside the rest at normal priority; their output follows the rest's",
           flush=True)
     with tempfile.TemporaryFile("w+", encoding="utf-8") as serial_log:
+        began = time.time()
         serial = subprocess.Popen(pytest + SERIAL, env=env, stdout=serial_log, stderr=subprocess.STDOUT)
         rest = subprocess.Popen(["nice", "-n", str(REST_NICENESS)] + pytest + REST, env=env)
         try:
-            statuses = rest.wait(), serial.wait()
+            rest_status, serial_status = waited(("xdist step", rest), ("serial step (beside it)", serial), began=began)
+            statuses = rest_status, serial_status
         finally:  # on Ctrl-C both got the SIGINT too: let them end their sessions, then say what ran
             rest.wait()
             serial.wait()

@@ -1,0 +1,85 @@
+"""CI's phase table (.ci/phases.py, issue 46) and make test's rows of it (tests/steps.py): a step's row is written
+whatever its exit status, that status is passed on unchanged, its CPU is its waited-for processes', each step's
+end is its own, and the table a person reads says which env was built more than once."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+from killtest.harness.design.model import PROJECT_ROOT
+
+PHASES_PY = os.path.join(PROJECT_ROOT, ".ci", "phases.py")
+
+
+def load(name: str, path: str):
+    """A script as a module: .ci/phases.py, and tests/steps.py (make test's two steps)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+phases = load("ci_phases", PHASES_PY)
+steps = load("make_test_steps", os.path.join(PROJECT_ROOT, "tests", "steps.py"))
+
+BURN = "s = 0\nfor i in range(3 * 10**6): s += i"  # a few tenths of a CPU second in a child's child
+
+
+def rows(path) -> list[dict]:
+    return [json.loads(line) for line in open(path)]
+
+
+def test_a_step_is_timed_with_its_childrens_cpu_and_keeps_its_exit_status(tmp_path):
+    table = tmp_path / "phases.jsonl"
+    env = {**os.environ, "KILLTEST_CI_PHASES": str(table)}
+    burn = subprocess.run([sys.executable, PHASES_PY, "step", "burn", "bash", "-c", f'{sys.executable} -c "{BURN}"'],
+                          env=env)
+    failed = subprocess.run([sys.executable, PHASES_PY, "step", "fails", "bash", "-c", "exit 3"], env=env)
+    killed = subprocess.run([sys.executable, PHASES_PY, "step", "killed", "bash", "-c", "kill -9 $$"], env=env)
+    assert (burn.returncode, failed.returncode, killed.returncode) == (0, 3, 128 + 9)
+    by_name = {row["step"]: row for row in rows(table)}
+    assert [by_name[n]["status"] for n in ("burn", "fails", "killed")] == [0, 3, 137]
+    assert by_name["burn"]["cpu_s"] > 0  # the grandchild's loop, waited for by bash, waited for by the step
+    assert all(row["end"] >= row["start"] for row in by_name.values())
+
+
+def test_the_table_lists_steps_in_order_ci_in_all_and_each_env_build_naming_one_built_twice():
+    steps_ = [{"step": "make test", "start": 1060.0, "end": 1895.0, "cpu_s": 1400.0, "status": 1},
+              {"step": "venv", "start": 1000.0, "end": 1046.0, "cpu_s": 30.5, "status": 0}]
+    envs = [{"event": "built", "env": "designs/ab12", "packages": ["crawlee[parsel]==1.11.0"], "seconds": 81.0,
+             "at": 1200.0, "asker": "prebuild-envs"},
+            {"event": "built", "env": "designs/ab12", "packages": ["crawlee[parsel]==1.11.0"], "seconds": 70.0,
+             "at": 1150.0, "asker": "tests/test_peers.py::test_x"},
+            {"event": "waited", "env": "cases/cd34", "packages": ["playwright==1.65.2"], "seconds": 12.5,
+             "at": 1100.0, "asker": "tests/test_browser_points.py::test_y"}]
+    lines = phases.table(steps_, envs, t0=1000.0, end=2000.0, ci_cpu_s=1500.0, cores=2)
+    assert lines[1].split() == ["step", "start", "end", "wall", "CPU", "status"]
+    assert lines[2].split() == ["venv", "0", "46", "46.0", "30.5", "ok"]
+    assert lines[3].split() == ["make", "test", "60", "895", "835.0", "1400.0", "exit", "1"]
+    assert lines[4].split()[:6] == ["CI", "in", "all", "0", "1000", "1000.0"] and "1.50 of 2 cores" in lines[4]
+    assert lines[5].startswith("ci: env builds (2 built;")
+    waited, later, first = lines[7], lines[8], lines[9]  # in the order they ended
+    assert waited.split()[:5] == ["cases/cd34", "88", "100", "12.5", "waited"]
+    assert later.split()[:5] == ["designs/ab12", "80", "150", "70.0", "built"] and "test_peers" in later
+    assert first.split()[:5] == ["designs/ab12", "119", "200", "81.0", "built"] and first.endswith("prebuild-envs")
+    assert lines[-1] == "ci: built more than once: designs/ab12"
+
+
+def test_make_tests_steps_each_get_a_row_ending_when_that_step_ends(tmp_path, monkeypatch):
+    """The serial step ends long before the xdist step; its row must say so, though its status is read after."""
+    table = tmp_path / "phases.jsonl"
+    monkeypatch.setenv("KILLTEST_CI_PHASES", str(table))
+    read_end, write_end = os.pipe()
+    # `late` ends only once `early` has (its stdin's last writer): the order of their ends is fixed, not timed.
+    late = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=read_end)
+    early = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"], pass_fds=(write_end,))
+    os.close(read_end)
+    os.close(write_end)
+    assert steps.waited(("xdist step", late), ("serial step", early), began=0.0) == [0, 0]
+    first, second = rows(table)
+    assert (first["step"], second["step"]) == ("make test: serial step", "make test: xdist step")
+    assert first["end"] <= second["end"] and first["status"] == second["status"] == 0
