@@ -98,7 +98,10 @@ def test_a_clean_release_before_the_buggy_one_predates_the_bug_and_is_not_called
         load_case(make_case(tmp_path, GOOD.replace('expect = []\n', 'expect = []\nrole = "buggy"\n'),
                             name="wrong"), FINDINGS)
     shipped = {c.name: c for c in load_cases(CASES_FOLDER, codes=FINDINGS)}
-    assert [r.role for r in shipped["scrapy-7094"].releases] == ["before the bug", "buggy", "buggy", "fixed"]
+    # From 2.15.0 Scrapy's jobs page ("Pause limitations") says an unclean shutdown can corrupt the job directory.
+    assert [r.role for r in shipped["scrapy-7094"].releases] == ["before the bug", "buggy", "documented limitation",
+                                                                "fixed"]
+    assert [r.role for r in shipped["scrapy-4106"].releases] == ["documented limitation"]
     # What upstream documents is not filed as a bug; a loss no upstream issue reports is not called buggy.
     assert [r.role for r in shipped["apify-sdk-python-1103"].releases] == ["buggy", "documented limitation",
                                                                           "documented limitation"]

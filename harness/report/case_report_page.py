@@ -93,7 +93,7 @@ def _title(facts: dict, run: dict, record: dict | None = None) -> str:
     """`crawlee 3.2.2: after a SIGKILL during markRequestHandled's write of a request file, ...`: the framework,
     where the kill landed and what broke, in the run set of record's figures when there is one."""
     first = _broke(record) if record else (run.get("problems") or ["no problem recorded"])[0].split(" (broke ")[0]
-    mechanism = notes.case_words(facts["case"])["report"].get("mechanism")
+    mechanism = notes.case_words(facts["case"])["report"].get("mechanism") if facts.get("case") else None
     if mechanism:
         return f"{facts['framework']} {facts['version']}: {mechanism}: {first}"
     note = facts.get("write_stacks")

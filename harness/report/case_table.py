@@ -17,15 +17,21 @@ import json
 import os
 import sys
 
-from killtest.harness.design.case_spec import Case, load_cases
+from killtest.harness.design.case_spec import Case
 from killtest.harness.design.registry import PROJECT_ROOT
-from killtest.harness.errors import KilltestError
 from killtest.harness.files import write_atomically
 from killtest.harness.report.case_bisect_table import bisection_lines
 from killtest.harness.report.case_explore_table import exploration_lines
 from killtest.harness.report.case_readme_blocks import write_readme_blocks
 from killtest.harness.report.case_report_page import rewrite_reports
-from killtest.harness.report.case_words import NOT_CASES, unreported_section, words_line
+from killtest.harness.report.case_words import (
+    NOT_CASES,
+    case_words,
+    given_roles,
+    relabelled,
+    unreported_section,
+    words_line,
+)
 from killtest.harness.report.pasted import from_root
 
 ANALYSES_PAGE = os.path.join(PROJECT_ROOT, "docs", "explanation", "analyses.md")
@@ -55,7 +61,9 @@ make analyses                                  # all of the above for every case
 ```
 
 The figures below are the latest run of each release (results/cases.json, which keeps every release's
-latest result whether `make cases` or `killtest cases --only` ran it); each release says when it was
+latest result whether `make cases` or `killtest cases --only` ran it): one run a release, so a verdict, not
+a frequency. The case READMEs' tables and each report.md's figures are generated from the same file by the
+same command, and tests/test_case_numbers.py fails when one disagrees. Each release says when it was
 measured (UTC), at which killtest commit, and what its env held: every package installed, not only
 the pins, since what the pins pull in floats (results/cases.json lists them all; this page, the pins'
 own dependencies). This page is generated from that file by `python -m
@@ -78,12 +86,15 @@ as `liveness`, and what it had not stored yet as not stored because the crawl di
 lost): crawlee-node-2085-locking at the default 120 s limit gave `liveness`, where 420 s shows the one
 record really lost.
 
-A release's role, given by its case.toml: **buggy** (a bug upstream reported; its finding is expected),
-**documented limitation** (flagged for what the framework's own documentation or maintainers say it does:
-BullMQ's at-least-once delivery and `maxStalledCount`, the duplicates a hard kill leaves on apify 4.0.2
-and 4.1.0, which apify-sdk-python#1103's fix says it cannot prevent), **unreported** (a loss no upstream
-issue reports as such; its case README says what is known and what is not), **fixed** (a release with
-the fix), **before the bug** (a clean release older than the bug: clean, not fixed), **clean twin** (a
+A release's role, given by its case.toml, and under each release the upstream words it rests on, quoted
+with their link and where they were checked (the case's upstream.toml): **buggy** (a bug upstream reported;
+its finding is expected), **documented limitation** (flagged for what the framework's own documentation or
+maintainers say it does: Scrapy's "Pause limitations" from 2.15.0 on, BullMQ's at-least-once delivery and
+`maxStalledCount`, the duplicates a hard kill leaves on apify 4.0.2 and 4.1.0, which apify-sdk-python#1103
+says its fix cannot prevent), **unreported** (a loss no upstream issue reports as such: counted, with the
+searches that did not find it, under "Findings upstream does not have"), **fixed** (the first release where
+the case's finding stops; its quote names the upstream change, which need not be the reported issue's own
+fix), **before the bug** (a clean release older than the bug: clean, not fixed), **clean twin** (a
 correct design on a buggy version) or **control** (a case that must pass everywhere).
 
 **Boundaries.** The pinned releases were picked by hand; `killtest cases --bisect CASE [--from V --to V]`
@@ -166,16 +177,9 @@ def _role(release: dict, case: dict, name: str = "") -> str:
     """The release's role: a label its case.toml gives, read from there when the case still has the release
     (a label changes without a run); else as measured (cases.json), or the old reading for a result written
     before roles were kept."""
-    given = _given_roles().get((name, release["version"], release.get("label", "")))
+    given = given_roles().get((name, release["version"], release.get("label", "")))
     return given or release.get("role") or ("buggy" if release["expect"] else
                                             {"fixed": "fixed", "clean": "control"}.get(case["status"], "clean twin"))
-
-
-def _given_roles() -> dict[tuple[str, str, str], str]:
-    try:
-        return {(c.name, r.version, r.label): r.role for c in load_cases() for r in c.releases}
-    except KilltestError:  # a case.toml being edited: the measured roles stand
-        return {}
 
 
 def _provenance(release: dict) -> str:
@@ -255,18 +259,9 @@ def analyses_page(data: dict | None, results: str = RESULTS) -> str:
                 lines.append(f"  Upstream-ready report: [{os.path.relpath(report, PROJECT_ROOT)}]"
                              f"(../../{os.path.relpath(report, PROJECT_ROOT)}).")
         lines += bisection_lines(os.path.join(folder, name), case["releases"])
+        lines += [f"Not in the registry: {gap}" for gap in case_words(name)["bisect"].get("gaps", [])]
         lines += exploration_lines(os.path.join(folder, name))
     return "\n".join([*lines, "", *unreported_section([name for name, _ in cases]), "", NOT_CASES]) + "\n"
-
-
-def relabelled(data: dict) -> dict:
-    """cases.json with each release's role as its case.toml gives it now: a role is a label, not a measured
-    figure, and a case.toml's role changes without a run (the figures stay as measured)."""
-    given = _given_roles()
-    for name, case in data.get("cases", {}).items():
-        for r in case["releases"]:
-            r["role"] = given.get((name, r["version"], r.get("label", "")), r.get("role", ""))
-    return data
 
 
 def _readme_tables(data: dict) -> dict[str, dict]:

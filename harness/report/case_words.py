@@ -10,7 +10,9 @@ Each case folder may hold an `upstream.toml` (written by hand, since no run meas
 - `[report]`: what a case's report.md says beside its run: the `settings` that are not the framework's
   defaults and why, the `waits` to expect, the related upstream `threads`, and a reproduction with the framework
   alone: its script (`framework_only`, in the case folder) and the output of its runs (`framework_only_output`);
-  the `mechanism` in the framework's own terms, which titles the report.
+  the `mechanism` in the framework's own terms, which titles the report;
+- `[bisect]`: the `gaps`, each release upstream tagged that the registry reachable here lacks between the
+  releases a bisection reports, with what upstream's changelog says changed there.
 
 The analyses page, the READMEs' generated blocks and report.md read it from here; tests/test_case_numbers.py
 holds every role in it to its case.toml.
@@ -22,12 +24,13 @@ import os
 
 import tomllib
 
-from killtest.harness.design.case_spec import CASES_FOLDER
+from killtest.harness.design.case_spec import CASES_FOLDER, load_cases
 from killtest.harness.errors import KilltestError
 
 WORDS_FILE = "upstream.toml"
 _KEYS = {"words": {"releases", "role", "source", "quote", "checked"},
          "unreported": {"finding", "releases", "searched", "queries", "nearest"},
+         "bisect": {"gaps"},
          "report": {"settings", "waits", "threads", "framework_only", "framework_only_output",
                     "mechanism"}}
 
@@ -40,7 +43,7 @@ def case_words(name: str, root: str = CASES_FOLDER) -> dict:
         with open(path, "rb") as src:
             data = tomllib.load(src)
     except FileNotFoundError:
-        return {"words": [], "unreported": [], "report": {}}
+        return {"words": [], "unreported": [], "report": {}, "bisect": {}}
     except (OSError, tomllib.TOMLDecodeError) as err:
         raise KilltestError(f"{os.path.relpath(path, root)}: {err}") from None
     for table, rows in data.items():
@@ -52,7 +55,7 @@ def case_words(name: str, root: str = CASES_FOLDER) -> dict:
                 raise KilltestError(f"{name}/{WORDS_FILE}: unknown key {table}.{sorted(extra)[0]};"
                                     f" [{table}] may hold {', '.join(sorted(_KEYS[table]))}")
     return {"words": data.get("words", []), "unreported": data.get("unreported", []),
-            "report": data.get("report", {})}
+            "report": data.get("report", {}), "bisect": data.get("bisect", {})}
 
 
 def release_name(version: str, label: str = "") -> str:
@@ -87,6 +90,23 @@ def unreported_section(names: list[str]) -> list[str]:
                   "   The nearest threads they found, and why each is not this finding:",
                   *[f"   - {thread}" for thread in row["nearest"]]]
     return lines
+
+
+def given_roles() -> dict[tuple[str, str, str], str]:
+    try:
+        return {(c.name, r.version, r.label): r.role for c in load_cases() for r in c.releases}
+    except KilltestError:  # a case.toml being edited: the measured roles stand
+        return {}
+
+
+def relabelled(data: dict) -> dict:
+    """cases.json with each release's role as its case.toml gives it now: a role is a label, not a measured
+    figure, and a case.toml's role changes without a run (the figures stay as measured)."""
+    given = given_roles()
+    for name, case in data.get("cases", {}).items():
+        for r in case["releases"]:
+            r["role"] = given.get((name, r["version"], r.get("label", "")), r.get("role", ""))
+    return data
 
 
 # The reported bugs read and not (yet) made cases, and why: written by hand, since no run measures them.
