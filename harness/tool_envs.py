@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -252,12 +253,28 @@ def _install(runtime: str, packages: tuple[str, ...], folder: str) -> None:
     """Into `folder`, made and locked by env_builds.claim (its .builder file says whose it is)."""
     if runtime == "python":
         # From killtest's own interpreter: venv takes its base Python, so the case's venv does not nest in ours.
-        _step([sys.executable, "-m", "venv", folder], "python3 -m venv")
-        _step([os.path.join(folder, "bin", "python"), *_PIP, *packages], "pip install " + " ".join(packages))
+        python = os.path.join(folder, "bin", "python")
+        if _own_pip():  # the env gets no pip of its own: ensurepip's install of pip cost 3 CPU-s an env
+            _step([sys.executable, "-m", "venv", "--without-pip", folder], "python3 -m venv")
+            _step([sys.executable, "-m", "pip", "--python", python, *_PIP[2:], *packages], "pip install "
+                  + " ".join(packages))
+        else:
+            _step([sys.executable, "-m", "venv", folder], "python3 -m venv")
+            _step([python, *_PIP, *packages], "pip install " + " ".join(packages))
     else:
         if shutil.which("npm") is None:
             raise KilltestError("a node case needs `npm` on PATH")
         _step([*_NPM, "--prefix", folder, *packages], "npm install " + " ".join(packages), _NO_BROWSER_DOWNLOAD)
+
+
+def _own_pip() -> bool:
+    """Whether killtest's interpreter has a pip that installs into another interpreter (`--python`, pip 22.3):
+    then a new env is made without pip and filled by this one (a venv made by uv, say, has none)."""
+    try:
+        version = importlib.metadata.version("pip")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:2]) >= (22, 3)
 
 
 def _step(command: list[str], what: str, env: dict[str, str] | None = None) -> None:
