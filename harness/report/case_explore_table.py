@@ -10,6 +10,7 @@ import json
 import os
 
 from killtest.harness.files import write_atomically
+from killtest.harness.report.case_words import roles_by_key
 from killtest.harness.report.pasted import for_page
 
 
@@ -122,7 +123,8 @@ def exploration_lines(folder: str) -> list[str]:
         return (f"{r['broken']} of {r['points']} points broken, {failures}, {r['seconds']:.0f} s{_writes(r)}"
                 if "error" not in r else "did not finish")
 
-    rows = "; ".join(f"{r['key']} ({r['role']}): {release(r)}" for r in data["releases"])
+    roles = roles_by_key(data["case"])  # the role case.toml gives now, not the one recorded with the run
+    rows = "; ".join(f"{r['key']} ({roles.get(r['key'], r['role'])}): {release(r)}" for r in data["releases"])
     return ["", f"Explored at every store write{' and power cut' if _cut(data) else ''}"
                 f" ([every failure, with its replay line](../../results/cases/{data['case']}/explore.md)): {rows}."
             + (f" {why_not[0].upper()}{why_not[1:]}" if why_not else "")]

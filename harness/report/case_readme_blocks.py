@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from killtest.harness.design.registry import PROJECT_ROOT
 from killtest.harness.files import write_atomically
-from killtest.harness.report.case_words import release_name
+from killtest.harness.report.case_words import release_name, roles_by_key
 
 KINDS = ("measured", "explored")
 
@@ -55,11 +55,13 @@ def explored_block(folder: str) -> str | None:
              f" [explore.md](../../../results/cases/{data['case']}/explore.md).", "",
              "| release | role | points | broken | distinct failures | store writes explored | s | finished |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    roles = roles_by_key(data["case"])
     for r in data["releases"]:
         writes = (r.get("coverage") or {}).get("writes")
         explored = (f"{sum(w['points'] for w in writes)} of {sum(w['seen'] for w in writes)}"
                     if writes is not None else "-")
-        lines.append(f"| {r['key']} | {r['role']} | {r.get('points', '-')} | {r.get('broken', '-')} |"
+        lines.append(f"| {r['key']} | {roles.get(r['key'], r['role'])} | {r.get('points', '-')} |"
+                     f" {r.get('broken', '-')} |"
                      f" {r.get('distinct', 'did not finish')} | {explored} | {r['seconds']:.0f} |"
                      f" {(r.get('finished_at') or '-')[:10]} |")
     return "\n".join(lines)

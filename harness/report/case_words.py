@@ -99,6 +99,15 @@ def given_roles() -> dict[tuple[str, str, str], str]:
         return {}
 
 
+def roles_by_key(name: str) -> dict[str, str]:
+    """{release key (results/cases/<case>/<key>/): role} as the case's case.toml gives it now: an exploration or
+    a bisection recorded the role of its day, and a role is a label that changes without a run."""
+    try:
+        return {r.key: r.role for c in load_cases(only=[name]) for r in c.releases}
+    except KilltestError:  # a case no longer shipped, or a case.toml being edited: the recorded roles stand
+        return {}
+
+
 def relabelled(data: dict) -> dict:
     """cases.json with each release's role as its case.toml gives it now: a role is a label, not a measured
     figure, and a case.toml's role changes without a run (the figures stay as measured)."""
