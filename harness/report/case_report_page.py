@@ -208,8 +208,18 @@ def write_report(out: str, facts: dict) -> str:
     os.makedirs(folder, exist_ok=True)
     write_atomically(os.path.join(folder, "report.json"), json.dumps(facts, indent=1) + "\n")
     path = os.path.join(folder, "report.md")
-    write_atomically(path, report_markdown(facts))
+    write_atomically(path, report_markdown(facts, _record(out, facts["case"], facts["key"])))
     return path
+
+
+def _record(out: str, case: str, key: str) -> dict | None:
+    """The release's row of `out`/cases.json (the run set of record), if it has one."""
+    try:
+        with open(os.path.join(out, "cases.json"), encoding="utf-8") as src:
+            rows = json.load(src).get("cases", {}).get(case, {}).get("releases", [])
+    except (OSError, ValueError):
+        return None
+    return next((r for r in rows if os.path.basename(r.get("out", "")) == key), None)
 
 
 def rewrite_reports(folder: str, data: dict) -> list[str]:
