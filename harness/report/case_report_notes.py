@@ -87,6 +87,19 @@ def framework_only(facts: dict) -> list[str]:
             FRAMEWORK_ONLY_END]
 
 
+def exit_line(facts: dict) -> str:
+    """How the report's run's starts ended: the silent loss is a last start that exits 0 (harness/running/runner.py
+    calls a run `completed` only when its last start ended by itself with status 0, `crashed` when one failed)."""
+    outcome, crashes = facts["outcome"], facts.get("crashes", [])
+    failed = "; ".join(f"start {c['start'] + 1} exited by itself with status {c['returncode']}" for c in crashes)
+    last = {"completed": "the last start ended by itself with exit status 0",
+            "crashed": "the run ended with a start that exited with an error status",
+            "timed_out": "the crawl had not finished when killtest's time limit stopped it"}.get(
+        outcome["outcome"], f"outcome {outcome['outcome']}")
+    return (f"Exit statuses in this report's run: {outcome['kills']} start(s) SIGKILLed by killtest (status 137 in a"
+            f" shell); {failed or 'no start exited by itself with an error status'}; {last}.")
+
+
 def expected(facts: dict) -> str:
     """`Expected`: only the promises the case's design holds the framework to, and what it waives."""
     try:

@@ -169,7 +169,7 @@ def report_markdown(facts: dict, record: dict | None = None) -> str:
              f"{REPORT_RUN} ({outcome['measured_at']}; its own figures, which may differ from the run set of"
              f" record's: {outcome['rows']} rows, {outcome['missing']} of {outcome['products']} lost):", "",
              *[f"- {problem}" for problem in run.get("problems", [])], "", f"{REPORT_RUN_END}", "",
-             "## What the framework logged", ""]
+             "## What the framework logged", "", notes.exit_line(facts), ""]
     for crash in facts.get("crashes", []):
         lines += [f"Start {crash['start'] + 1} exited with status {crash['returncode']}; its last lines:", "",
                   *_fence([_short_paths(line) for line in crash["stderr_tail"]]), ""]
