@@ -62,6 +62,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("--schedule", _SCHEDULE_HELP, ("run",), group="campaign"),
     Option("--schedule", "the kill points, as printed by the failure", ("replay",), required=True,
            zoo_key="schedule", replayed=True),
+    Option("--expect", "the findings of the failure this line was printed for (comma-joined codes, as a printed"
+           " line gives them): the replay says whether it reproduced them, and why not when it did not", ("replay",),
+           metavar="FINDINGS", replayed=True),
     Option("--only", "explore just these kill points (comma-joined, as --schedule)", ("explore",)),
     Option("--only", "run just these zoo designs (comma-joined names)", ("zoo",)),
     Option("--examples", f"schedules Hypothesis tries before it gives up finding a failure (default {d.FUZZ_EXAMPLES})",

@@ -24,6 +24,7 @@ from killtest.harness.check.categories import (
 )
 from killtest.harness.check.drift import all_paths_by_sku, minimum_requests
 from killtest.harness.check.health import requests_per_record
+from killtest.harness.check.landed_points import landed_schedule
 from killtest.harness.check.network_faults import early_after_throttle, fault_counts, faulted_paths
 from killtest.harness.check.verdict import RunVerdict
 from killtest.harness.history import History
@@ -84,7 +85,7 @@ def count_figures(design: str, run: int, history: History, versions: list[Catalo
                                                   & faulted_paths(history)),
         early_after_throttle=early_after_throttle(history),
         site_changes=len(history.of_type("catalog_changed")), missed_changes=len(records.missed_change),
-        stale_records=len(records.stale))
+        stale_records=len(records.stale), landed_schedule=landed_schedule(history))
 
 
 def _categories(records: RecordSets, kills: list[KillFinding], unfinished: bool) -> dict:

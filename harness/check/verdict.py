@@ -135,6 +135,9 @@ class RunVerdict:
     killed_starts: list[dict] = field(default_factory=list)
     # What this run's kills could not have found, when every killed start reached one phase ("" otherwise).
     coverage_gap: str = ""
+    # Where its timed kills landed, as exact points (`r3+,r7`: check/landed_points.py), what a replay needs to kill
+    # there again; "" when its schedule was exact already, or a kill no exact point stands for.
+    landed_schedule: str = ""
     validity: str = Validity.VALID.value  # valid | invalid | unknown (the merge of every named check)
     valid: bool = True  # validity == "valid": what campaigns, baselines and older result files read
     findings: list[str] = field(default_factory=list)  # a code per broken promise, in the order of `problems`

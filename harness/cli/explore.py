@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import shlex
+from collections.abc import Sequence
 
 from killtest.fixture_site.catalog import build_catalog
 from killtest.harness.campaigns.exploration import Exploration, explore_design, refuse_power_cut
@@ -49,7 +50,7 @@ class ExploreCommand(Command):
 
     def run(self, args: argparse.Namespace, progress: Progress) -> int:
         design, exploration, base = explore_from_args(args, progress)
-        replay = lambda broken: replay_line(args, design, broken.point)  # noqa: E731
+        replay = lambda broken: replay_line(args, design, broken.point, expect=broken.findings)  # noqa: E731
         failures = point_failures(exploration.outcomes)
         publish(args, "explore", point_cases(design.name, exploration.outcomes, replay, failures=failures),
                 f"{base}.md", exploration.elapsed_s)
@@ -92,7 +93,7 @@ def explore_from_args(args: argparse.Namespace, progress: Progress) -> tuple[Des
 
 def write_exploration(args: argparse.Namespace, design: Design, exploration: Exploration, base: str) -> None:
     """explore-DESIGN.{json,md,html}: each distinct failure once with its replay line, then every point."""
-    replay = lambda broken: replay_line(args, design, broken.point)  # noqa: E731
+    replay = lambda broken: replay_line(args, design, broken.point, expect=broken.findings)  # noqa: E731
     failures = point_failures(exploration.outcomes)
     found = {**exploration.to_json(), "distinct_failures": len(failures), "failures": failures_json(failures, replay)}
     # One timeline per distinct failure, beside it: every broken point's made 3.6 MB of JSON on 192 points.
@@ -121,11 +122,15 @@ def exploration_passed(design: Design, exploration: Exploration) -> bool:
 
 
 def replay_line(args: argparse.Namespace, design: Design, schedule: str, given: str | None = None,
-                strict: bool | None = None, **settings: object) -> str:
+                strict: bool | None = None, expect: Sequence[str] = (), **settings: object) -> str:
     """`killtest replay ...` for one schedule, with every setting this command shares with replay
     (`settings` override them: fuzz's shrunk catalog). `given` is what --design said for this design
     (args.design by default); `strict`: the command judged the design by every idempotence promise,
-    as explore --strict and fuzz --strict do, so the replay must too (None: as args.strict says).
+    as explore --strict and fuzz --strict do, so the replay must too (None: as args.strict says). `expect`: the
+    findings of the failure it is printed for (--expect), which the replay says it reproduced or not.
+
+    Only the settings the run depends on: no --lease for a design that takes none, and no site pace or latency
+    for a schedule of exact points only on such a design (where the kill lands does not depend on the time).
 
     A design given by path is printed as an absolute path, so the line works from any directory."""
     shared = {o.dest for o in options_of("replay") if o.replayed} & {o.dest for o in options_of(args.command)}
@@ -133,6 +138,13 @@ def replay_line(args: argparse.Namespace, design: Design, schedule: str, given: 
     same = {dest: getattr(args, dest) for dest in sorted(shared) if dest not in ("design", "schedule")}
     if site_of(design) is not None:  # a recorded site's catalog is its recording: replay names no size
         same = {dest: value for dest, value in same.items() if dest not in ("listing_pages", "per_page")}
+    # The site's pace matters to a timed kill (where it lands) and to a lease (what ran out before a kill): else not.
+    timeless = exact(schedule) and not design.takes_lease
+    unused = ({"lease"} if not design.takes_lease else set()) | ({"pace", "latency"} if timeless else set())
+    # ... nor one that says what replay does by default (--workers 1, --recrawls 0, --latency 0): it is noise there.
+    defaults = {o.dest: o.default for o in options_of("replay")}
+    same = {dest: value for dest, value in same.items() if dest not in unused and value != defaults.get(dest)}
+    settings = {"expect": ",".join(expect), **settings} if expect else settings
     # explore --strict and fuzz --strict judge every design by the idempotence promises: so must the replay.
     strict = getattr(args, "strict", False) if strict is None else strict
     judged = {"strict": True} if strict and not design.claims_idempotence else {}
@@ -143,6 +155,14 @@ def replay_line(args: argparse.Namespace, design: Design, schedule: str, given: 
     if patience is not None and patience != NO_PROGRESS_S:
         replay += ["--no-progress-timeout", f"{patience:g}"]
     return shlex.join(["killtest", "replay", *replay])
+
+
+EXACT_KINDS = ("r", "w", "aw", "xr", "xw", "l:")  # points that fire at one place of the crawl, whatever the time
+
+
+def exact(schedule: str) -> bool:
+    """A schedule of exact points only: none fires after a delay (`t0.4`, `f0.2:5`, a pause, a redeploy)."""
+    return all(point.strip().startswith(EXACT_KINDS) for point in schedule.split(","))
 
 
 def design_argument(given: str, design: Design) -> str:

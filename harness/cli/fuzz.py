@@ -127,7 +127,7 @@ def trial_replay(args: argparse.Namespace, design: Design, trial) -> str:
     catalog is its recording: replay serves it whatever --listing-pages says)."""
     case = trial.case
     return replay_line(args, design, case.schedule, listing_pages=None if case.recorded else case.pages,
-                       per_page=None if case.recorded else case.per_page)
+                       per_page=None if case.recorded else case.per_page, expect=trial.triage.get("findings", ()))
 
 
 def markdown(result, command: str, replay: str | None, distinct: list[str] | None = None) -> str:

@@ -11,8 +11,10 @@ import argparse
 import dataclasses
 import os
 
+from killtest.harness.check.findings import Finding
 from killtest.harness.cli.ci_output import campaign_cases, publish
 from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
+from killtest.harness.cli.explore import exact
 from killtest.harness.cli.plans_from_args import check_points, check_recrawls, replay_plan
 from killtest.harness.cli.shared import designs_named, prepare_dirs
 from killtest.harness.errors import KilltestError
@@ -36,15 +38,70 @@ class ReplayCommand(Command):
         schedule = parse_schedule(args.schedule, designs[0] if len(designs) == 1 else None)
         check_recrawls(args, designs)
         check_points(args, [schedule], designs)
+        expected = expected_findings(args.expect)
         prepare_dirs(args)
         plan = aimed_plan(replay_plan(args, designs, schedule), progress)
         campaign = run_campaign(plan, progress)
         publish(args, "replay", campaign_cases(campaign, "replay"), os.path.join(args.out, "replay.md"))
         for line in off_aim_lines(campaign):
             progress.done(line)
+        for line in reproduced_lines(campaign, expected, schedule.spec):
+            progress.done(line)
         progress.done(f"results: {os.path.join(args.out, 'replay')}.{{json,md}}"
                       f" — {verdict_words(campaign)}")
         return EXIT_PASSED if campaign.valid else EXIT_CHECK_FAILED
+
+
+def expected_findings(text: str | None) -> tuple[str, ...] | None:
+    """--expect's finding codes, each known (check/findings.py); None when the line gave none."""
+    if not text:
+        return None
+    codes = tuple(code.strip() for code in text.split(",") if code.strip())
+    unknown = [code for code in codes if code not in {finding.value for finding in Finding}]
+    if unknown:
+        raise KilltestError(f"--expect {text}: {', '.join(unknown)} is no finding's code (docs/reference/findings.md"
+                            " lists them); give the codes a failure's replay line printed")
+    return codes
+
+
+def reproduced_lines(campaign: Campaign, expected: tuple[str, ...] | None, schedule: str) -> list[str]:
+    """Whether each run found what the line was printed for (--expect): the same findings, the same crash. When
+    it did not, why: a timed kill lands wherever the crawl happens to be (and where it landed this time, as exact
+    points), no kill landed, a kill off its write, or, on exact points, the crawler itself behaving otherwise."""
+    if expected is None:
+        return []
+    lines = []
+    for v in campaign.verdicts:
+        found = tuple(code for code in v.findings if code != Finding.NO_KILL_LANDED.value)
+        label = f"{v.design} run {v.run}" if len(campaign.verdicts) > 1 else "replay"
+        if set(found) == set(expected):
+            crash = ", the same crash" if Finding.CRASHED.value in found else ""
+            lines.append(f"{label}: reproduced: the same findings ({', '.join(found)}){crash}")
+            continue
+        lines.append(f"{label}: NOT reproduced: the line was printed for {', '.join(expected)}; this replay found"
+                     f" {', '.join(found) or 'nothing broken'} ({_differ(expected, found)}): {_why(v, schedule)}")
+    return lines
+
+
+def _differ(expected: tuple[str, ...], found: tuple[str, ...]) -> str:
+    missing = [code for code in expected if code not in found]
+    more = [code for code in found if code not in expected]
+    return "; ".join(part for part in (f"no {', '.join(missing)}" if missing else "",
+                                        f"also {', '.join(more)}" if more else "") if part)
+
+
+def _why(v, schedule: str) -> str:
+    if v.proved_nothing:
+        return "no kill landed on a start at work, so the run proved nothing"
+    if not exact(schedule):
+        landed = f"; this time they landed at {v.landed_schedule} (--schedule {v.landed_schedule})" \
+            if v.landed_schedule else ""
+        return ("its kills are timed, and a timed kill lands wherever the crawl happens to be at that moment, so"
+                f" its replay is not exact{landed}; the failure's exact line replays where its kills landed")
+    if any(k.get("off_aim") for k in v.kill_findings):
+        return "a store-write kill landed at another write than its point names (the recording's aim was off)"
+    return ("its points are exact, so the crawler itself behaved otherwise this time (threads, its clock, or state"
+            " outside the work dir decide what it does)")
 
 
 def aimed_plan(plan: CampaignPlan, progress: Progress) -> CampaignPlan:

@@ -17,6 +17,7 @@ from killtest.harness.cli.shared import designs_named, prepare_dirs
 from killtest.harness.design.model import Design
 from killtest.harness.report.campaign import Campaign, summarise, verdict_words
 from killtest.harness.report.crash_states import terminal_lines as crash_state_lines
+from killtest.harness.report.replay_lines import failed_run_replays
 from killtest.harness.report.sections import replay_of, runs_line
 from killtest.harness.report.start_pace import measured_line
 from killtest.harness.report.triage import run_failures
@@ -50,7 +51,9 @@ class RunCommand(Command):
             progress.done(f"failure {number} of {len(failures)}: {failure.place}: {'; '.join(example.problems)}")
             progress.done(f"  {len(failure.points)} run(s): {point_ranges(b.point for b in failure.points)}")
             if line := replay_of(replays, failure.place, int(example.point[3:])):
-                progress.done(f"replay {failure.place} run {example.point[3:]}: {line}")
+                run = next(v for v in campaign.verdicts if v.design == failure.place and f"run{v.run}" == example.point)
+                for what, said in failed_run_replays(line, run):  # --expect its findings; exact where it landed
+                    progress.done(f"replay {failure.place} run {example.point[3:]} ({what}): {said}")
         progress.done(f"run: {runs_line(campaign)}")
         kinds = ",".join(kinds_written(not args.no_plot))
         progress.done(f"results: {os.path.join(args.out, args.name)}.{{{kinds}}} — {verdict_words(campaign)}")

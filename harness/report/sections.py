@@ -18,6 +18,7 @@ from killtest.harness.published import (
 )
 from killtest.harness.report.campaign import PUBLISHED_COLUMNS, Campaign, summarise
 from killtest.harness.report.crash_states import PHASES_INTRO, PHASES_TITLE, section_rows
+from killtest.harness.report.replay_lines import replay_clauses
 from killtest.harness.report.start_pace import pace_bullets
 from killtest.harness.report.triage import run_failure_bullets, run_failures
 
@@ -278,8 +279,7 @@ def _against_baseline(campaign: Campaign) -> Section | None:
 
 def _health(campaign: Campaign) -> Section:
     """The article's health metric, run by run, and the runs above the threshold (warnings, not failures)."""
-    designs = campaign.designs()
-    threshold = campaign.settings.get("health_threshold")
+    designs, threshold = campaign.designs(), campaign.settings.get("health_threshold")
     full, products = campaign.settings.get("full_crawl_requests", 525), campaign.settings.get("products", 500)
     limit = health_limit(threshold, full, products)
     section = Section("Health: requests per stored record", [
@@ -313,8 +313,8 @@ def _checks(campaign: Campaign) -> Section:
     for v in campaign.verdicts:
         status = "ok" if v.valid else "FAIL: " + "; ".join(v.problems)
         seed = f" (seed {v.seed})" if v.seed is not None else ""
-        line = replay_of(replays, v.design, v.run) if not v.valid else None
-        section.bullets.append(f"{v.design} run {v.run}{seed}: {status}" + (f"; replay it: `{line}`" if line else ""))
+        said = replay_clauses(replay_of(replays, v.design, v.run), v)
+        section.bullets.append(f"{v.design} run {v.run}{seed}: {status}{said}")
     section.bullets += [f"comparison: {figure}" for figure in campaign.comparison_figures]
     section.bullets += [f"comparison FAIL: {problem}" for problem in campaign.comparison_problems]
     return section
