@@ -98,7 +98,7 @@ def product_words(product: Product) -> dict:
         paragraphs.append(" ".join(s.format(**{**facts, "quality": rng.choice(_QUALITIES)}) for s in sentences))
     width, depth, height = (rng.randint(8, 60) for _ in range(3))
     specs = [("Material", facts["material"].capitalize()), ("Colour", facts["colour"].capitalize()),
-             ("Dimensions", f"{width} × {depth} × {height} cm"), ("Weight", f"{rng.randint(120, 9_500)} g"),
+             ("Dimensions", f"{width} x {depth} x {height} cm"), ("Weight", f"{rng.randint(120, 9_500)} g"),
              ("Made in", facts["origin"]), ("Care", rng.choice(_CARE)),
              ("Warranty", f"{rng.choice(_WARRANTY_YEARS)} years"), ("Item number", product.sku)]
     features = [f"{q.capitalize()} {facts['kind']} for {u}" for q, u in
