@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from killtest.harness.check.findings import Finding
 from killtest.harness.history import History
 
-_NUMBER = re.compile(r"\d+")
+_TOKEN = re.compile(r"[A-Za-z0-9]+")
+_NUMBER = re.compile(r"(?<![A-Za-z])\d+|\d+(?![A-Za-z])")  # digits not between two letters: not `crawl4ai`'s
 _NUMBERED_POINT = re.compile(r"^(?P<kind>[a-z]+)(?P<n>\d+)$")  # r5, w12, xw12: the forms a range can hold
 
 
@@ -111,9 +112,15 @@ def place_of(point: str) -> str:
 
 
 def folded(path: str) -> str:
-    """A file or page path with its numbers folded (`dataset/000001.json` -> `dataset/N.json`): one file or
-    page per record is one kind of file or page."""
-    return _NUMBER.sub("N", path)
+    """A file or page path with its numbers and ids folded (`dataset/000001.json` -> `dataset/N.json`, a request id
+    `3dKP6nvOXJs3nbl` -> `N`): one file or page per record is one kind. A word with a digit in it is a name, kept
+    (`crawl4ai-home/.crawl4ai`, never `N-home/.N`)."""
+    return _TOKEN.sub(lambda found: "N" if _an_id(found[0]) else _NUMBER.sub("N", found[0]), path)
+
+
+def _an_id(token: str) -> bool:
+    """A hash or a random id: long, with digits in several places (`3f9a0c2e`); not a word like `crawl4ai`."""
+    return len(token) >= 8 and sum(c.isdigit() for c in token) >= 2
 
 
 def group_failures(broken: Sequence[Broken], shown: Callable[[str], str] = lambda line: line) -> list[Failure]:
