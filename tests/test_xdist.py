@@ -23,9 +23,10 @@ from killtest import crash_points, explore, fuzz_example, fuzz_examples
 DESIGN = "zoo-done-before-record"
 OPTIONS = {"listing_pages": 2, "per_page": 3}
 # Request and line points (exact on every recording), every 6th, and the store write known to lose a record.
-# Late store writes are left out: their numbering can shift by one between two recordings of this design
-# (each item makes its own), an open problem of file-store w points noted in docs/how-to/pytest.md.
-POINTS = sorted(set([p for p in crash_points(DESIGN, **OPTIONS) if not p.startswith("w")][::6]) | {"w68"})
+# Late store writes (and their after-twins, aw<n>) are left out: their numbering can shift by one between two
+# recordings of this design (each item makes its own), an open problem of file-store w points noted in
+# docs/how-to/pytest.md.
+POINTS = sorted(set([p for p in crash_points(DESIGN, **OPTIONS) if not p.startswith(("w", "aw"))][::6]) | {"w68"})
 
 
 @pytest.mark.parametrize("point", POINTS)
