@@ -106,6 +106,8 @@ def test_replay_says_the_kill_landed_off_its_aim_and_counts_it(tmp_path):
     history, schedule, queues, verdict = w1_run(tmp_path, take_the_port=True)
     campaign = Campaign(command="killtest replay", settings={}, verdicts=[verdict], complete=True)
     lines = off_aim_lines(campaign)
-    assert len(lines) == 1 and lines[0].startswith("port-named run 1: the kill landed at another store write than"
-                                                   " the point names (aimed at write number 1")
+    assert len(lines) == 1 and lines[0].startswith("port-named run 1: the kill landed at another write than the"
+                                                   " point names: the kill was meant for the 1st write of its thread"
+                                                   " to queue-")
+    assert "but it came at a write to records.jsonl" in lines[0] and "strace" not in lines[0]  # plain words
     assert "proved nothing" not in verdict_words(campaign)

@@ -18,6 +18,7 @@ from killtest.harness.cli.explore import exact
 from killtest.harness.cli.plans_from_args import check_points, check_recrawls, replay_plan
 from killtest.harness.cli.shared import designs_named, prepare_dirs
 from killtest.harness.errors import KilltestError
+from killtest.harness.faults.file_roles import off_aim_words, store_path
 from killtest.harness.faults.schedule import KillSchedule, parse_schedule
 from killtest.harness.report.campaign import Campaign, verdict_words
 from killtest.harness.running.campaign_plan import CampaignPlan
@@ -43,7 +44,7 @@ class ReplayCommand(Command):
         plan = aimed_plan(replay_plan(args, designs, schedule), progress)
         campaign = run_campaign(plan, progress)
         publish(args, "replay", campaign_cases(campaign, "replay"), os.path.join(args.out, "replay.md"))
-        for line in off_aim_lines(campaign):
+        for line in off_aim_lines(campaign, {d.name: store_path(d.store.path) for d in designs}):
             progress.done(line)
         for line in reproduced_lines(campaign, expected, schedule.spec):
             progress.done(line)
@@ -121,8 +122,10 @@ def aimed_plan(plan: CampaignPlan, progress: Progress) -> CampaignPlan:
     return dataclasses.replace(plan, schedules=(aimed,))
 
 
-def off_aim_lines(campaign: Campaign) -> list[str]:
+def off_aim_lines(campaign: Campaign, stores: dict[str, str] | None = None) -> list[str]:
     """A line per kill that was delivered at a store write other than the one its point names: the kill
-    landed (the run is judged on it), but the replay did not reproduce the very write (faults/write_gate.py)."""
-    return [f"{v.design} run {v.run}: the kill landed at another store write than the point names ({k['off_aim']})"
+    landed (the run is judged on it), but the replay did not reproduce the very write (faults/write_gate.py), in
+    plain words (faults/file_roles.off_aim_words; `stores`: each design's store path, to name the files)."""
+    return [f"{v.design} run {v.run}: the kill landed at another write than the point names:"
+            f" {off_aim_words(k['off_aim'], (stores or {}).get(v.design, ''))}"
             for v in campaign.verdicts for k in v.kill_findings if k.get("off_aim")]
