@@ -33,7 +33,8 @@ def test_each_file_is_the_store_its_own_state_a_log_or_a_cache():
     # SQLite's journal beside the database, and a folder store's files, are the store's.
     assert file_role("progress.sqlite-journal", "progress.sqlite") == STORE
     assert file_role("dataset/000007.json", store_path("{work_dir}/dataset/")) == STORE
-    assert file_role("catalog.json", "") == STATE  # a user's file that says neither log nor cache
+    assert file_role("catalog.json", "") == STORE  # the store's path unknown: no log or cache is taken for it
+    assert file_role("app.log", "") == LOG
     assert [role_words(r) for r in (STORE, STATE, LOG, CACHE)] == ["the store", "the crawler's own state", "a log",
                                                                    "a cache"]
 

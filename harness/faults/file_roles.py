@@ -39,16 +39,16 @@ def store_path(template: str) -> str:
 
 def file_role(path: str, store: str = "") -> str:
     """STORE, STATE, LOG or CACHE for a file a start wrote (relative to the work dir, or absolute), given the
-    store's path (`store_path`). The work dir itself (a directory's fsync) is the store's when the store is in it."""
-    if store and (path == store or path.startswith(store + "/") or path in (store + s for s in _SQLITE_BESIDE)):
-        return STORE
-    if not path:
+    store's path (`store_path`). The work dir itself (a directory's fsync) is the store's. Without the store's path
+    a file that is no log or cache is taken for the store's, as every write under the work dir was before."""
+    if not path or store and (path == store or path.startswith(store + "/")
+                              or path in (store + s for s in _SQLITE_BESIDE)):
         return STORE
     if _LOG.search(path):
         return LOG
     if _CACHE.search(path):
         return CACHE
-    return STATE
+    return STATE if store else STORE
 
 
 def role_words(role: str) -> str:
