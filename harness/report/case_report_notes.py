@@ -82,7 +82,8 @@ def framework_only(facts: dict) -> list[str]:
         kept = ["(no output kept)"]
     return [f"`scrapers/cases/{facts['case']}/{script}` (and what it names beside it) needs only the framework,"
             " a POSIX shell and Python's standard library: no killtest, no strace, no seccomp. Run as"
-            f" `sh {script}` with the framework on PATH; its output, kept in"
+            f" `sh {script}` with the framework where its runtime finds it (its venv's bin first on PATH for Python,"
+            f" NODE_PATH at its node_modules for Node.js); its output, kept in"
             f" `scrapers/cases/{facts['case']}/{output}`:", "", FRAMEWORK_ONLY, "```", *kept, "```",
             FRAMEWORK_ONLY_END]
 

@@ -1,10 +1,10 @@
-"""A 500-product shop in the shape of killtest's fixture shop, on the standard library alone, for the
-framework-only reproduction of scrapy-4106 (repro.sh): 25 listing pages of 20 (`/list/N`, the products in
+"""A shop in the shape of killtest's fixture shop, on the standard library alone, for the cases' framework-only
+reproductions (scrapy-4106/repro/, crawlee-node-2085-locking/repro/): listing pages `/list/N` (the products in
 `ul a`, the next page in `a.next`), a product page each (`.sku`, `.price`, `.name`). It answers one request
 at a time, about 140 a second (killtest's default pace), and writes how many it has answered to COUNT_FILE
-after each, so the script can kill the crawler at the n-th request as killtest's `r<n>` does.
+after each, so a script can kill the crawler at the n-th request as killtest's `r<n>` does.
 
-    python shop.py PORT COUNT_FILE
+    python repro_shop.py PORT COUNT_FILE [PRODUCTS PER_PAGE]     (default 500 products, 20 a page)
 """
 
 import http.server
@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-PRODUCTS, PER_PAGE = 500, 20
+PRODUCTS, PER_PAGE = (int(sys.argv[3]), int(sys.argv[4])) if len(sys.argv) > 4 else (500, 20)
 served = 0
 
 

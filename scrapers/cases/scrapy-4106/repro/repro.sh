@@ -1,7 +1,7 @@
 #!/bin/sh
 # scrapy-4106 without killtest: Scrapy's own JOBDIR resume, a SIGKILL at the shop's 250th request, then the
 # same command again to the end. Needs only Scrapy (`pip install scrapy==2.19.0`, on PATH as `python`)
-# and a POSIX shell; the shop is shop.py beside this script, the spider scrapy-7094's plain spider.py.
+# and a POSIX shell; the shop is scrapers/cases/repro_shop.py, the spider scrapy-7094's plain spider.py.
 #   sh repro.sh [KILL_AT]        (default 250)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -10,7 +10,7 @@ KILL_AT=${1:-250}
 PORT=8765
 WORK=$(mktemp -d)
 trap 'kill "$SHOP" 2>/dev/null; rm -rf "$WORK"' EXIT
-python "$HERE/shop.py" "$PORT" "$WORK/served" & SHOP=$!
+python "$HERE/../../repro_shop.py" "$PORT" "$WORK/served" & SHOP=$!
 sleep 1
 python -c 'import scrapy; print("scrapy", scrapy.__version__)'
 crawl() {  # the documented resume: the same command, the same JOBDIR; LOG_LEVEL=INFO for Scrapy's closing stats
