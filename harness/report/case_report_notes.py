@@ -101,6 +101,12 @@ def exit_line(facts: dict) -> str:
             f" shell); {failed or 'no start exited by itself with an error status'}; {last}.")
 
 
+def sources(facts: dict) -> list[str]:
+    """`## Source lines`: the case's upstream.toml's, in the source a maintainer edits at the release's tag."""
+    said = case_words(facts["case"])["report"].get("source", [])
+    return [f"- {line}" for line in said] or ["- Not listed for this case yet."]
+
+
 def expected(facts: dict) -> str:
     """`Expected`: only the promises the case's design holds the framework to, and what it waives."""
     try:

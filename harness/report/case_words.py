@@ -10,7 +10,8 @@ Each case folder may hold an `upstream.toml` (written by hand, since no run meas
 - `[report]`: what a case's report.md says beside its run: the `settings` that are not the framework's
   defaults and why, the `waits` to expect, the related upstream `threads`, and a reproduction with the framework
   alone: its script (`framework_only`, in the case folder) and the output of its runs (`framework_only_output`);
-  the `mechanism` in the framework's own terms, which titles the report;
+  the `mechanism` in the framework's own terms, which titles the report; the `source` lines involved, in the
+  source a maintainer edits at the release's tag beside the published file's;
 - `[bisect]`: the `gaps`, each release upstream tagged that the registry reachable here lacks between the
   releases a bisection reports, with what upstream's changelog says changed there.
 
@@ -32,7 +33,7 @@ _KEYS = {"words": {"releases", "role", "source", "quote", "checked"},
          "unreported": {"finding", "releases", "searched", "queries", "nearest"},
          "bisect": {"gaps"},
          "report": {"settings", "waits", "threads", "framework_only", "framework_only_output",
-                    "mechanism"}}
+                    "mechanism", "source"}}
 
 
 def case_words(name: str, root: str = CASES_FOLDER) -> dict:
