@@ -71,7 +71,8 @@ killtest.harness.report.case_table --write`. Its commands, and those of results/
 repository root whichever checkout measured them (`.venv/bin/killtest ... --design scrapers/cases/...
 --out results/...`, a case env as `~/.cache/killtest/...`); the JSON files keep the whole lines and the
 checkout they ran in. How to add a case: notes in each case's README and [the spec
-reference](../reference/spec.md) for its design.
+reference](../reference/spec.md) for its design; a flagged or fixed release also needs, in the case's
+upstream.toml, the upstream words its role rests on (harness/report/case_words.py says the format).
 
 **Framework timing.** killtest knows no framework's locks: it cannot tell a framework waiting out its
 own lock from a stall, and it is not taught to (a framework's lock is its own business, and a wait
