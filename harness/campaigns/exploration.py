@@ -1,17 +1,13 @@
 """Exhaustive crash points: kill once at every request boundary, every store write and every commit-path
-line, and check each.
-
-Every point is one run: the first start dies exactly there, the next one finishes the crawl, and the
-outcome is held to the idempotent promises whatever the design claims, so for a design that does
-not keep them the report names the points that break them. Store-write points (`w5`) reach any
-program, in any language: one recording run lists the first start's writes to its store
-(harness/running/write_plans.py); each comes with its after twin (`aw5`: killed once that write is done,
-before the next durable step: harness/faults/points/after_store_write.py). With `power_cut` (`--power-cut`),
-each store write `w5` of a file store is followed by its power-cut twin `xw5` (faults/points/power_cut.py):
-the same write, the power gone instead of a SIGKILL, so what no fsync made durable is lost. No `xr5`: a
-file's durable state changes only at a store write (fsync counts as one), so a cut at a request loses what a
-cut at the next store write loses. With `jobs` above 1 the points are dealt to that many processes, each with
-its own site, work dirs and servers (harness/campaigns/parallel.py); the outcomes are the same.
+line, and check each. Every point is one run: the first start dies exactly there, the next one finishes the
+crawl, and the outcome is held to the promises the design makes. Store-write points (`w5`) reach any program,
+in any language: one recording run lists the first start's writes to its store (running/write_plans.py), each
+with its after twin (`aw5`: killed once it is done: faults/points/after_store_write.py, twin_states.py). With
+`power_cut` (`--power-cut`), each store write `w5` of a file store is followed by its power-cut twin `xw5`
+(faults/points/power_cut.py): the same write, the power gone instead of a SIGKILL, so what no fsync made
+durable is lost. No `xr5`: a file's durable state changes only at a store write (fsync counts as one), so a cut
+at a request loses what a cut at the next store write loses. With `jobs` above 1 the points are dealt to that
+many processes, each with its own site, work dirs and servers (campaigns/parallel.py); the outcomes are the same.
 """
 
 from __future__ import annotations
@@ -29,6 +25,7 @@ from killtest.harness.campaigns.coverage import covered
 from killtest.harness.campaigns.locator import Locator, add_located, held_start
 from killtest.harness.campaigns.parallel import chunks, run_jobs
 from killtest.harness.campaigns.point_words import describe, logical_write
+from killtest.harness.campaigns.twin_states import join_twin_states
 from killtest.harness.check.distinct import request_before, triage_of
 from killtest.harness.check.findings import Finding
 from killtest.harness.check.verdict import RunVerdict, Validity
@@ -187,6 +184,7 @@ def explore(design: Design, on: Stage, settings: RunSettings, work_dir: str | No
     if locator is not None:
         locator.finish()  # each kind's last broken point, while the stage is up
         add_located(exploration, [locator.summary()])
+    join_twin_states(exploration.outcomes, design)  # an after-point and the next write's before-point: one state
     exploration.elapsed_s = time.monotonic() - began
     exploration.coverage = covered(design, exploration.outcomes, on.site.catalog, settings, cache, given)
     return exploration
@@ -291,6 +289,7 @@ def explore_design(design: Design, catalog: Catalog, settings: RunSettings, poin
     exploration.elapsed_s = time.monotonic() - began
     if locate:
         add_located(exploration, [found for _, found in parts])
+    join_twin_states(exploration.outcomes, design)
     exploration.coverage = covered(design, exploration.outcomes, catalog, settings, cache, given)
     return exploration
 

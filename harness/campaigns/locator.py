@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from killtest.harness.campaigns.locate import Located, located, stack_reads, why_not, with_locations
+from killtest.harness.campaigns.twin_states import located_by_its_neighbour
 from killtest.harness.design.model import Design
 from killtest.harness.faults.points import KillPoint
 from killtest.harness.faults.points.line import shown_path
@@ -73,7 +74,7 @@ class Locator:
     def reading(self, point: KillPoint, place: str) -> Iterator[None]:
         """Around `point`'s own run: read its held write's stack when it may be a new kind's first broken point, or
         a later one of a located kind."""
-        if (not self._broke_last or self.reason is not None or not _in_program(point)
+        if (not self._broke_last or self.reason is not None or not _in_program(point, self.design)
                 or (place not in self._places and self.kinds >= self.most)):
             yield
             return
@@ -91,7 +92,7 @@ class Locator:
         `run_again()`, one more run of the same point while its held start's stack is read."""
         self._broke_last = not outcome.valid
         read = self._read.pop(point.spec, None)
-        if outcome.valid or not _in_program(point):
+        if outcome.valid or not _in_program(point, self.design):
             return
         key = repr((tuple(outcome.findings), outcome.place))
         if self.reason is None:
@@ -154,7 +155,9 @@ def add_located(exploration: Any, parts: list[dict[str, Any]]) -> None:
     exploration.read_s = sum(part["read_s"] for part in parts)
 
 
-def _in_program(point: KillPoint) -> bool:
+def _in_program(point: KillPoint, design: Design) -> bool:
     """A store write the program makes (a system call, a statement): not a command to a server the design
-    declares (`w3:redis`), which the command proxy holds with no stack of the program's to read."""
-    return isinstance(point, AtStoreWrite) and point.server is None
+    declares (`w3:redis`), which the command proxy holds with no stack of the program's to read, nor an after
+    point whose failure takes the next write's line (campaigns/twin_states.py)."""
+    return (isinstance(point, AtStoreWrite) and point.server is None
+            and not located_by_its_neighbour(point, design))
