@@ -12,6 +12,7 @@ import pytest
 
 from killtest.harness.design.case_spec import FLAGGED_ROLES, load_cases
 from killtest.harness.design.registry import PROJECT_ROOT
+from killtest.harness.errors import KilltestError
 from killtest.harness.report import case_table
 from killtest.harness.report.case_readme_blocks import KINDS, block_in, readme_path, wanted_blocks
 from killtest.harness.report.case_report_notes import FRAMEWORK_ONLY, FRAMEWORK_ONLY_END
@@ -146,3 +147,11 @@ def test_the_headline_tables_losses_are_in_the_run_set():
     section = readme.split("## Does it find real bugs?")[1].split("\n## ")[0]
     every = {pair for name in CASES for pair in _measured(name)}
     assert _lost_figures(section) and _lost_figures(section) - every == set()
+
+
+def test_an_unknown_key_in_upstream_toml_is_a_one_line_error(tmp_path):
+    (tmp_path / "some-case").mkdir()
+    (tmp_path / "some-case" / "upstream.toml").write_text('[[words]]\nreleases = ["1.0"]\nqoute = "typo"\n')
+    with pytest.raises(KilltestError, match=r"^some-case/upstream.toml: unknown key words.qoute; \[words\] may hold"):
+        case_words("some-case", root=str(tmp_path))
+    assert case_words("no-such-case", root=str(tmp_path))["words"] == []

@@ -37,7 +37,8 @@ _KEYS = {"words": {"releases", "role", "source", "quote", "checked"},
 
 
 def case_words(name: str, root: str = CASES_FOLDER) -> dict:
-    """The case's upstream.toml as {words: [...], unreported: [...], report: {...}}; empty when it has none.
+    """The case's upstream.toml as {words: [...], unreported: [...], report: {...}, bisect: {...}}; empty when it
+    has none.
     A key this module does not know is a one-line error naming the file and the key."""
     path = os.path.join(root, name, WORDS_FILE)
     try:
@@ -94,6 +95,7 @@ def unreported_section(names: list[str]) -> list[str]:
 
 
 def given_roles() -> dict[tuple[str, str, str], str]:
+    """{(case, version, label): role} as every case.toml gives it now."""
     try:
         return {(c.name, r.version, r.label): r.role for c in load_cases() for r in c.releases}
     except KilltestError:  # a case.toml being edited: the measured roles stand
