@@ -66,9 +66,10 @@ def read_lines(path: str | None) -> list[dict]:
 
 
 def table(steps: list[dict], envs: list[dict], t0: float, end: float, ci_cpu_s: float | None,
-          cores: int) -> list[str]:
+          cores: int, cache: str = "") -> list[str]:
     """The lines a person reads at the end of CI's log: steps in the order they began, then CI in all, then one
-    line per env build (built, waited for another's build, failed) in the order they ended."""
+    line per env build (built, waited for another's build, cached, failed) in the order they ended; an env in a
+    cache other than `cache` (a test's own, in a temporary folder) is marked with a *."""
     lines = [f"ci: phase table (seconds from CI's start at {time.strftime('%H:%M:%S', time.gmtime(t0))} UTC; CPU ="
              " user + sys of the processes each step waited for)",
              f"{'step':<34} {'start':>6} {'end':>6} {'wall':>7} {'CPU':>7}  status"]
@@ -87,19 +88,26 @@ def table(steps: list[dict], envs: list[dict], t0: float, end: float, ci_cpu_s: 
         lines.append(f"ci: env builds ({len([e for e in envs if e['event'] == 'built'])} built; waited = ready when"
                      " another process's build of it ended; start and end in seconds from CI's start)")
         lines.append(f"{'env':<26} {'start':>6} {'end':>6} {'secs':>7}  {'what':<7} {'pins':<40} asked by")
+        def own(env: dict) -> bool:  # built in a test's own cache, not CI's
+            return bool(cache) and os.path.dirname(env.get("root", "")) != cache
+
         for env in sorted(envs, key=lambda e: e["at"]):
             pins = " ".join(env["packages"])
             if len(pins) > 40:
                 pins = pins[:37] + "..."
-            lines.append(f"{env['env']:<26} {env['at'] - env['seconds'] - t0:6.0f} {env['at'] - t0:6.0f}"
+            name = env["env"] + ("*" if own(env) else "")
+            lines.append(f"{name:<26} {env['at'] - env['seconds'] - t0:6.0f} {env['at'] - t0:6.0f}"
                          f" {env['seconds']:7.1f}  {env['event']:<7} {pins:<40} {env.get('asker', '')}")
-        built: dict[str, int] = {}
+        if any(own(env) for env in envs):
+            lines.append(f"ci: * in a test's own cache, not CI's ({cache})")
+        built: dict[tuple[str, str], int] = {}
         for env in envs:
             if env["event"] == "built":
-                built[env["env"]] = built.get(env["env"], 0) + 1
-        twice = sorted(name for name, count in built.items() if count > 1)
+                key = (env.get("root", ""), env["env"])
+                built[key] = built.get(key, 0) + 1
+        twice = sorted(name for (_, name), count in built.items() if count > 1)
         if twice:
-            lines.append(f"ci: built more than once: {', '.join(twice)}")
+            lines.append(f"ci: built more than once in one cache: {', '.join(twice)}")
     return lines
 
 
@@ -120,7 +128,8 @@ def print_table() -> int:
     now = time.time()
     t0 = float(os.environ.get(T0) or min([r["start"] for r in steps] or [now]))
     ci_cpu_s = children_cpu_s(os.getppid())
-    for line in table(steps, envs, t0, now, ci_cpu_s, os.cpu_count() or 1):
+    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "killtest")
+    for line in table(steps, envs, t0, now, ci_cpu_s, os.cpu_count() or 1, cache):
         print(line)
     if path:
         where = os.path.join(os.path.dirname(path), "phases.json")

@@ -98,9 +98,11 @@ def builder_alive(folder: str) -> bool:
     return bool(pid and pid != os.getpid() and psutil.pid_exists(pid))
 
 
-def record(event: str, kind: str, digest: str, packages: tuple[str, ...], seconds: float, **more: object) -> None:
+def record(event: str, kind: str, digest: str, packages: tuple[str, ...], seconds: float, root: str,
+           **more: object) -> None:
     """One line in KILLTEST_ENV_LOG's file, if it is set: `built`, `waited` (another process built it) or
-    `failed`. One short write in append mode, so the lines of concurrent builders never interleave."""
+    `failed`, with the cache folder (`root`: a test may build in a cache of its own). One short write in append
+    mode, so the lines of concurrent builders never interleave."""
     path = os.environ.get(LOG)
     if not path:
         return
@@ -108,7 +110,7 @@ def record(event: str, kind: str, digest: str, packages: tuple[str, ...], second
         or " ".join(os.path.basename(word) for word in sys.argv[:3])
     line = json.dumps({"event": event, "env": f"{kind}/{digest}", "packages": list(packages),
                        "seconds": round(seconds, 1), "at": round(time.time(), 1), "pid": os.getpid(),
-                       "asker": asker, **more})
+                       "asker": asker, "root": root, **more})
     with contextlib.suppress(OSError):
         with open(path, "a", encoding="utf-8") as out:
             out.write(line + "\n")

@@ -123,7 +123,7 @@ def ensure_env(runtime: str, packages: tuple[str, ...], rebuild: bool = False,
         with kind_locked(root):
             if os.path.isdir(link) and not (rebuild and not waited):
                 if waited:  # another process built it while this one waited for that build
-                    record("waited", kind, digest, packages, time.monotonic() - asked)
+                    record("waited", kind, digest, packages, time.monotonic() - asked, root)
                 return env
             _remove_abandoned(root, digest)
             other = being_built(root, digest, os.path.realpath(link))
@@ -163,16 +163,16 @@ def _build(runtime: str, packages: tuple[str, ...], root: str, folder: str, kind
             os.replace(temporary, link)
     except KilltestError as error:
         shutil.rmtree(folder, ignore_errors=True)
-        record("failed", kind, digest, packages, time.monotonic() - started, error=str(error))
+        record("failed", kind, digest, packages, time.monotonic() - started, root, error=str(error))
         raise KilltestError(f"cannot build the {kind} env of {', '.join(packages)} in {link} (built once, on first"
                             f" use): {error}") from None
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
-        record("failed", kind, digest, packages, time.monotonic() - started, error="interrupted")
+        record("failed", kind, digest, packages, time.monotonic() - started, root, error="interrupted")
         raise
     if previous and previous != os.path.realpath(link):
         shutil.rmtree(previous, ignore_errors=True)
-    record("built", kind, digest, packages, seconds)
+    record("built", kind, digest, packages, seconds, root)
     say(f"env {kind}/{digest}: ready in {seconds:.0f}s ({', '.join(packages)})")
 
 

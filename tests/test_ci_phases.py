@@ -51,22 +51,29 @@ def test_the_table_lists_steps_in_order_ci_in_all_and_each_env_build_naming_one_
     steps_ = [{"step": "make test", "start": 1060.0, "end": 1895.0, "cpu_s": 1400.0, "status": 1},
               {"step": "venv", "start": 1000.0, "end": 1046.0, "cpu_s": 30.5, "status": 0}]
     envs = [{"event": "built", "env": "designs/ab12", "packages": ["crawlee[parsel]==1.11.0"], "seconds": 81.0,
-             "at": 1200.0, "asker": "prebuild-envs"},
+             "at": 1200.0, "asker": "prebuild-envs", "root": "/c/killtest/designs"},
             {"event": "built", "env": "designs/ab12", "packages": ["crawlee[parsel]==1.11.0"], "seconds": 70.0,
-             "at": 1150.0, "asker": "tests/test_peers.py::test_x"},
+             "at": 1150.0, "asker": "tests/test_peers.py::test_x", "root": "/c/killtest/designs"},
             {"event": "waited", "env": "cases/cd34", "packages": ["playwright==1.65.2"], "seconds": 12.5,
-             "at": 1100.0, "asker": "tests/test_browser_points.py::test_y"}]
-    lines = phases.table(steps_, envs, t0=1000.0, end=2000.0, ci_cpu_s=1500.0, cores=2)
+             "at": 1100.0, "asker": "tests/test_browser_points.py::test_y", "root": "/c/killtest/cases"},
+            # the same small env built by two tests, each in a cache of its own: not one env built twice
+            {"event": "built", "env": "tools/ef56", "packages": ["six==1.16.0"], "seconds": 3.0, "at": 1300.0,
+             "asker": "tests/test_tool_envs.py::test_a", "root": "/tmp/a/cache/killtest/tools"},
+            {"event": "built", "env": "tools/ef56", "packages": ["six==1.16.0"], "seconds": 3.0, "at": 1310.0,
+             "asker": "tests/test_tool_envs.py::test_b", "root": "/tmp/b/cache/killtest/tools"}]
+    lines = phases.table(steps_, envs, t0=1000.0, end=2000.0, ci_cpu_s=1500.0, cores=2, cache="/c/killtest")
     assert lines[1].split() == ["step", "start", "end", "wall", "CPU", "status"]
     assert lines[2].split() == ["venv", "0", "46", "46.0", "30.5", "ok"]
     assert lines[3].split() == ["make", "test", "60", "895", "835.0", "1400.0", "exit", "1"]
     assert lines[4].split()[:6] == ["CI", "in", "all", "0", "1000", "1000.0"] and "1.50 of 2 cores" in lines[4]
-    assert lines[5].startswith("ci: env builds (2 built;")
-    waited, later, first = lines[7], lines[8], lines[9]  # in the order they ended
+    assert lines[5].startswith("ci: env builds (4 built;")
+    waited, later, first, own = lines[7], lines[8], lines[9], lines[10]  # in the order they ended
     assert waited.split()[:5] == ["cases/cd34", "88", "100", "12.5", "waited"]
     assert later.split()[:5] == ["designs/ab12", "80", "150", "70.0", "built"] and "test_peers" in later
     assert first.split()[:5] == ["designs/ab12", "119", "200", "81.0", "built"] and first.endswith("prebuild-envs")
-    assert lines[-1] == "ci: built more than once: designs/ab12"
+    assert own.split()[:2] == ["tools/ef56*", "297"]
+    assert lines[-2] == "ci: * in a test's own cache, not CI's (/c/killtest)"
+    assert lines[-1] == "ci: built more than once in one cache: designs/ab12"
 
 
 def test_make_tests_steps_each_get_a_row_ending_when_that_step_ends(tmp_path, monkeypatch):
