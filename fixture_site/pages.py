@@ -108,7 +108,7 @@ def product_page(item: Product) -> str:
             f'<div class="description">\n{paragraphs}\n</div>\n<h2>Specifications</h2>\n'
             f'<table class="specs">\n{specs}\n</table>\n</section>\n{_reviews(words["reviews"])}'
             f'{_questions(words["questions"])}</main>\n')
-    head = _head(title, _text(words["summary"]), str(item.index), [data])
+    head = _head(title, words["summary"], str(item.index), [data])
     return head + _body_top(["Shop", "All products", item.name]) + body + _FOOTER + _END
 
 
