@@ -60,7 +60,8 @@ EVENTS: dict[str, str] = {
                " after the next start began)",
     "side_request": "path, status, start, fault, kind (browser: what a browser asked for of its own accord, its"
                     " icon, a prefetch, or a loaded page's image, script or style by its Sec-Fetch-Dest): a request"
-                    " for a product's image, a webhook or a browser's own, not a page of the crawl",
+                    " for a product's image, a webhook, the shop's robots.txt or sitemap.xml, or a browser's own: not a"
+                    " page of the crawl",
     "webhook": "key (the idempotency key, or none), payload: a delivery the site received",
     "side_file": "name, sha256: a file in the design's store.files directory at the end",
     "store_counter": "value: the design's store.counter at the end",
