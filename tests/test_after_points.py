@@ -336,3 +336,22 @@ def test_a_feapder_style_crawler_repeats_its_batch_after_its_write_and_never_bef
     assert outcomes["w1"]["landed"] and outcomes["w1"]["valid"], outcomes["w1"]
     assert not outcomes["aw1"]["valid"] and outcomes["aw1"]["findings"] == ["extra_rows"], outcomes["aw1"]
     assert outcomes["aw1"]["where"].startswith("after the 1st write to items.jsonl")
+
+
+@needs_strace
+def test_fuzz_draws_a_store_write_before_it_and_after_it():
+    from hypothesis import find
+
+    from killtest.harness.campaigns.fuzz_schedules import kill_points, kill_schedules
+    from killtest.harness.design.registry import design_named
+
+    design = design_named("idempotent")
+    before = find(kill_points(design, 5, [3, 7], [], exact_only=True), lambda point: type(point) is AtStoreWrite)
+    assert before.spec in ("w3", "w7")
+    after = find(kill_points(design, 5, [3, 7], [], exact_only=True), lambda point: isinstance(point, AfterStoreWrite))
+    assert after.spec in ("aw3", "aw7")
+    schedule = find(kill_schedules(design, 5, [3, 7], exact_only=True),
+                    lambda s: any(type(p) is AtStoreWrite for p in s.points)
+                    and any(isinstance(p, AfterStoreWrite) for p in s.points))
+    assert parse_schedule(schedule.spec) == schedule  # a drawn schedule replays from its text
+

@@ -3,8 +3,8 @@
 Search j of J draws `examples / J` cases with Hypothesis seed `seed + j - 1` on a bench of its own
 (harness/campaigns/fuzzing.py); the failures are taken in search order, and the first is shrunk in this
 process. The same seed and jobs give the same cases. A design that names a recording is fuzzed on
-its replay, one per bench (so one per job), with only the schedule drawn. With `power_cut` the power-cut
-points are drawn too (harness/campaigns/fuzz_schedules.py).
+its replay, one per bench (so one per job), with only the schedule drawn. A store write is drawn before or
+after it (`w45`, `aw45`); with `power_cut` the power-cut points are drawn too (campaigns/fuzz_schedules.py).
 """
 
 from __future__ import annotations
