@@ -5,7 +5,8 @@ Store-write points (`w5`, and the exact `r5+`) are made of two passes (harness/r
    (`recording_prefix`); `parse_recording` keeps, in the order strace saw them, every write-type
    system call to a file under the store path or the work dir, and every HTTP request the scraper sent;
 2. the kill: the n-th of those writes is turned into what strace's fault injection can count,
-   `-e inject=SYSCALL:signal=KILL:when=K -P PATH...` (`InjectionPlan`).
+   `-e inject=SYSCALL:delay_enter=...:when=K -P PATH...` (`InjectionPlan`; the write gate holds the thread
+   there and kills the start); its after twin `aw5` is aimed by the same plan, held with `delay_exit`.
 
 Why two passes: strace counts `when=K` per traced thread and per system call (src/syscall.c,
 `tamper_with_syscall_entering`: each tcb gets its own copy of the inject counters, indexed by syscall
