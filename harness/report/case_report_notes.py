@@ -101,6 +101,25 @@ def exit_line(facts: dict) -> str:
             f" shell); {failed or 'no start exited by itself with an error status'}; {last}.")
 
 
+def candidate_fix(facts: dict) -> list[str]:
+    """`## A candidate fix`: the case's patch (the source's) and the output of the check before and after it."""
+    said = case_words(facts["case"])["report"]
+    if not said.get("fix"):
+        return []
+    folder = os.path.join(CASES_FOLDER, facts["case"])
+    read = {}
+    for name in [said["fix"][0], said.get("fix_output", "")]:
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8") as src:
+                read[name] = src.read().rstrip("\n").splitlines()
+        except OSError:
+            read[name] = ["(not found)"]
+    kept = ", ".join(f"`scrapers/cases/{facts['case']}/{name}`" for name in said["fix"])
+    return ["## A candidate fix", "", f"{said.get('fix_note', '')} Kept in the case folder: {kept}.", "",
+            "```diff", *read[said["fix"][0]], "```", "", FRAMEWORK_ONLY, "```", *read[said.get("fix_output", "")],
+            "```", FRAMEWORK_ONLY_END, ""]
+
+
 def sources(facts: dict) -> list[str]:
     """`## Source lines`: the case's upstream.toml's, in the source a maintainer edits at the release's tag."""
     said = case_words(facts["case"])["report"].get("source", [])

@@ -181,7 +181,8 @@ def report_markdown(facts: dict, record: dict | None = None) -> str:
     if not facts.get("crashes") and not facts.get("logged"):
         lines += ["Nothing: no warning, no error, no non-zero exit.", ""]
     lines += ["## Where the kill landed", "", *_where(facts), "",
-              "## Source lines, at the release's tag and as published", "", *notes.sources(facts), ""]
+              "## Source lines, at the release's tag and as published", "", *notes.sources(facts), "",
+              *notes.candidate_fix(facts)]
     # Paths from the checkout the runs were made in, whichever checkout writes the page (report/pasted.py).
     return from_root("\n".join(lines).replace("\n\n\n", "\n\n"), outcome.get("root")) + "\n"
 

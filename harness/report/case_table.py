@@ -27,6 +27,7 @@ from killtest.harness.report.case_report_page import rewrite_reports
 from killtest.harness.report.case_words import (
     NOT_CASES,
     case_words,
+    fix_lines,
     given_roles,
     relabelled,
     unreported_section,
@@ -260,7 +261,7 @@ def analyses_page(data: dict | None, results: str = RESULTS) -> str:
                 lines.append(f"  Upstream-ready report: [{os.path.relpath(report, PROJECT_ROOT)}]"
                              f"(../../{os.path.relpath(report, PROJECT_ROOT)}).")
         lines += bisection_lines(os.path.join(folder, name), case["releases"])
-        lines += [f"Not in the registry: {gap}" for gap in case_words(name)["bisect"].get("gaps", [])]
+        lines += [f"Not in the registry: {gap}" for gap in case_words(name)["bisect"].get("gaps", [])] + fix_lines(name)
         lines += exploration_lines(os.path.join(folder, name))
     return "\n".join([*lines, "", *unreported_section([name for name, _ in cases]), "", NOT_CASES]) + "\n"
 

@@ -11,7 +11,9 @@ Each case folder may hold an `upstream.toml` (written by hand, since no run meas
   defaults and why, the `waits` to expect, the related upstream `threads`, and a reproduction with the framework
   alone: its script (`framework_only`, in the case folder) and the output of its runs (`framework_only_output`);
   the `mechanism` in the framework's own terms, which titles the report; the `source` lines involved, in the
-  source a maintainer edits at the release's tag beside the published file's;
+  source a maintainer edits at the release's tag beside the published file's; a candidate `fix` (its patches,
+  in the case folder: the source's first), how it was checked (`fix_note`) and that check's output
+  (`fix_output`);
 - `[bisect]`: the `gaps`, each release upstream tagged that the registry reachable here lacks between the
   releases a bisection reports, with what upstream's changelog says changed there.
 
@@ -33,7 +35,7 @@ _KEYS = {"words": {"releases", "role", "source", "quote", "checked"},
          "unreported": {"finding", "releases", "searched", "queries", "nearest"},
          "bisect": {"gaps"},
          "report": {"settings", "waits", "threads", "framework_only", "framework_only_output",
-                    "mechanism", "source"}}
+                    "mechanism", "source", "fix", "fix_output", "fix_note"}}
 
 
 def case_words(name: str, root: str = CASES_FOLDER) -> dict:
@@ -92,6 +94,15 @@ def unreported_section(names: list[str]) -> list[str]:
                   "   The nearest threads they found, and why each is not this finding:",
                   *[f"   - {thread}" for thread in row["nearest"]]]
     return lines
+
+
+def fix_lines(name: str) -> list[str]:
+    """The analyses page's line for a case's candidate fix, if its upstream.toml names one."""
+    said = case_words(name)["report"]
+    if not said.get("fix"):
+        return []
+    return ["", f"A candidate fix ([patch](../../scrapers/cases/{name}/{said['fix'][0]}), [its check, before and"
+                f" after](../../scrapers/cases/{name}/{said.get('fix_output', '')})): {said.get('fix_note', '')}"]
 
 
 def given_roles() -> dict[tuple[str, str, str], str]:

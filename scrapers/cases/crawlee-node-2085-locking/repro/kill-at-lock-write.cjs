@@ -10,8 +10,10 @@ const fs = require('node:fs');
 const original = fs.writeFile;
 fs.writeFile = function writeFile(path, data, ...rest) {
     const stack = new Error().stack;
-    if (typeof path === 'string' && path.includes('request_queues') && typeof data === 'string'
-        && data.includes('/product/') && stack.includes('listAndLockHead')) {
+    // The file written is the request's own, or (with the candidate patch, ../atomic-lock-and-write.*.patch)
+    // the temporary file renamed over it: whichever the framework opens, that open is the one killed after.
+    if (typeof path === 'string' && typeof data === 'string' && data.includes('/product/')
+        && stack.includes('listAndLockHead')) {
         fs.closeSync(fs.openSync(path, 'w')); // O_TRUNC, as writeFile's open
         process.stderr.write(`kill-at-lock-write: SIGKILL after truncating ${path}\n`);
         process.kill(process.pid, 'SIGKILL');

@@ -33,5 +33,6 @@ python3 - "$WORK/storage/datasets/default" <<'PY'
 import json, os, sys
 skus = [json.load(open(os.path.join(sys.argv[1], f)))["sku"] for f in sorted(os.listdir(sys.argv[1])) if f.endswith(".json")]
 missing = sorted({f"SKU-{10000 + i}" for i in range(10)} - set(skus))
-print(f"items {len(skus)}, distinct products {len(set(skus))} of 10, lost {len(missing)}: {', '.join(missing)}")
+print(f"items {len(skus)}, distinct products {len(set(skus))} of 10, lost {len(missing)}"
+      + (f": {', '.join(missing)}" if missing else ""))
 PY
