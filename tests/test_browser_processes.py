@@ -12,11 +12,10 @@ Two counts, so that neither rests on what is under test alone:
   init is caught while its parent lives; a pid reused later is not mistaken for it).
 The browser's own /favicon.ico is a side request, not a crawl request.
 
-Needs /usr/bin/chromium and npm (Debian's `chromium` and `npm`), and the registries: Puppeteer is
-installed from npm at the case's pinned release into ~/.cache/killtest/test-browser/, the `killtest
-cases` test and the Playwright test build the cases' envs (~/.cache/killtest/cases/, as `make cases`
-does; about 15 s each the first time). Skipped when Chromium or npm is missing, unless
-KILLTEST_REQUIRE_BROWSER=1. The four run in `make test` (no marker): about 25 s on two cores with the
+Needs /usr/bin/chromium and npm (Debian's `chromium` and `npm`), and the registries: the Puppeteer tests,
+the `killtest cases` test and the Playwright test use the cases' envs (~/.cache/killtest/cases/, built as
+`make cases` and CI's prebuild build them; about 15 s each the first time). Skipped when Chromium or npm is
+missing, unless KILLTEST_REQUIRE_BROWSER=1. The four run in `make test` (no marker): about 25 s on two cores with the
 envs built, of which the Playwright run is 11 s and the `killtest cases` SIGKILL 3 s.
 """
 
@@ -59,17 +58,15 @@ def chromium():
 
 @pytest.fixture(scope="module")
 def node_modules(chromium):
-    """The case's pinned Puppeteer, installed once (no browser download: Debian's Chromium is used)."""
-    packages = list(_packages(CASE))
-    prefix = os.path.expanduser(os.path.join("~/.cache/killtest/test-browser", "-".join(packages)))
-    if not os.path.isdir(os.path.join(prefix, "node_modules", "puppeteer")):
-        try:
-            subprocess.run(["npm", "install", "--prefix", prefix, "--no-audit", "--no-fund", *packages],
-                           env={**os.environ, "PUPPETEER_SKIP_DOWNLOAD": "1"}, check=True, capture_output=True,
-                           timeout=600)
-        except (OSError, subprocess.SubprocessError) as failed:
-            browser_required(f"cannot install {packages} with npm: {failed}")
-    return os.path.join(prefix, "node_modules")
+    """The case's pinned Puppeteer, in the case's own env (no browser download: Debian's Chromium is used): the
+    env `killtest cases --only puppeteer-shop` below runs, built once. It was a second npm install of the same
+    pin, in a folder of its own, in every fresh CI."""
+    if shutil.which("npm") is None:
+        browser_required("npm is missing (apt-get install npm)")
+    try:
+        return os.path.join(ensure_env("node", _packages(CASE), say=lambda _: None).root, "node_modules")
+    except KilltestError as failed:
+        browser_required(f"cannot install {' '.join(_packages(CASE))} with npm: {failed}")
 
 
 @pytest.fixture(scope="module")
