@@ -15,12 +15,12 @@ from killtest.fixture_site.server import SiteServer
 from killtest.harness import defaults
 from killtest.harness.check.categories import sort_kills
 from killtest.harness.check.checker import check_run
-from killtest.harness.cli.plans_from_args import first_request_wait, kill_delay
+from killtest.harness.cli.plans_from_args import first_request_wait, kill_delay, kill_spread
 from killtest.harness.design.specfile import load_spec
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults.points import parse_point
 from killtest.harness.faults.points.first_request import AfterFirstRequest
-from killtest.harness.faults.schedule import parse_schedule, timed_schedule
+from killtest.harness.faults.schedule import parse_schedule, spread_schedule, timed_schedule
 from killtest.harness.running.pace import paced
 from killtest.harness.running.runner import RunSettings, run_kill_test
 from tests.conftest import wrapped_idempotent_spec
@@ -65,13 +65,14 @@ def test_kill_delay_counts_from_the_spawn_unless_it_starts_with_f():
 
 def test_a_measured_design_is_killed_after_each_first_request_and_its_pin_line_gives_the_schedule_back():
     measured = paced(2.6, 199.0, 10, None, None, ["crawlee-playwright"])
-    assert measured.kill_delay_s == defaults.KILL_DELAY  # the article's 0.2-1.0 s of work, after the first request
+    # Spread over its whole work after the first request: from the article's 0.2 s to nine tenths of the work.
+    assert measured.kill_delay_s == (0.2, round(defaults.KILL_WINDOW_SHARE * (199.0 - 2.6), 2)) and measured.spread
     assert measured.first_request_wait_s == round(2.6 * defaults.FIRST_REQUEST_WAIT_STARTUPS, 2)
     assert measured.first_request_wait_s > 2.6 * defaults.STARTUP_MARGIN  # past it, the start is waiting
     pinned = measured.pin.split()[1]
-    assert pinned == f"f0.2,1:{measured.first_request_wait_s:g}"
-    schedule = timed_schedule(3, 10, *kill_delay(pinned), first_request_wait_s=first_request_wait(pinned))
-    assert schedule == timed_schedule(3, 10, *measured.kill_delay_s, first_request_wait_s=measured.first_request_wait_s)
+    assert pinned == f"f0.2~{measured.kill_delay_s[1]:g}:{measured.first_request_wait_s:g}" and kill_spread(pinned)
+    schedule = spread_schedule(3, 10, *kill_delay(pinned), first_request_wait(pinned))
+    assert schedule == spread_schedule(3, 10, *measured.kill_delay_s, measured.first_request_wait_s)
     # The user's own --kill-delay 3,5 keeps its meaning: seconds after the spawn.
     given = paced(2.6, 199.0, 10, (3.0, 5.0), None, ["x"])
     assert given.first_request_wait_s is None and given.pin.startswith("--kill-delay 3,5 ")
