@@ -56,17 +56,20 @@ def test_an_env_being_built_is_waited_for_and_taken_not_built_again(tmp_path, mo
     assert builder_alive(folder) and being_built(root, os.path.basename(link), link) == folder
     said: list[str] = []
     got: list[object] = []
-    waiter = threading.Thread(target=lambda: got.append(ensure_env("python", NEVER, root=root, say=said.append)))
-    waiter.start()
-    deadline = time.monotonic() + 60
-    while not blocked_on_a_lock(os.getpid()) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert blocked_on_a_lock(os.getpid()), "the waiter never waited for the build in progress"
-    # The builder finishes: its env complete, the link swapped in, its lock let go.
-    os.makedirs(os.path.join(folder, "bin"))
-    os.symlink(os.path.basename(folder), link)
-    builder.stdin.close()
-    builder.wait()
+    waiter = threading.Thread(target=lambda: got.append(ensure_env("python", NEVER, root=root, say=said.append)),
+                              daemon=True)  # a waiter left blocked by a failure here must not hold pytest's exit
+    try:
+        waiter.start()
+        deadline = time.monotonic() + 60
+        while not blocked_on_a_lock(os.getpid()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert blocked_on_a_lock(os.getpid()), "the waiter never waited for the build in progress"
+        # The builder finishes: its env complete, the link swapped in, its lock let go.
+        os.makedirs(os.path.join(folder, "bin"))
+        os.symlink(os.path.basename(folder), link)
+    finally:
+        builder.stdin.close()
+        builder.wait()
     waiter.join(timeout=60)
     assert got and got[0].root == link and said == []  # taken as built, nothing installed
     [waited] = events(log)
