@@ -1,8 +1,9 @@
 """An after-point and the next write's before-point that reach one crash state are one failure, not two.
 
 `aw5` kills once store write 5 is done, before the start's next durable step (faults/points/after_store_write.py);
-for a design that keeps all its state in a file store (no server of its own, none declared), that next step is
-store write 6, so `aw5` leaves the store as `w6` does: only what the program did in between without writing
+for a design that keeps all its state in its store (no server declared besides it), that next step is store
+write 6 (a file store's next write-type call, a server store's next counted statement), so `aw5` leaves the
+store as `w6` does: only what the program did in between without writing
 (a request) differs. When both broke the same promises with the same findings they are one failure: the after
 point takes the before-point's line (where the program was located to write next) or its kind of place, and
 is not located itself (`located_by_its_neighbour`), which keeps the locator's runs for other kinds. With a
@@ -16,14 +17,13 @@ import re
 from typing import Any
 
 from killtest.harness.faults.points.after_store_write import AfterStoreWrite
-from killtest.harness.faults.points.store_write import server_store
 
 _PLAIN_AFTER = re.compile(r"aw(\d+)")  # a store write by its place: its neighbour is the next place
 
 
 def states_meet(design: Any) -> bool:
-    """Whether every durable step of the design is a store write by place: a file store, no declared server."""
-    return not server_store(design) and not getattr(design, "servers", ())
+    """Whether every durable step of the design is a write to its store: no server declared besides it."""
+    return not getattr(design, "servers", ())
 
 
 def located_by_its_neighbour(point: Any, design: Any) -> bool:
