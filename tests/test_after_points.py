@@ -355,3 +355,32 @@ def test_fuzz_draws_a_store_write_before_it_and_after_it():
                     and any(isinstance(p, AfterStoreWrite) for p in s.points))
     assert parse_schedule(schedule.spec) == schedule  # a drawn schedule replays from its text
 
+
+
+def test_an_after_point_that_reaches_the_next_writes_state_joins_its_failure_unless_a_declared_server_lies_between():
+    from types import SimpleNamespace
+
+    from killtest.harness.campaigns.exploration import PointOutcome
+    from killtest.harness.campaigns.twin_states import join_twin_states, located_by_its_neighbour
+
+    def outcomes():
+        def broken(point, line="", place=""):
+            return PointOutcome(point, True, False, ["dup"], 3, 5, findings=["extra_rows"], line=line, place=place)
+        return [broken("w2", "mine.py:35", "before the fsync of r.jsonl"), broken("aw1", "", "after the write to r"),
+                broken("aw2", "", "after the fsync of r.jsonl"), PointOutcome("w3", True, True, [], 2, 4),
+                broken("aw3:redis"), broken("w9"), broken("aw8", "mine.py:50"), broken("w12", "", "before x"),
+                broken("aw11", "", "after y")]
+
+    alone = outcomes()
+    join_twin_states(alone, SimpleNamespace(servers=()))
+    got = {o.point: (o.line, o.place) for o in alone}
+    assert got["aw1"] == ("mine.py:35", "before the fsync of r.jsonl")  # w2 broke alike: one crash state
+    assert got["aw2"] == ("", "after the fsync of r.jsonl")  # w3 did not break: a state of its own
+    assert got["aw8"] == ("mine.py:50", "")  # w9 broke alike but has no line: aw8 keeps its own
+    assert got["aw11"] == ("", "before x")  # neither has a line: grouped by the next write's kind of place
+    declared = outcomes()
+    join_twin_states(declared, SimpleNamespace(servers=("redis",)))  # a command may lie between two writes
+    assert {o.point: o.line for o in declared}["aw1"] == ""
+    assert located_by_its_neighbour(parse_point("aw1"), SimpleNamespace(servers=()))
+    assert not located_by_its_neighbour(parse_point("aw1:storage/x.json"), SimpleNamespace(servers=()))
+    assert not located_by_its_neighbour(parse_point("aw1"), SimpleNamespace(servers=("redis",)))

@@ -42,4 +42,5 @@ def join_twin_states(outcomes: list, design: Any) -> None:
         neighbour = by_point.get(f"w{int(plain[1]) + 1}") if plain else None
         if outcome.valid or neighbour is None or neighbour.valid or neighbour.findings != outcome.findings:
             continue
-        outcome.line, outcome.place = neighbour.line, neighbour.place
+        if neighbour.line or not outcome.line:  # never a line of its own traded for none
+            outcome.line, outcome.place = neighbour.line, neighbour.place
