@@ -78,11 +78,25 @@ def test_a_crash_inside_a_framework_called_from_the_top_level_is_at_the_framewor
     assert failed_at(_stderr(str(program), str(tmp_path / "state.json"))).at == f"{program}:2"
 
 
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
+def test_a_real_node_crash_is_at_its_json_parse(tmp_path):
+    """Crawlee's way of crashing (`console.error(err); process.exit(1)`), with the error's properties after its
+    stack: the frame is the program's JSON.parse line, past Node's own frames."""
+    fixture = os.path.join(os.path.dirname(FIXTURE), "node_crash_stack.cjs")
+    done = subprocess.run(["node", fixture, "http://127.0.0.1:9", str(tmp_path), "--at-once", "--props"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "node:internal" in done.stderr
+    parse = next(n for n, line in enumerate(open(fixture, encoding="utf-8"), 1) if "JSON.parse(" in line)
+    assert failed_at(done.stderr.splitlines()).at == f"{fixture}:{parse}"
+
+
 def test_a_node_stack_and_no_traceback():
     stack = ["/app/crawler.mjs:12", "SyntaxError: Unexpected end of JSON input", "    at JSON.parse (<anonymous>)",
              "    at loadState (file:///app/crawler.mjs:12:21)", "    at async main (/app/crawler.mjs:30:3)",
+             "    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)",
              "    at /app/node_modules/crawlee/index.js:4:1", "", "Node.js v20.11.0"]
     assert [f.at for f in node_frames(stack)] == ["/app/crawler.mjs:12", "/app/crawler.mjs:30",
+                                                   "node:internal/process/task_queues:95",  # Node's: passed over
                                                    "/app/node_modules/crawlee/index.js:4"]
     assert failed_at(stack).at == "/app/crawler.mjs:12"
     assert failed_at(["Killed", "exiting: out of memory"]) is None

@@ -27,7 +27,7 @@ ENTRY = "<module>"  # a Python module's top level: the entry point of a script
 _PY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+?)\s*$')
 _PY_START = re.compile(r"^\s*Traceback \(most recent call last\):\s*$")
 # Node.js: `at loadState (/app/crawler.mjs:12:5)`, `at async main (file:///app/x.mjs:3:1)`, `at /app/x.js:9:2`
-_JS_FRAME = re.compile(r"^\s*at (?:(?:async )?(?P<function>.+?) \()?(?P<file>(?:/|file://)[^()\s]+?)"
+_JS_FRAME = re.compile(r"^\s*at (?:(?:async )?(?P<function>.+?) \()?(?P<file>(?:/|file://|node:)[^()\s]+?)"
                        r":(?P<line>\d+):\d+\)?\s*$")
 
 
