@@ -32,6 +32,7 @@ import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from killtest.harness.design.model import SERVER_PLACEHOLDERS
 from killtest.harness.design.stores import kind_of
@@ -121,7 +122,7 @@ class AtStoreWrite(PointKind):
     MODE = "kill"  # the gates' word for when the kill lands: before the write (`after` for an after twin)
     PREFIX = "w"
     FORM = "w<store write number>[:c<store connection number> | :<file under the work dir> | :redis]"
-    EXAMPLES = ("w5", "w1:storage/datasets/000000003.json")
+    EXAMPLES: ClassVar[tuple[str, ...]] = ("w5", "w1:storage/datasets/000000003.json")
     ORDER = 25
 
     @property
