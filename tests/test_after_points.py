@@ -127,8 +127,9 @@ for i in range(1, 4):
 
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="the file gate's filter names x86_64 calls")
 @pytest.mark.parametrize("k", [1, 2, 3])
-def test_the_file_gate_makes_the_kth_call_itself_and_kills_before_the_caller_sees_it_return(tmp_path, k):
-    os.chdir(tmp_path)
+def test_the_file_gate_makes_the_kth_call_itself_and_kills_before_the_caller_sees_it_return(tmp_path, k,
+                                                                                          monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the program under the gate names its files relative to it; restored after
     for after in (False, True):
         for name in ("data.json", "done.txt", "d.tmp"):
             (tmp_path / name).unlink(missing_ok=True)
