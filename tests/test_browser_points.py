@@ -58,7 +58,8 @@ def test_a_browser_crawls_request_points_are_its_pages_and_its_coverage_lists_pa
     coverage = found["coverage"]
     assert coverage["pages_asked"] == 3
     assert coverage["pages_killed_at"] == ["/list/0", "/product/0", "/product/1"]
-    assert coverage["writes"] == [{"file": "records.jsonl", "seen": 2, "points": 2, "left_out": 0}]
+    # Each write offered before and after it (its after twin, aw<n>).
+    assert coverage["writes"] == [{"file": "records.jsonl", "seen": 2, "points": 2, "after_points": 2, "left_out": 0}]
     assert coverage["left_out"] == []
     assert ("coverage: killed at 3 distinct pages of the 3 a crawl asks for (/list/0, /product/0, /product/1)"
             in done.stderr)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -90,4 +91,5 @@ def test_crawlee_node_1736_report_names_the_framework_write_the_crawler_frame_an
     assert "SyntaxError: Unexpected end of JSON input" in report  # the framework's own words, from the run
     facts = json.loads((tmp_path / "cases" / "crawlee-node-1736" / "3.2.2" / "report.json").read_text())
     assert facts["outcome"]["validity"] == "invalid" and "crawlee==3.2.2" in facts["outcome"]["installed"]
-    assert f"{facts['outcome']['missing']} of {facts['outcome']['products']} records lost" in report
+    # This run's own figures ("0 rows, 10 of 10 lost"), beside the run set of record's when the out dir has one.
+    assert re.search(f"{facts['outcome']['missing']} of {facts['outcome']['products']} (records )?lost", report)

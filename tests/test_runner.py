@@ -24,7 +24,8 @@ def no_process_left(history):
     for started in history.of_type("process_started"):
         assert not psutil.pid_exists(started["pid"]) or \
             psutil.Process(started["pid"]).status() == psutil.STATUS_ZOMBIE
-    assert psutil.Process().children(recursive=True) == []
+    left = psutil.Process().children(recursive=True)
+    assert left == [], [(child.pid, child.cmdline(), child.create_time()) for child in left]
 
 
 def kill_test(design, schedule, site, tmp_path, **settings):
