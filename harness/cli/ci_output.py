@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from killtest.harness.check.distinct import Broken, Failure, point_ranges
 from killtest.harness.report.campaign import Campaign
 from killtest.harness.report.junit import Case, write_junit
+from killtest.harness.report.replay_lines import failed_run_replays
 from killtest.harness.report.sections import replay_of
 from killtest.harness.report.triage import failure_details, point_failures, run_failures, trial_failures
 
@@ -44,10 +45,11 @@ def campaign_cases(campaign: Campaign, suite: str) -> list[Case]:
     for number, failure in enumerate(run_failures(campaign.verdicts), 1):
         example = failure.example
         v = next(v for v in campaign.verdicts if v.design == failure.place and f"run{v.run}" == example.point)
-        line = replay_of(replays, v.design, v.run)
+        # The lines the terminal printed: with --expect its findings, and the exact one where timed kills landed.
+        lines = failed_run_replays(replay_of(replays, v.design, v.run), v)
         details = "\n".join([*v.problems, f"validity: {v.validity}",
                              f"runs ({len(failure.points)}): {point_ranges(b.point for b in failure.points)}",
-                             *([f"replay: {line}"] if line else [])])
+                             *(f"replay{'' if what == 'replay' else f' ({what})'}: {said}" for what, said in lines)])
         cases.append(Case(f"killtest.{suite}.{v.design}", f"failure {number}: {failure.title}", v.wall_s,
                           failure="; ".join(v.problems) or f"validity {v.validity}", details=details))
     for v in campaign.verdicts:

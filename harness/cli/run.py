@@ -53,7 +53,8 @@ class RunCommand(Command):
             if line := replay_of(replays, failure.place, int(example.point[3:])):
                 run = next(v for v in campaign.verdicts if v.design == failure.place and f"run{v.run}" == example.point)
                 for what, said in failed_run_replays(line, run):  # --expect its findings; exact where it landed
-                    progress.done(f"replay {failure.place} run {example.point[3:]} ({what}): {said}")
+                    kind = "" if what == "replay" else f" ({what})"  # an exact schedule's one line needs no label
+                    progress.done(f"replay {failure.place} run {example.point[3:]}{kind}: {said}")
         progress.done(f"run: {runs_line(campaign)}")
         kinds = ",".join(kinds_written(not args.no_plot))
         progress.done(f"results: {os.path.join(args.out, args.name)}.{{{kinds}}} — {verdict_words(campaign)}")

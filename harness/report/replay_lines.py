@@ -51,4 +51,5 @@ def failed_run_replays(line: str | None, verdict: RunVerdict) -> list[tuple[str,
 def replay_clauses(line: str | None, verdict: RunVerdict) -> str:
     """`; replay it (timed, not exact): `...`; replay it (exactly where its kills landed): `...``: a failed run's
     replay lines in a Markdown bullet; "" for a run that passed."""
-    return "".join(f"; replay it ({what}): `{said}`" for what, said in failed_run_replays(line, verdict))
+    return "".join(f"; replay it{'' if what == 'replay' else f' ({what})'}: `{said}`"
+                   for what, said in failed_run_replays(line, verdict))
