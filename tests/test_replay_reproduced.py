@@ -113,8 +113,9 @@ LISTING_FIRST = textwrap.dedent("""\
 
 @pytest.mark.slow
 def test_a_timed_failure_prints_the_exact_points_its_kill_landed_at_and_that_line_reproduces_it(tmp_path):
-    """A crawler that loses records on any kill after its first listing page, killed at t0.8 on a shop paced to 10
-    requests a second (18 requests: the kill lands mid-crawl on a machine three times slower too). The run's failure
+    """A crawler that loses records on any kill after its first listing page, killed 0.5 s after its first request
+    (f0.5) on a shop paced to 10 requests a second (18 requests): about five requests in, past the first listing
+    page, however long the start-up took (a t0.8 counted from the spawn came before it on a loaded machine). The run's failure
     prints its timed line, said to be not exact, and the line of the exact points its kill landed at; that line,
     pasted, kills there and reproduces the failure."""
     program, spec = tmp_path / "crawler.py", tmp_path / "design.toml"
@@ -122,13 +123,13 @@ def test_a_timed_failure_prints_the_exact_points_its_kill_landed_at_and_that_lin
     spec.write_text(f'[design]\nname = "listing-first"\ncommand = ["{{python}}", "{program}", "{{base_url}}",'
                     ' "{store}", "{work_dir}/done.txt"]\n\n[store]\nkind = "jsonl"\npath = "{work_dir}/records.jsonl"\n'
                     'key = "sku"\nfields = ["price", "name"]\n')
-    done = _killtest("run", "--design", str(spec), "--runs", "1", "--schedule", "t0.8", "--pace", "10",
+    done = _killtest("run", "--design", str(spec), "--runs", "1", "--schedule", "f0.5", "--pace", "10",
                      "--listing-pages", "3", "--per-page", "5", "--no-plot", "--out", str(tmp_path / "out"),
                      cwd=str(tmp_path))
     assert done.returncode == 1, done.stderr[-3000:]
     timed = _replay_of(done.stderr, "(timed, not exact): ")
     expect = timed[timed.index("--expect") + 1]
-    assert timed[timed.index("--schedule") + 1] == "t0.8" and expect == "lost,hole"  # marked done, never fetched
+    assert timed[timed.index("--schedule") + 1] == "f0.5" and expect == "lost,hole"  # marked done, never fetched
     assert "--pace" in timed  # where a timed kill lands depends on the site's pace
     exact = _replay_of(done.stderr, "(exactly where its kills landed): ")
     point = exact[exact.index("--schedule") + 1]
