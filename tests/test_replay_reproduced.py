@@ -115,9 +115,9 @@ LISTING_FIRST = textwrap.dedent("""\
 def test_a_timed_failure_prints_the_exact_points_its_kill_landed_at_and_that_line_reproduces_it(tmp_path):
     """A crawler that loses records on any kill after its first listing page, killed 0.5 s after its first request
     (f0.5) on a shop paced to 10 requests a second (18 requests): about five requests in, past the first listing
-    page, however long the start-up took (a t0.8 counted from the spawn came before it on a loaded machine). The run's failure
-    prints its timed line, said to be not exact, and the line of the exact points its kill landed at; that line,
-    pasted, kills there and reproduces the failure."""
+    page, however long the start-up took (a t0.8 counted from the spawn came before it on a loaded machine). The
+    run's failure prints its timed line, said to be not exact, and the line of the exact points its kill landed at;
+    that line, pasted, kills there and reproduces the failure."""
     program, spec = tmp_path / "crawler.py", tmp_path / "design.toml"
     program.write_text(LISTING_FIRST)
     spec.write_text(f'[design]\nname = "listing-first"\ncommand = ["{{python}}", "{program}", "{{base_url}}",'
