@@ -41,8 +41,8 @@ class RunCommand(Command):
             print_baseline(campaign, args.baseline, progress)
         print_band(campaign, designs, progress)
         print_pace(campaign, progress)
-        for line in crash_state_lines(campaign.verdicts):  # where the kills landed, and what they could not find
-            progress.done(line)
+        for said in crash_state_lines(campaign.verdicts):  # where the kills landed, and what they could not find
+            progress.done(said)
         publish(args, "run", campaign_cases(campaign, "run"), os.path.join(args.out, f"{args.name}.md"))
         replays = campaign.settings.get("replays") or {}
         failures = run_failures(campaign.verdicts)

@@ -8,6 +8,7 @@ from typing import Any
 
 from killtest.harness.check.baseline import diff_table
 from killtest.harness.check.health import health_limit, perfect_words
+from killtest.harness.defaults import HEALTH_THRESHOLD
 from killtest.harness.published import (
     FULL_CRAWL_REQUESTS,
     KILLS_PER_RUN,
@@ -35,8 +36,9 @@ class Section:
 def report_sections(campaign: Campaign) -> list[Section]:
     if not campaign.verdicts:
         return []
+    phases = Section(PHASES_TITLE, [PHASES_INTRO], *section_rows(campaign.verdicts))  # where the kills landed
     return [s for s in (_distinct_failures(campaign), _side_by_side(campaign), _per_design(campaign),
-                        _kill_phases(campaign), _categories(campaign),
+                        phases if phases.rows else None, _categories(campaign),
                         _health(campaign), _naive_band(campaign), _every_column(campaign),
                         _against_baseline(campaign), _start_pace(campaign), _checks(campaign))
             if s is not None]
@@ -114,12 +116,6 @@ def _per_design(campaign: Campaign) -> Section:
             str(s["kills_between_lease_and_commit"]), str(s["kills_during_lease_wait"]),
             str(s["kills_not_delivered"]), f"{s['valid_runs']} / {s['runs']}"])
     return section
-
-
-def _kill_phases(campaign: Campaign) -> Section | None:
-    """Where the kills landed: each killed start's crash state, per design, and what was not tested."""
-    header, rows, bullets = section_rows(campaign.verdicts)
-    return Section(PHASES_TITLE, [PHASES_INTRO], header, rows, bullets) if rows else None
 
 
 def _categories(campaign: Campaign) -> Section:
@@ -279,7 +275,7 @@ def _against_baseline(campaign: Campaign) -> Section | None:
 
 def _health(campaign: Campaign) -> Section:
     """The article's health metric, run by run, and the runs above the threshold (warnings, not failures)."""
-    designs, threshold = campaign.designs(), campaign.settings.get("health_threshold")
+    designs, threshold = campaign.designs(), float(campaign.settings.get("health_threshold") or HEALTH_THRESHOLD)
     full, products = campaign.settings.get("full_crawl_requests", 525), campaign.settings.get("products", 500)
     limit = health_limit(threshold, full, products)
     section = Section("Health: requests per stored record", [
