@@ -6,6 +6,14 @@ paths crawl4ai 0.9.5 and the suite's fixtures write.
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
 from killtest.harness.check.distinct import folded
 from killtest.harness.faults.file_roles import (
     CACHE,
@@ -60,3 +68,24 @@ def test_a_kill_off_its_aim_is_said_in_plain_words():
                     " a name?)")
     assert "number 11" not in said and "strace" not in said
     assert off_aim_words("something else happened") == "something else happened"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_explores_coverage_lists_the_store_the_state_and_the_log_apart(tmp_path):
+    """The asyncio crawler writes its records (the store), its crawl_state.json and its crawl.log: every write is
+    explored, and the coverage says each for what it is, the store first."""
+    spec = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scraper_fixtures", "async_torn_state.toml")
+    done = subprocess.run([sys.executable, "-m", "killtest", "explore", "--design", spec, "--listing-pages", "1",
+                           "--per-page", "2", "-j", "1", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600, cwd=str(tmp_path))
+    assert done.returncode == 1, done.stderr[-2000:]
+    writes = json.loads((tmp_path / "explore-async-torn-state.json").read_text())["coverage"]["writes"]
+    assert [(w["file"], w.get("role", STORE)) for w in writes] == [
+        ("records.jsonl", STORE), ("crawl_state.json", STATE), ("crawl.log", LOG)]
+    lines = done.stderr.splitlines()
+    assert "  store writes to records.jsonl: 2 seen, 2 explored (and 2 after)" in lines
+    assert "  state writes to crawl_state.json: 2 seen, 2 explored (and 2 after)" in lines
+    assert "  log writes to crawl.log: 2 seen, 2 explored (and 2 after)" in lines
+    markdown = (tmp_path / "explore-async-torn-state.md").read_text()
+    assert "| `crawl.log` (log) | 2 |" in markdown and "| writes to |" in markdown

@@ -20,9 +20,10 @@ from collections import Counter
 from typing import Any
 
 from killtest.harness.faults.file_aims import named_by_id, number_of, offered_writes
+from killtest.harness.faults.file_roles import ROLES, STORE, file_kind, file_role, store_path
 from killtest.harness.faults.points.after_store_write import AfterStoreWrite
 from killtest.harness.faults.points.store_write import server_store
-from killtest.harness.faults.store_writes import TEMPORARY, Recording, agreeing_writes
+from killtest.harness.faults.store_writes import Recording, agreeing_writes
 
 # Why a store write a recording saw is not a point (store_writes.py: strace counts per thread and system call).
 UNREACHABLE = ("strace cannot stop at them by their place (it counts each thread's calls apart, and another thread"
@@ -35,11 +36,12 @@ UNSTABLE = ("a second recording of the start made other writes in their places (
 
 
 def exploration_coverage(outcomes: list, pages_asked: int, recording: Any, again: Any, *, points_given: bool,
-                         why_no_writes: str = "") -> dict:
+                         why_no_writes: str = "", store: str = "") -> dict:
     """The coverage of an exploration: `outcomes` (PointOutcome, with `page`), the pages one full crawl asks for,
     the two recordings of the first start (`recording`, `again`: store_writes.Recording, a server store's
     statement list, or None); `points_given`: the points came from --only; `why_no_writes`: why no store write
-    was recorded at all (no strace, several workers), when so."""
+    was recorded at all (no strace, several workers), when so; `store`: the store's path (file_roles.store_path), which
+    tells the store's files from the crawler's state, logs and caches (a kind of file not the store's says `role`)."""
     killed_at = sorted({o.page for o in outcomes if o.landed and o.point.startswith("r") and o.page},
                        key=_page_order)
     afters = [point for o in outcomes if o.point.startswith(AfterStoreWrite.PREFIX)
@@ -54,7 +56,7 @@ def exploration_coverage(outcomes: list, pages_asked: int, recording: Any, again
         offered = (set(offered_writes(recording, again, agreeing_writes(recording, again)))
                    if isinstance(again, Recording) else set())
         writes, left_out = _file_writes(recording, offered,
-                                        {number_of(recording, point.index, point.file) for point in afters})
+                                        {number_of(recording, point.index, point.file) for point in afters}, store)
     elif recording is not None:  # a server store's counted statements: (connection, label) in order
         stable = sum(1 for o in outcomes if re.fullmatch(r"w\d+(:c\d+)?", o.point))
         writes = [{"file": "statements to the store's server", "seen": len(recording), "points": stable,
@@ -70,7 +72,8 @@ def exploration_coverage(outcomes: list, pages_asked: int, recording: Any, again
     return {"pages_asked": pages_asked, "pages_killed_at": killed_at, "writes": writes, "left_out": left_out}
 
 
-def _file_writes(recording: Recording, offered: set[int], after: set[int | None]) -> tuple[list[dict], list[str]]:
+def _file_writes(recording: Recording, offered: set[int], after: set[int | None],
+                 store: str = "") -> tuple[list[dict], list[str]]:
     """Per kind of file: writes seen, offered, killed after (`after`: the n of the after twins explored), left out;
     and a sentence per reason something was left out."""
     reachable = set(recording.reachable_writes())
@@ -80,9 +83,11 @@ def _file_writes(recording: Recording, offered: set[int], after: set[int | None]
     unreachable: Counter[str] = Counter()
     unstable: Counter[str] = Counter()
     by_id: Counter[str] = Counter()
+    roles: dict[str, str] = {}
     for n, call in enumerate(recording.calls, 1):
         kind = file_kind(call.paths)
         seen[kind] += 1
+        roles.setdefault(kind, file_role(call.paths[-1] if call.paths else "", store))
         if n in offered:
             points[kind] += 1
             afters[kind] += n in after
@@ -93,7 +98,8 @@ def _file_writes(recording: Recording, offered: set[int], after: set[int | None]
         else:
             unstable[kind] += 1
     writes = [{"file": kind, "seen": seen[kind], "points": points[kind], "after_points": afters[kind],
-               "left_out": seen[kind] - points[kind]} for kind in sorted(seen, key=lambda k: (-seen[k], k))]
+               "left_out": seen[kind] - points[kind], **({"role": roles[kind]} if roles[kind] != STORE else {})}
+              for kind in sorted(seen, key=lambda k: (ROLES.index(roles[k]), -seen[k], k))]  # the store's first
     left_out = [_left_out(counts, why) for counts, why in ((unreachable, UNREACHABLE), (unstable, UNSTABLE),
                                                                   (by_id, NAMED_BY_ID)) if counts]
     return writes, left_out
@@ -104,13 +110,6 @@ def _left_out(counts: Counter[str], why: str) -> str:
     total = sum(counts.values())
     kinds = ", ".join(f"{n} to {kind}" for kind, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])))
     return f"{total} write{'s' if total != 1 else ''} ({kinds}): {why}"
-
-
-def file_kind(paths: tuple[str, ...]) -> str:
-    """A write's files with their numbers and hashes folded (`storage/datasets/default/N.json`): the kind."""
-    named = " to ".join(p or "the work dir" for p in paths) or "the store"
-    named = TEMPORARY.sub("N", named)  # a temporary file's random part
-    return re.sub(r"[A-Za-z0-9]*[0-9][A-Za-z0-9]*", "N", named)  # a name with a digit in it: a number, an id
 
 
 def _page_order(path: str) -> tuple:
@@ -128,7 +127,8 @@ def covered(design: Any, outcomes: list, catalog: Any, settings: Any, cache: dic
     else:
         why = ""
     found = exploration_coverage(outcomes, catalog.full_crawl_requests, cache.get((design.name, "")),
-                                 cache.get((design.name, "#again")), points_given=given, why_no_writes=why)
+                                 cache.get((design.name, "#again")), points_given=given, why_no_writes=why,
+                                 store=store_path(design.store.path))
     for server in getattr(design, "servers", ()):  # the write commands to each server it declares (`w3:redis`)
         commands = cache.get((design.name, f"#{server}"))
         if commands is None:

@@ -31,6 +31,7 @@ from killtest.harness.check.findings import Finding
 from killtest.harness.check.verdict import RunVerdict, Validity
 from killtest.harness.design.model import Design
 from killtest.harness.errors import KilltestError
+from killtest.harness.faults.file_roles import off_aim_words, store_path
 from killtest.harness.faults.points import KillPoint, parse_point
 from killtest.harness.faults.points.after_store_write import with_after_twins
 from killtest.harness.faults.points.line import AtLine, anchor_for, shown_path
@@ -230,7 +231,7 @@ def explore_point(design: Design, on: Stage, settings: RunSettings, point: KillP
         outcome.page = made[1] if made else ""
         off_aim = next((k["aimed_elsewhere"] for k in history.of_type("kill") if k.get("aimed_elsewhere")), "")
         if off_aim:  # the kill was delivered, at another write than the recording aimed at: say where
-            outcome.where += f" (off its aim: {off_aim})"
+            outcome.where += f" (off its aim: {off_aim_words(off_aim, store_path(design.store.path))})"
             outcome.off_aim = off_aim
     if problems:  # drawn only where a user will read it: a broken point
         found = triage_of(verdict, history)

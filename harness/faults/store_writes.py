@@ -30,9 +30,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from killtest.fixture_site.request_log import browser_initiated
+from killtest.harness.check.distinct import folded
 
-# Every system call that changes a file's content, name or durability. SQLite's rollback journal uses
-# pwrite64, fdatasync and unlink; an atomic JSON file rename; an append-only log write (or writev).
+# Every call that changes a file's content, name or durability (SQLite's journal: pwrite64, fdatasync, unlink).
 WRITE_SYSCALLS = ("write", "pwrite64", "writev", "pwritev", "pwritev2", "fsync", "fdatasync", "sync_file_range",
                   "rename", "renameat", "renameat2", "truncate", "ftruncate", "unlink", "unlinkat", "fallocate")
 PATH_SYSCALLS = {"rename", "renameat", "renameat2", "truncate", "unlink", "unlinkat"}  # named by path, not fd
@@ -155,7 +155,7 @@ class Recording:
         if call.size is not None:
             words += f", {call.size} byte{'s' if call.size != 1 else ''}"
             words += f" at offset {call.offset}" if call.offset is not None else ""
-        return words, f"{kind} {re.sub(r'[0-9]+', 'N', TEMPORARY.sub('N', target))}"
+        return words, f"{kind} {folded(TEMPORARY.sub('N', target))}"  # numbers folded, a name's words kept
 
     def logical_write(self, n: int) -> tuple[int, int]:
         """The first and last n (1-based) of the logical write that holds the n-th store write: the writes a

@@ -1,7 +1,9 @@
 """An exploration's coverage in words: the terminal's and the Markdown's lines, and the triage page's box.
 
-The coverage itself (pages killed at, store writes seen and explored per kind of file, what was left out
-and why) is computed by harness/campaigns/coverage.py and reaches here as plain data.
+The coverage itself (pages killed at, writes seen and explored per kind of file, what was left out and why) is
+computed by harness/campaigns/coverage.py and reaches here as plain data. Each kind of file is said for what it is
+(faults/file_roles.py): `store writes to records.jsonl`, `state writes to crawl_state.json`, `log writes to
+crawl.log`, `cache writes to .crawl4ai/robots/robots_cache.db`, the store's first.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ def coverage_lines(coverage: dict) -> list[str]:
     lines = [f"coverage: killed at {len(pages)} distinct page{'s' if len(pages) != 1 else ''} of the"
              f" {coverage['pages_asked']} a crawl asks for" + (f" ({_paths(pages)})" if pages else "")]
     for write in coverage["writes"]:
-        lines.append(f"  store writes to {write['file']}: {write['seen']} seen, {write['points']} explored"
+        lines.append(f"  {write.get('role', 'store')} writes to {write['file']}: {write['seen']} seen,"
+                     f" {write['points']} explored"
                      + (f" (and {write['after_points']} after)" if write.get("after_points") else "")
                      + (f", {write['left_out']} left out" if write["left_out"] else ""))
     lines += [f"  left out: {why}" for why in coverage["left_out"]] or ["  left out: nothing"]
@@ -34,8 +37,9 @@ def coverage_markdown(coverage: dict) -> list[str]:
              f" {coverage['pages_asked']} a crawl asks for" + (f": {', '.join(f'`{p}`' for p in pages)}." if pages
                                                                else "."), ""]
     if coverage["writes"]:
-        lines += ["| store writes to | seen | explored | left out |", "| --- | --- | --- | --- |"]
-        lines += [f"| `{w['file']}` | {w['seen']} | {_explored(w)} | {w['left_out']} |" for w in coverage["writes"]]
+        lines += ["| writes to | seen | explored | left out |", "| --- | --- | --- | --- |"]
+        lines += [f"| `{w['file']}` ({w.get('role', 'store')}) | {w['seen']} | {_explored(w)} | {w['left_out']} |"
+                  for w in coverage["writes"]]
         lines.append("")
     lines += [f"- left out: {why}" for why in coverage["left_out"]] or ["- left out: nothing"]
     return lines + [""]
@@ -50,8 +54,9 @@ def coverage_html(coverage: dict) -> str:
            f"<p>Killed at {len(pages)} distinct page{'s' if len(pages) != 1 else ''} of the {coverage['pages_asked']}"
            f" a crawl asks for{': ' + html.escape(', '.join(pages)) if pages else ''}.</p>"]
     if coverage["writes"]:
-        out.append("<table><tr><th>store writes to</th><th>seen</th><th>explored</th><th>left out</th></tr>"
-                   + "".join(f"<tr><td><code>{html.escape(w['file'])}</code></td><td>{w['seen']}</td>"
+        out.append("<table><tr><th>writes to</th><th>seen</th><th>explored</th><th>left out</th></tr>"
+                   + "".join(f"<tr><td><code>{html.escape(w['file'])}</code> ({w.get('role', 'store')})</td>"
+                             f"<td>{w['seen']}</td>"
                              f"<td>{_explored(w)}</td><td>{w['left_out']}</td></tr>" for w in coverage["writes"])
                    + "</table>")
     reasons = coverage["left_out"] or ["nothing"]
