@@ -104,8 +104,9 @@ def coverage_gap(starts: list[KilledStart]) -> str:
                 " a record" if wrote else f"none of {len(at_work)} killed starts at work had written to its store")
         return (f"{what} (the longest lived {longest:g}s): these kills could not have found a"
                 " record lost or duplicated by a crash after its write and before the crawler's next durable step;"
-                " kill later (a --kill-delay fLOW,HIGH:WAIT whose HIGH is past the first store write) or explore"
-                " every store write before and after (killtest explore)")
+                " kill later in a start's work (a later point; for timed kills a --kill-delay fLOW,HIGH:WAIT whose"
+                " HIGH is past the first store write) or explore every store write before and after (killtest"
+                " explore)")
     return ""
 
 
