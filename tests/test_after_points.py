@@ -21,9 +21,9 @@ from killtest.harness.faults.points.after_store_write import AfterStoreWrite, af
 from killtest.harness.faults.points.store_write import COMMAND_GATE, FILE_GATE, GATE, AtStoreWrite
 from killtest.harness.faults.schedule import parse_schedule
 from killtest.harness.faults.store_replies import PostgresReplies, RedisReplies
-from killtest.harness.servers.common import REQUIRE_SERVERS_VARIABLE, ServerUnavailable, servers_required
 from killtest.harness.servers.private_postgres import PrivatePostgres
 from killtest.harness.servers.private_redis import PrivateRedis
+from tests.test_store_commands import started  # a private server, or the one-line skip (a failure in CI)
 
 needs_strace = pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
 
@@ -154,15 +154,6 @@ def test_the_file_gate_appends_the_kth_write_at_the_files_end_as_the_caller_woul
         assert status == -signal.SIGKILL, stderr[-400:]
         assert log.read_text() == "".join(f"{i}\n" for i in range(1, kept + 1))
         assert [line for line in stderr.splitlines() if line.startswith("saw")] == ["saw 1", "saw 2"]
-
-
-def started(server_class):
-    try:
-        return server_class().start()
-    except ServerUnavailable as missing:
-        if servers_required():
-            pytest.fail(f"{missing} ({REQUIRE_SERVERS_VARIABLE} is set, so a missing server fails)")
-        pytest.skip(str(missing))
 
 
 @pytest.fixture(scope="module")
