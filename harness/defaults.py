@@ -46,7 +46,7 @@ MEASURE_TIME_LIMIT_S = 900.0
 # Kills count from the measured start-up times this: a later start may take a third longer to its first
 # request (timings here move by a third from run to run), and a kill before it would prove nothing.
 STARTUP_MARGIN = 1.35
-# After the start-up, kills are spread over the measured work (harness/faults/schedule.py spread_schedule): from
+# After the start-up, kills are spread over the measured work (harness/faults/schedule.py timed_schedule, spread): from
 # KILL_DELAY's 0.2 s (or a fifth of the range, for a shorter crawl) to this share of the work, so a run kills starts
 # before their first store write and long after it; not to its very end, where an unkilled crawl's own timing
 # (which moves by a third from run to run) would often finish first and the kill would not land.

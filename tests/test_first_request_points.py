@@ -20,7 +20,7 @@ from killtest.harness.design.specfile import load_spec
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults.points import parse_point
 from killtest.harness.faults.points.first_request import AfterFirstRequest
-from killtest.harness.faults.schedule import parse_schedule, spread_schedule, timed_schedule
+from killtest.harness.faults.schedule import parse_schedule, timed_schedule
 from killtest.harness.running.pace import paced
 from killtest.harness.running.runner import RunSettings, run_kill_test
 from tests.conftest import wrapped_idempotent_spec
@@ -71,8 +71,9 @@ def test_a_measured_design_is_killed_after_each_first_request_and_its_pin_line_g
     assert measured.first_request_wait_s > 2.6 * defaults.STARTUP_MARGIN  # past it, the start is waiting
     pinned = measured.pin.split()[1]
     assert pinned == f"f0.2~{measured.kill_delay_s[1]:g}:{measured.first_request_wait_s:g}" and kill_spread(pinned)
-    schedule = spread_schedule(3, 10, *kill_delay(pinned), first_request_wait(pinned))
-    assert schedule == spread_schedule(3, 10, *measured.kill_delay_s, measured.first_request_wait_s)
+    schedule = timed_schedule(3, 10, *kill_delay(pinned), first_request_wait_s=first_request_wait(pinned), spread=True)
+    assert schedule == timed_schedule(3, 10, *measured.kill_delay_s, first_request_wait_s=measured.first_request_wait_s,
+                                      spread=True)
     # The user's own --kill-delay 3,5 keeps its meaning: seconds after the spawn.
     given = paced(2.6, 199.0, 10, (3.0, 5.0), None, ["x"])
     assert given.first_request_wait_s is None and given.pin.startswith("--kill-delay 3,5 ")

@@ -22,7 +22,7 @@ from killtest.harness.check.kill_phases import (
     storing_line,
 )
 from killtest.harness.design.model import PROJECT_ROOT
-from killtest.harness.faults.schedule import spread_schedule
+from killtest.harness.faults.schedule import timed_schedule
 from killtest.harness.history import History
 
 pytest_plugins = ["pytester"]
@@ -99,12 +99,12 @@ def test_a_history_from_before_kills_carried_the_stores_state_has_no_killed_star
 
 @pytest.mark.parametrize("seed, kills, low, high", [(1, 10, 0.2, 5.0), (7, 4, 0.07, 0.36), (3, 1, 0.2, 30.0)])
 def test_spread_kills_put_one_delay_in_each_slice_of_the_range_and_repeat_by_seed(seed, kills, low, high):
-    schedule = spread_schedule(seed, kills, low, high, 8.0)
+    schedule = timed_schedule(seed, kills, low, high, first_request_wait_s=8.0, spread=True)
     delays = [point.delay_s for point in schedule.points]
     edges = [low * (high / low) ** (i / kills) for i in range(kills + 1)]
     slices = sorted(next(i for i in range(kills) if edges[i] - 1e-4 <= d <= edges[i + 1] + 1e-4) for d in delays)
     assert slices == list(range(kills))  # early, middle and late: one kill in each slice
-    assert schedule == spread_schedule(seed, kills, low, high, 8.0)
+    assert schedule == timed_schedule(seed, kills, low, high, first_request_wait_s=8.0, spread=True)
     assert all(point.spec.endswith(":8") and point.spec.startswith("f") for point in schedule.points)
     assert not math.isclose(sum(delays), 0.0)
 

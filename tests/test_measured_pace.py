@@ -13,7 +13,7 @@ from killtest.harness import defaults
 from killtest.harness.check.categories import sort_kills
 from killtest.harness.cli.plans_from_args import first_request_wait, kill_delay, kill_spread
 from killtest.harness.errors import KilltestError
-from killtest.harness.faults.schedule import spread_schedule
+from killtest.harness.faults.schedule import timed_schedule
 from killtest.harness.history import History
 from killtest.harness.running.pace import figures_of, needs_measuring, paced
 
@@ -70,12 +70,13 @@ def test_figures_the_user_gave_are_used_exactly():
 def test_the_same_seed_and_the_same_measured_figures_give_the_same_kill_points():
     one, two = paced(2.6, 30.0, 10, None, None, ["x"]), paced(2.6, 30.0, 10, None, None, ["x"])
     wait = one.first_request_wait_s
-    assert spread_schedule(7, 10, *one.kill_delay_s, wait) == spread_schedule(7, 10, *two.kill_delay_s, wait)
+    assert timed_schedule(7, 10, *one.kill_delay_s, first_request_wait_s=wait, spread=True) == \
+        timed_schedule(7, 10, *two.kill_delay_s, first_request_wait_s=wait, spread=True)
     # The pinned figures, as the report prints them, give that schedule back without measuring.
     pinned = one.pin.split()[1]
     assert kill_spread(pinned) and not kill_spread("f0.2,1:8") and not kill_spread("0.2,1")
-    assert spread_schedule(7, 10, *kill_delay(pinned), first_request_wait(pinned)) == \
-        spread_schedule(7, 10, *one.kill_delay_s, wait)
+    assert timed_schedule(7, 10, *kill_delay(pinned), first_request_wait_s=first_request_wait(pinned), spread=True) == \
+        timed_schedule(7, 10, *one.kill_delay_s, first_request_wait_s=wait, spread=True)
 
 
 @pytest.mark.parametrize("given, timed, delay, limit, measured", [

@@ -22,7 +22,6 @@ from killtest.harness.faults.schedule import (
     KillSchedule,
     parse_schedule,
     run_seeds,
-    spread_schedule,
     timed_schedule,
     validate_schedule,
 )
@@ -42,9 +41,8 @@ def timed_plan(args: argparse.Namespace, designs: list[Design], pace_rps: float,
     if exact is not None:
         schedules = (parse_schedule(exact),) * args.runs  # exact points: every run repeats the same one
     else:
-        schedules = tuple(spread_schedule(seed, args.kills, *delay_range, wait) if wait is not None
-                          and kill_spread(args.kill_delay) else
-                          timed_schedule(seed, args.kills, *delay_range, first_request_wait_s=wait)
+        spread = wait is not None and kill_spread(args.kill_delay)
+        schedules = tuple(timed_schedule(seed, args.kills, *delay_range, first_request_wait_s=wait, spread=spread)
                           for seed in run_seeds(args.seed, args.runs))
     check_points(args, schedules, designs)
     refuse_killless(schedules, "--kills 0" if exact is None else f"--schedule {exact!r}")
@@ -140,24 +138,26 @@ def first_request_wait(text: str) -> float | None:
 
 
 def kill_spread(text: str) -> bool:
-    """`f0.2~5.3:8`: the kills spread over the range (harness/faults/schedule.py spread_schedule), not uniform in it."""
-    return text.startswith("f") and "~" in text
+    """`f0.2~5.3:8`: the kills spread over the range (timed_schedule's `spread`), not drawn uniformly in it."""
+    return _kill_delay_parts(text)[2]
 
 
-def _kill_delay_parts(text: str) -> tuple[tuple[float, float], float | None]:
-    delays, wait = text, None
+def _kill_delay_parts(text: str) -> tuple[tuple[float, float], float | None, bool]:
+    """(LOW, HIGH), the first-request wait (None: after the spawn) and whether the kills are spread."""
+    delays, wait, spread = text, None, False
     try:
         if text.startswith("f"):
             delays, colon, wait_text = text[1:].partition(":")
             wait = float(wait_text) if colon else defaults.FIRST_REQUEST_WAIT_S
             if not wait > 0:
                 raise ValueError(text)
-        low, high = (float(part) for part in delays.replace("~", ",", 1 if text.startswith("f") else 0).split(","))
+            spread = "~" in delays
+        low, high = (float(part) for part in delays.split("~" if spread else ","))
     except ValueError:
         raise KilltestError(f"--kill-delay takes LOW,HIGH in seconds after each start, for example 0.2,1.0, or"
                             f" fLOW,HIGH[:WAIT] after its first request, for example f0.2,1.0:8, or fLOW~HIGH[:WAIT]"
                             f" spread over that range, for example f0.2~6:8, not {text!r}") from None
-    return (low, high), wait
+    return (low, high), wait, spread
 
 
 def drift(args: argparse.Namespace) -> Drift | None:

@@ -44,41 +44,35 @@ class KillSchedule:
 
 
 def timed_schedule(seed: int, kills: int = KILLS_PER_RUN, low_s: float = KILL_DELAY_S[0],
-                   high_s: float = KILL_DELAY_S[1], first_request_wait_s: float | None = None) -> KillSchedule:
+                   high_s: float = KILL_DELAY_S[1], first_request_wait_s: float | None = None,
+                   spread: bool = False) -> KillSchedule:
     """`kills` delays drawn uniformly from [low_s, high_s]; the same seed always gives the same schedule.
 
     The delays count from each start's spawn (`t` points), or, given `first_request_wait_s`, from its first
     request, waited for that long (`f` points: a measured user's design, harness/running/pace.py); the same
-    seed draws the same delays either way."""
+    seed draws the same delays either way.
+
+    With `spread` the delays are spread over the whole of [low_s, high_s] instead (a measured crawl's work): the
+    range cut into `kills` slices of equal ratio (log-scaled: as many kills under a second as past it, for a crawl
+    whose first store write may come at 0.1 s or at 5 s), one delay drawn in each slice, the slices' order
+    shuffled. A uniform draw over a short window kills every start in one crash state (a framework flushing its
+    items once a second, killed 0.2-1 s in, never stored a record in 100 kills); spread, a run reaches starts early
+    in their work and late, before their first store write and well after it."""
     if kills < 0:
         raise KilltestError(f"the number of kills must be zero or more, not {kills}")
     if not 0 < low_s <= high_s:
         raise KilltestError(f"kill delays need 0 < low <= high, not {low_s}..{high_s}")
-    rng = random.Random(f"killtest-schedule:{seed}")
-    delays = [round(rng.uniform(low_s, high_s), 4) for _ in range(kills)]
+    if spread:  # its own seed string: a seed's uniform schedule stays what it was
+        rng = random.Random(f"killtest-spread-schedule:{seed}")
+        ratio = math.log(high_s / low_s)
+        delays = [round(low_s * math.exp(ratio * (i + rng.random()) / kills), 4) for i in range(kills)]
+        rng.shuffle(delays)
+    else:
+        rng = random.Random(f"killtest-schedule:{seed}")
+        delays = [round(rng.uniform(low_s, high_s), 4) for _ in range(kills)]
     if first_request_wait_s is not None:
         return KillSchedule(seed=seed, points=tuple(AfterFirstRequest(d, first_request_wait_s) for d in delays))
     return KillSchedule(seed=seed, points=tuple(AfterDelay(d) for d in delays))
-
-
-def spread_schedule(seed: int, kills: int, low_s: float, high_s: float,
-                    first_request_wait_s: float) -> KillSchedule:
-    """`kills` `f` points whose delays after each start's first request are spread over the whole of
-    [low_s, high_s] (a measured crawl's work): the range cut into `kills` slices of equal ratio (log-scaled:
-    as many kills under a second as past it, for a crawl whose first store write may come at 0.1 s or at 5 s),
-    one delay drawn in each slice, the slices' order shuffled. A uniform draw over a short window kills every
-    start in one crash state (a framework flushing its items once a second, killed 0.2-1 s in, never stored
-    a record in 100 kills); spread, a run reaches starts early in their work and late, before their first
-    store write and well after it. The same seed always gives the same schedule."""
-    if kills < 0:
-        raise KilltestError(f"the number of kills must be zero or more, not {kills}")
-    if not 0 < low_s <= high_s:
-        raise KilltestError(f"kill delays need 0 < low <= high, not {low_s}..{high_s}")
-    rng = random.Random(f"killtest-spread-schedule:{seed}")
-    ratio = math.log(high_s / low_s)
-    delays = [round(low_s * math.exp(ratio * (i + rng.random()) / kills), 4) for i in range(kills)]
-    rng.shuffle(delays)
-    return KillSchedule(seed=seed, points=tuple(AfterFirstRequest(d, first_request_wait_s) for d in delays))
 
 
 def request_schedule(seed: int, kills: int, low: int, high: int) -> KillSchedule:
