@@ -154,7 +154,7 @@ def run(design: DesignLike | Sequence[DesignLike], *, schedule: str | None = Non
             rest = {dest: value for dest, value in options.items() if dest not in _NOT_RERUN}
             measured = campaign.settings.get("measured_pace")  # pinned, so the rerun is not measured afresh
             if measured:  # its pin: `f` points spread over the work, as measured, not delays after the spawn
-                rest |= {"kill_delay": measured["pin"].split()[1], "time_limit": measured["time_limit_s"]}
+                rest |= {"kill_delay": measured["kill_delay_option"], "time_limit": measured["time_limit_s"]}
             replay = shlex.join(["killtest", *_words("run", [by_name[failed.design]], rest), "--runs", "1",
                                  "--seed", str(failed.seed)])
     if not campaign.complete:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from killtest.harness.check.distinct import folded, nth
+from killtest.harness.faults.store_writes import TEMPORARY  # a temporary file's random part: one kind of file
 
 STORE, STATE, LOG, CACHE = "store", "state", "log", "cache"
 ROLES = (STORE, STATE, LOG, CACHE)  # the order a coverage lists them in: the store first
@@ -27,8 +28,6 @@ WORDS = {STORE: "the store", STATE: "the crawler's own state", LOG: "a log", CAC
 _SQLITE_BESIDE = ("-journal", "-wal", "-shm")  # the files SQLite keeps beside a database while it writes
 _LOG = re.compile(r"(^|/)(logs?)(/|$)|\.log(\.\d+)?$|(^|/)[^/]*\.log\.[^/]*$", re.I)
 _CACHE = re.compile(r"(^|/)[^/]*(cache|robots)[^/]*(/|$)|(^|/)__pycache__(/|$)|\.pyc$", re.I)
-# A temporary file's random part (Python's tempfile: eight of [a-z0-9_] before `.tmp`): one kind of file.
-_TEMPORARY = re.compile(r"(?<=\.)[a-z0-9_]{8}(?=(?:\.[A-Za-z]+)?\.tmp\b)")
 
 
 def store_path(template: str) -> str:
@@ -60,7 +59,7 @@ def file_kind(paths: tuple[str, ...] | list[str]) -> str:
     """A write's files as a kind of file (`storage/datasets/default/N.json`): numbers, ids and a temporary file's
     random part folded, a name's words kept as they are."""
     named = " to ".join(p or "the work dir" for p in paths) or "the store"
-    return folded(_TEMPORARY.sub("N", named))
+    return folded(TEMPORARY.sub("N", named))
 
 
 _OFF_AIM = re.compile(r"^aimed at (?P<syscall>\w+) number (?P<number>\d+) of its thread to (?P<targets>.+?), but"

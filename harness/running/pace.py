@@ -66,7 +66,7 @@ class MeasuredPace:
         return f"--kill-delay {self.kill_delay_option} --time-limit {self.time_limit_s:g}"
 
     def to_json(self) -> dict:
-        return {**dataclasses.asdict(self), "pin": self.pin}
+        return {**dataclasses.asdict(self), "pin": self.pin, "kill_delay_option": self.kill_delay_option}
 
 
 def figures_of(history: History) -> tuple[float, float]:

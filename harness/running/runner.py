@@ -124,8 +124,7 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
     instead of executing a new interpreter: the same process behaviour without the start-up cost.
     `restart_store` crashes and restarts the store's server (for `s` kill points).
     """
-    run = _prepare(design, schedule, site, work_dir, settings, on_progress, launcher, dsn, restart_store)
-    run.launch = replace(run.launch, servers=servers)  # the declared servers' URLs ({redis_url}): Launch.servers
+    run = _prepare(design, schedule, site, work_dir, settings, on_progress, launcher, dsn, restart_store, servers)
     planned = _planned_starts(schedule, settings)
     # The starts' TMPDIR, removed with the run: what a killed start left there (a browser's profile) goes too.
     with lifeline.temp_dir(prefix="killtest-tmp-") as scratch, power_loss_mount(run, work_dir):
@@ -148,13 +147,14 @@ def run_kill_test(design: Design, schedule: KillSchedule, site: SiteServer, work
 
 def _prepare(design: Design, schedule: KillSchedule, site: SiteServer, work_dir: str, settings: RunSettings,
              on_progress: Callable[[str], None], launcher, dsn: str,
-             restart_store: Callable[[], float] | None) -> _Run:
+             restart_store: Callable[[], float] | None, servers: tuple[tuple[str, str], ...] = ()) -> _Run:
     """Phase 1: refuse what this run cannot do, clear the site's logs, and write `run_started`."""
     for point in schedule.points:
         point.check_runnable(design, settings.workers, restart_store is not None)
     if settings.recrawls and not design.can_recrawl:
         raise KilltestError(f"design {design.name!r} does not take {{crawl}}, so it cannot be re-crawled")
-    launch = Launch(base_url=site.base_url, work_dir=work_dir, lease_s=settings.lease_s, dsn=dsn,
+    # The declared servers' URLs ({redis_url}) are in the launch before anything reads it (the store's location).
+    launch = Launch(base_url=site.base_url, work_dir=work_dir, lease_s=settings.lease_s, dsn=dsn, servers=servers,
                     open_door=site.open_door)
     run = _Run(design, schedule, site, settings, launch, design.store_location(launch), launcher, restart_store,
                on_progress, restarts=RestartWait(settings.restart_delay))
