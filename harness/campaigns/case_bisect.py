@@ -14,27 +14,42 @@ log2(n) runs. A verdict that changes more than once (a fix, then the bug back) s
 that disagree; the search then says so and runs every release, since halving cannot tell how many
 changes hide in an interval whose ends agree. `every` asks for that from the start. A change is the case's
 bug appearing or going: a release broken by another finding is on the "no bug" side, its findings kept.
+
+Every release is decided at the same write. A store write named by its number (`w14`) is the 14th write of a
+start, which is another write on another release: crawlee-node-2085-locking's `w14` was a dataset item's
+write on 3.9.x and a request's lock write from 3.10, so its two sides were decided at different writes. So
+a bisection refuses a schedule that names a write by number; a case whose schedule does declares the point
+the bisection kills at by its file in scrapers/cases/<case>/bisect.toml (`[point] schedule =
+"w2:storage/request_queues/default/<id>.json"`, with `why`: the file is the same request's on every release,
+its name a hash of the request's uniqueKey). A release on which the point is never reached (the start makes
+fewer writes to that file: no kill landed) is "no verdict (point not reached)", said, and gone around, never
+counted clean. The same file lists the releases upstream made that the registry lacks (`[[missing]]`,
+case_registry.missing_between), so a boundary next to one names it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+from killtest.harness.campaigns.case_bisect_plan import bisect_plan, numbered_writes, schedule_of, with_schedule
 from killtest.harness.campaigns.case_envs import ensure_env
 from killtest.harness.campaigns.case_plan import ReleaseOutcome, killtest_commit, run_release
-from killtest.harness.campaigns.case_registry import between, moved_pins, releases, split_pin
+from killtest.harness.campaigns.case_registry import between, missing_between, moved_pins, releases, split_pin
 from killtest.harness.design.case_spec import Case, Release
 from killtest.harness.design.registry import PROJECT_ROOT
 from killtest.harness.errors import KilltestError
+from killtest.harness.report.case_bisect_table import missing_words
 
 # The release did not install or its run proved nothing, or its crawl never finished: `lost` is only counted in a
 # crawl that finished, so a run stopped by its time limit cannot say whether the case's loss is there.
 TIMED_OUT = "timed out"
-NO_VERDICT = ("error", "unknown", TIMED_OUT)
+NOT_REACHED = "no verdict (point not reached)"  # no kill landed: the release never made the write the point names
+NO_VERDICT = ("error", "unknown", TIMED_OUT, NOT_REACHED)
 NON_MONOTONE = ("the verdict changes more than once between {first} and {last}: halving cannot count the changes"
                 " between two releases that agree, so every release is run")
 
@@ -122,6 +137,11 @@ class Bisection:
     changes: list[dict] = field(default_factory=list)  # last with one verdict, first with the other
     every: bool = False
     warning: str | None = None
+    point: str = ""  # the schedule every release ran: the case's, or its bisect.toml's [point]
+    point_why: str = ""  # bisect.toml's word on why that point is the same write on every release
+    # Upstream's releases in the range that the registry lacks (bisect.toml's [[missing]]: version, date, changes,
+    # link, others), each with `after`, the registry's release before it (case_registry.missing_between).
+    missing: list[dict] = field(default_factory=list)
     seconds: float = 0.0  # the whole bisection, env builds included
     command: str = ""
     measured_at: str = ""
@@ -150,7 +170,10 @@ def verdict_of(outcome: ReleaseOutcome, expect: tuple[str, ...] | list[str] = ()
     broke nothing, and `flagged for X, not Y` when it broke something else: crawlee-node-2085-locking's w14
     sometimes lands on a dataset item's write on 3.5.8-3.9.x (an empty file, `unreadable`), not on the request
     file whose emptying is the case's `lost`; calling that "flagged" hid where the loss begins (3.5.8 and
-    3.11.5 both "flagged", nothing to halve). The search counts it on the no-bug side (`has_bug`)."""
+    3.11.5 both "flagged", nothing to halve). The search counts it on the no-bug side (`has_bug`). A run where
+    no kill landed (the release never made the write the point names) is NOT_REACHED: it says nothing of a kill."""
+    if outcome.validity != "error" and outcome.kills == 0:
+        return NOT_REACHED
     if outcome.validity != "invalid":
         return {"valid": "clean"}.get(outcome.validity, outcome.validity)
     absent = [code for code in expect if code not in outcome.got]
@@ -167,6 +190,15 @@ def bisect_case(case: Case, out: str, first: str | None = None, last: str | None
     """Run `case` on the registry's releases from `first` to `last` (default: the case's oldest and newest
     pinned releases) as `search` picks them; every run's folder is results/cases/<case>/bisect/<version>."""
     template = template_of(case)
+    plan = bisect_plan(case)
+    schedule = plan.get("schedule") or schedule_of(case.args)
+    numbered = numbered_writes(schedule) if schedule else []
+    if numbered:
+        raise KilltestError(f"{case.name}: its schedule names a store write by its number ({', '.join(numbered)}),"
+                            " which is another write on another release: declare the write a bisection kills at"
+                            f" by its file in {os.path.relpath(case.folder, PROJECT_ROOT)}/bisect.toml ([point]"
+                            " schedule = \"w<k>:<file>\", why = \"...\")")
+    case = dataclasses.replace(case, args=with_schedule(case.args, schedule)) if schedule else case
     package = split_pin(case.runtime, template.packages[0])[0]
     listed = releases(case.runtime, package, pre)
     pinned = sorted({r.version for r in case.releases if r.version in listed}, key=listed.index)
@@ -175,9 +207,11 @@ def bisect_case(case: Case, out: str, first: str | None = None, last: str | None
     versions = between(listed, first, last, package)
     result = Bisection(case.name, package, first, last, versions, every=every, command=command,
                        measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                       killtest_commit=killtest_commit())
+                       killtest_commit=killtest_commit(), point=schedule, point_why=plan.get("why", ""),
+                       missing=missing_between(case.runtime, plan.get("missing", []), listed, first, last))
     say(f"bisect {case.name}: {len(versions)} releases of {package} from {first} to {last} on the registry"
-        f" ({', '.join(versions)}); the schedule and expectation of {template.key}")
+        f" ({', '.join(versions)}); the expectation of {template.key}, killed at {schedule or 'no point'}"
+        + (f"; not in the registry: {', '.join(m['version'] for m in result.missing)}" if result.missing else ""))
     started = time.monotonic()
 
     def verdict(version: str) -> str:
@@ -207,7 +241,9 @@ def bisect_case(case: Case, out: str, first: str | None = None, last: str | None
     found = search(versions, verdict, every=every, probes=probes, warn=say)
     result.every, result.warning = found.every, found.warning
     result.changes = [{"last": versions[a], "last_verdict": found.verdicts[a], "first": versions[b],
-                       "first_verdict": found.verdicts[b], "neighbours": b == a + 1} for a, b in found.changes()]
+                       "first_verdict": found.verdicts[b], "neighbours": b == a + 1,
+                       "missing": [m["version"] for m in result.missing if m["after"] in versions[a:b]]}
+                      for a, b in found.changes()]
     result.seconds = round(time.monotonic() - started, 1)
     return result
 
@@ -237,8 +273,10 @@ def summary_lines(result: Bisection) -> list[str]:
     # With no change every judged release is on one side; name the verdict when they agree, else the side.
     side = (verdicts.pop() if len(verdicts) == 1 else "flagged" if has_bug(judged[0]["verdict"])
             else "not flagged for the case's bug") if judged else "no verdict"
-    lines = [f"bisect {result.case}: {c['last']} is the last {c['last_verdict']}, {c['first']} the first"
-             f" {c['first_verdict']}" for c in result.changes] or [
+    lines = [f"bisect {result.case}: the verdict changes between {c['last']} and {c['first']}"
+             + missing_words([m for m in result.missing if m["version"] in c.get("missing", ())], link=False)
+             + f": {c['last']} is the last {c['last_verdict']}, {c['first']} the first {c['first_verdict']}"
+             for c in result.changes] or [
         f"bisect {result.case}: {side} at every release run from {result.first} to {result.last}"
         + (" that gave one" if judged and len(judged) < len(result.runs) else "")]
     for run in result.runs:

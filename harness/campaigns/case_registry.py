@@ -11,6 +11,13 @@ monorepo's packages, crawlee@3.2.2 with its fourteen @crawlee/* pins) is pinned,
 newest version of its own package not newer than V: a monorepo does not publish every package at every
 release (npm has crawlee@3.1.3 but no @crawlee/memory-storage@3.1.3), and that newest one is what
 `crawlee@3.1.3`'s caret ranges resolved to the day it came out.
+
+A registry may lack releases upstream made: the npm registry this machine reaches has no crawlee@3.10.0,
+the release whose changelog makes the locking queue the default. A bisection that reports "3.9.2 the last
+clean, 3.10.1 the first flagged" must say so, with what upstream's changelog says changed there: a case
+keeps those releases in scrapers/cases/<case>/bisect.toml (`[[missing]]`, each quoted from the changelog
+with a link), and `missing_between` keeps those the registry's listing lacks, each placed after the newest
+release the registry has before it.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from killtest.harness.errors import KilltestError
 
@@ -134,3 +143,36 @@ def _not_newer(runtime: str, own: tuple[str, ...], target: str) -> list[str]:
     if runtime == "node":
         return [v for v in own if npm_key(v) <= npm_key(target)]
     return []  # a Python pin is moved only to a release of its own package that exists (pip's order is PEP 440's)
+
+
+def version_key(runtime: str) -> Callable[[str], Any]:
+    """The registry's order of versions: semver's for npm; for pip, the release numbers, then a final release after
+    its own pre-releases (2.14.0rc1 before 2.14.0): PEP 440's order for the versions a case names."""
+    if runtime == "node":
+        return npm_key
+
+    def release(version: str) -> Any:
+        found = re.match(r"^(\d+(?:\.\d+)*)(.*)$", version)
+        if found is None:
+            raise KilltestError(f"{version!r} is not a release number")
+        numbers = [int(n) for n in found[1].split(".")]
+        while len(numbers) > 1 and numbers[-1] == 0:
+            numbers.pop()  # 2.14 is 2.14.0
+        return (tuple(numbers), 0 if found[2] and not found[2].startswith(".post") else 1, found[2])
+    return release
+
+
+def missing_between(runtime: str, notes: list[dict], listed: tuple[str, ...] | list[str], first: str,
+                    last: str) -> list[dict]:
+    """The releases of `notes` (upstream's, each {"version", ...}) newer than `first` and older than `last` that
+    `listed` (the registry's, oldest first) lacks, oldest first, each with `after`: the newest listed release
+    older than it (where a boundary next to it lies)."""
+    key = version_key(runtime)
+    kept = []
+    for note in sorted(notes, key=lambda note: key(note["version"])):
+        version = note["version"]
+        if version in listed or not key(first) < key(version) < key(last):
+            continue
+        older = [v for v in listed if key(v) < key(version)]
+        kept.append({**note, "after": older[-1] if older else first})
+    return kept
