@@ -52,7 +52,8 @@ def test_a_case_whose_schedule_counts_writes_and_declares_no_point_is_refused_be
 
 def test_the_cases_bisected_at_a_write_name_it_by_its_file_and_say_why():
     for name, schedule in (("crawlee-node-2085-locking", "w2:storage/request_queues/default/HS6QWmr3mrfll6M.json"),
-                           ("crawlee-node-1736", "w1:storage/request_queues/default/yXgHHT8VyTIWio0.json")):
+                           ("crawlee-node-1736", "w1:storage/request_queues/default/yXgHHT8VyTIWio0.json"),
+                           ("crawlee-node-2085", "w1:storage/request_queues/default/yXgHHT8VyTIWio0.json")):
         plan = bisect_plan(load_case(os.path.join(CASES, name)))
         assert plan["schedule"] == schedule and "uniqueKey" in plan["why"]
         assert all(note["link"].startswith("https://github.com/apify/crawlee/") and note["changes"]
