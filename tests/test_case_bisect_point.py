@@ -86,6 +86,9 @@ def test_the_bisections_schedule_replaces_the_cases_own():
 def test_a_release_where_no_kill_landed_gives_no_verdict_and_the_summary_says_why():
     unreached = ReleaseOutcome("c", "3.9.2", "", "design.toml", [], ["lost"], validity="valid", kills=0)
     assert verdict_of(unreached, ["lost"]) == NOT_REACHED and NOT_REACHED in NO_VERDICT
+    never = dataclasses.replace(unreached, validity="error", error="killtest: error: kill point w2:a.json: the start"
+                                " makes no store write to a.json (files it writes: b.json)")
+    assert verdict_of(never, ["lost"]) == NOT_REACHED  # the file never written at all: the point is not reached
     killed = dataclasses.replace(unreached, kills=1)
     assert verdict_of(killed, ["lost"]) == "clean"
     result = Bisection("c", "crawlee", "3.9.2", "3.10.1", ["3.9.2", "3.10.1"])

@@ -172,8 +172,8 @@ def verdict_of(outcome: ReleaseOutcome, expect: tuple[str, ...] | list[str] = ()
     file whose emptying is the case's `lost`; calling that "flagged" hid where the loss begins (3.5.8 and
     3.11.5 both "flagged", nothing to halve). The search counts it on the no-bug side (`has_bug`). A run where
     no kill landed (the release never made the write the point names) is NOT_REACHED: it says nothing of a kill."""
-    if outcome.validity != "error" and outcome.kills == 0:
-        return NOT_REACHED
+    if (outcome.validity != "error" and outcome.kills == 0) or "makes no store write to" in outcome.error:
+        return NOT_REACHED  # no kill landed, or the file a point names is never written (faults/file_aims.py)
     if outcome.validity != "invalid":
         return {"valid": "clean"}.get(outcome.validity, outcome.validity)
     absent = [code for code in expect if code not in outcome.got]
