@@ -18,7 +18,11 @@ import pytest
 
 from killtest.harness.campaigns.case_report import _logged, _stacks_for, write_point
 from killtest.harness.design.case_spec import CASES_FOLDER, load_case
-from killtest.harness.report.case_report_page import _title
+from killtest.harness.errors import KilltestError
+from killtest.harness.report import case_report_repro
+from killtest.harness.report.case_report_notes import expected
+from killtest.harness.report.case_report_page import _title, _written
+from killtest.harness.report.case_report_repro import report_words
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KILLTEST = [sys.executable, "-m", "killtest"]
@@ -84,7 +88,10 @@ def test_crawlee_node_1736_report_names_the_framework_write_the_crawler_frame_an
                           capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
     report = (tmp_path / "cases" / "crawlee-node-1736" / "3.2.2" / "report.md").read_text()
-    assert report.startswith("# crawlee 3.2.2: after a SIGKILL during ")
+    # Titled by the mechanism, in Crawlee's terms (crawlee-node-1736/repro/report.toml).
+    assert report.startswith("# crawlee 3.2.2: a SIGKILL while batchAddRequests writes a new request's file")
+    assert "`scrapers/cases/crawlee-node-1736/repro/repro.sh` needs only the framework" in report
+    assert "start 2 exit status: 1" in report  # the framework-only run's exit statuses, lifted out of its output
     assert "The framework's write: `at lockAndWrite (node_modules/@crawlee/memory-storage/" in report
     assert "The crawler's nearest frame: `at async CheerioCrawler.requestHandler (scrapers/cases/crawlee-node-2085/"\
            "crawler.cjs:" in report
@@ -93,3 +100,52 @@ def test_crawlee_node_1736_report_names_the_framework_write_the_crawler_frame_an
     assert facts["outcome"]["validity"] == "invalid" and "crawlee==3.2.2" in facts["outcome"]["installed"]
     # This run's own figures ("0 rows, 10 of 10 lost"), beside the run set of record's when the out dir has one.
     assert re.search(f"{facts['outcome']['missing']} of {facts['outcome']['products']} (records )?lost", report)
+
+
+def test_the_report_words_beside_a_reproduction_add_to_upstream_toml_and_never_contradict_it(tmp_path):
+    case = tmp_path / "c"
+    (case / "repro").mkdir(parents=True)
+    (case / "upstream.toml").write_text('[report]\nsettings = ["A=1 (why)"]\nmechanism = "the first words"\n')
+    (case / "repro" / "repro.sh").write_text("#!/bin/sh\n")
+    (case / "repro" / "report.toml").write_text('settings = ["B=2 (why)"]\nwaits = "about 3 s"\n')
+    said = report_words("c", str(tmp_path))
+    assert said["settings"] == ["A=1 (why)", "B=2 (why)"] and said["waits"] == "about 3 s"
+    assert said["mechanism"] == "the first words"
+    assert (said["framework_only"], said["framework_only_output"]) == ("repro/repro.sh", "repro/output.txt")
+    (case / "repro" / "report.toml").write_text('mechanism = "other words"\n')
+    with pytest.raises(KilltestError, match="mechanism is in c/upstream.toml too"):
+        report_words("c", str(tmp_path))
+    (case / "repro" / "report.toml").write_text('fix = ["x.patch"]\n')
+    with pytest.raises(KilltestError, match="unknown key fix"):
+        report_words("c", str(tmp_path))
+
+
+def test_the_framework_only_evidence_is_its_first_runs_exit_statuses_and_closing_counters(tmp_path, monkeypatch):
+    case = tmp_path / "c"
+    (case / "repro").mkdir(parents=True)
+    (case / "repro" / "repro.sh").write_text("#!/bin/sh\n")
+    (case / "repro" / "output.txt").write_text(
+        "# sh repro.sh, three times\n# run 1\nscrapy 2.14.0\nstart 1 exit status: 137 (137 = SIGKILL)\nnoise\n"
+        "start 2 exit status: 0\n    'finish_reason': 'finished',\nrows 0, distinct products 0 of 200, lost 200\n"
+        "# run 2\nstart 1 exit status: 137 (137 = SIGKILL)\n")
+    monkeypatch.setattr(case_report_repro, "CASES_FOLDER", str(tmp_path))
+    shown = case_report_repro.evidence({"case": "c"})
+    block = shown[shown.index("```") + 1:-2]
+    assert block == ["# run 1", "start 1 exit status: 137 (137 = SIGKILL)", "start 2 exit status: 0",
+                     "    'finish_reason': 'finished',", "rows 0, distinct products 0 of 200, lost 200"]
+
+
+def test_expected_names_no_promise_where_the_framework_documents_the_limitation():
+    facts = {"case": "scrapy-4106", "framework": "scrapy", "version": "2.19.0", "key": "2.19.0",
+             "design": "scrapy-4106/design.toml"}
+    waived = expected(facts, "documented limitation")
+    assert waived.startswith("Expected: nothing after a SIGKILL.") and "jobs.rst" in waived
+    assert expected(facts, "buggy").startswith("Expected, by what scrapy promises and the case's design holds it to:")
+
+
+def test_a_report_written_at_a_commit_with_uncommitted_changes_says_it_is_not_of_record():
+    facts: dict = {"case": "c", "version": "1", "upstream": [],
+                   "outcome": {"measured_at": "t", "killtest_commit": "abc-dirty"}}
+    assert any(line.startswith("**Not a run of record: killtest abc-dirty") for line in _written(facts, "buggy"))
+    facts["outcome"]["killtest_commit"] = "abc"
+    assert "at killtest abc (a clean commit)" in _written(facts, "buggy")[0]

@@ -30,13 +30,17 @@ from collections.abc import Callable
 
 from killtest.harness.campaigns.case_envs import CaseEnv, ensure_env, interpreter_version
 from killtest.harness.campaigns.case_explore import explore_words
-from killtest.harness.campaigns.case_plan import killtest_word, run_release
+from killtest.harness.campaigns.case_plan import killtest_commit, killtest_word, run_release
 from killtest.harness.design.case_spec import CASES_FOLDER, Case, Release
+from killtest.harness.design.registry import PROJECT_ROOT
 from killtest.harness.errors import KilltestError
 
 WRITE_STACKS = os.path.join(CASES_FOLDER, "write-stacks.cjs")
-# The framework's own words worth a maintainer's eye: warnings, errors and a stack's first line.
-_LOGGED = re.compile(r"(WARN|ERROR|Error\b|Exception|Traceback|invalid|will be ignored|Resuming crawl)")
+# The framework's own words worth a maintainer's eye: warnings, errors and a stack's first line, and its closing
+# counters (Crawlee's "Final request statistics" and "Finished! Total ...": what a start that ended by itself did).
+_LOGGED = re.compile(r"(WARN|ERROR|Error\b|Exception|Traceback|invalid|will be ignored|Resuming crawl"
+                     r"|Final request statistics|Finished! Total)")
+_TABLE = ("\u250c", "\u2502", "\u251c", "\u2514")  # the lines of a table Crawlee for Python logs its statistics in
 # The counters of Scrapy's closing stats that say what a restart did with its job directory.
 _STATS = re.compile(r"'(dupefilter/filtered|scheduler/(enqueued|dequeued)|item_scraped_count|finish_reason"
                     r"|downloader/request_count)'")
@@ -51,6 +55,17 @@ def flagged_releases(case: Case, release: str | None) -> list[Release]:
     return chosen
 
 
+def require_clean_commit(out: str) -> None:
+    """A report written into the project's own results/ comes from a clean commit: one line and no run otherwise.
+    Into any other folder it is written all the same, and says loudly that it is not a run of record."""
+    commit = killtest_commit()
+    results = os.path.realpath(os.path.join(PROJECT_ROOT, "results"))
+    if commit and commit.endswith("-dirty") and os.path.realpath(out) == results:
+        raise KilltestError(f"killtest {commit} has uncommitted changes to its code: a report in results/ must come"
+                            " from a clean commit (commit first, or run from a clean worktree; --out elsewhere"
+                            " writes one marked not of record)")
+
+
 def write_point(case: Case) -> str | None:
     """The case's first store-write point (`w14`), if its schedule has one."""
     args = list(case.args)
@@ -61,6 +76,7 @@ def write_point(case: Case) -> str | None:
 def release_facts(case: Case, rel: Release, out: str, rebuild: bool = False,
                   say: Callable[[str], None] = print) -> dict:
     """Run the release for its report and gather what the report says (see the module's docstring)."""
+    require_clean_commit(out)
     env = ensure_env(case.runtime, rel.packages, rebuild=rebuild, say=say)
     folder = os.path.abspath(os.path.join(out, "cases", case.name, rel.key))
     run_dir = os.path.join(folder, "report-run")
@@ -140,7 +156,8 @@ def _logged(path: str, most: int = 60) -> list[dict]:
                 blocks.append([line.strip().rstrip(",")])
             elif _LOGGED.search(line) and not line.startswith((" ", "\t")):
                 block = [line.rstrip()]
-                block += list(itertools.takewhile(lambda more: more.startswith((" ", "\t")), lines[i + 1:i + 9]))
+                block += list(itertools.takewhile(lambda more: more.startswith((" ", "\t", *_TABLE)),
+                                                  lines[i + 1:i + 16]))
                 block = [b.rstrip() for b in block]
                 blocks.append(block)
         unique = list(dict.fromkeys(tuple(b) for b in blocks))

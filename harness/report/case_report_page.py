@@ -19,6 +19,7 @@ from killtest.harness.design.registry import design_named
 from killtest.harness.errors import KilltestError
 from killtest.harness.files import write_atomically
 from killtest.harness.report import case_report_notes as notes
+from killtest.harness.report import case_report_repro as repro
 from killtest.harness.report.pasted import from_root
 
 _FILE_FRAME = re.compile(r"[\w.-]+\.[cm]?[jt]s:\d+:\d+\)?$")  # a frame in a file: not `new Promise (<anonymous>)`
@@ -93,7 +94,7 @@ def _title(facts: dict, run: dict, record: dict | None = None) -> str:
     """`crawlee 3.2.2: after a SIGKILL during markRequestHandled's write of a request file, ...`: the framework,
     where the kill landed and what broke, in the run set of record's figures when there is one."""
     first = _broke(record) if record else (run.get("problems") or ["no problem recorded"])[0].split(" (broke ")[0]
-    mechanism = notes.case_words(facts["case"])["report"].get("mechanism") if facts.get("case") else None
+    mechanism = repro.report_words(facts["case"]).get("mechanism") if facts.get("case") else None
     if mechanism:
         return f"{facts['framework']} {facts['version']}: {mechanism}: {first}"
     note = facts.get("write_stacks")
@@ -141,12 +142,8 @@ def report_markdown(facts: dict, record: dict | None = None) -> str:
     title and the actual figures are the run set of record's; the log lines and stacks, this report's run's."""
     outcome, run = facts["outcome"], (facts.get("report_run") or {}).get("runs", [{}])[0]
     role = (record or {}).get("role") or facts["role"]
-    lines = [f"# {_title(facts, run, record)}", "", f"Case: {facts['title']}.", "",
-             f"*Written by `killtest cases --report {facts['case']} --release {facts['version']}` from its own runs,"
-             f" {outcome['measured_at']} at killtest {outcome.get('killtest_commit') or '-'}, and rewritten from"
-             f" results/cases.json by `python -m killtest.harness.report.case_table --write`; killtest's role for"
-             f" this release: {role}. Upstream: {', '.join(facts['upstream'])}.*", "",
-             "## Prerequisites and waits", "", *notes.prerequisites(facts), "",
+    lines = [f"# {_title(facts, run, record)}", "", f"Case: {facts['title']}.", "", *_written(facts, role), "",
+             "## Prerequisites and waits", "", *notes.prerequisites(facts, record), "",
              "## Settings that are not the framework's defaults", "", *notes.settings(facts), "",
              "## Related upstream threads", "", *notes.threads(facts), "",
              "## Environment", "",
@@ -161,15 +158,15 @@ def report_markdown(facts: dict, record: dict | None = None) -> str:
              " framework's documentation writes one, on its default local storage, started by killtest with the"
              " address of a local test shop, killed with SIGKILL at the point below, then started again until it"
              " finishes.", "",
-             "## Reproduce with the framework alone (no killtest)", "", *notes.framework_only(facts), "",
+             "## Reproduce with the framework alone (no killtest)", "", *repro.framework_only(facts), "",
              "## Reproduce with killtest, from a fresh directory", "", *_reproduction(facts), "",
-             "## Expected and actual", "",
-             f"Expected, by the promises the case's design holds {facts['framework']} to: {notes.expected(facts)}.", "",
+             "## Expected and actual", "", f"{notes.expected(facts, role)}.", "",
              notes.record_line(record), "",
              f"{REPORT_RUN} ({outcome['measured_at']}; its own figures, which may differ from the run set of"
              f" record's: {outcome['rows']} rows, {outcome['missing']} of {outcome['products']} lost):", "",
              *[f"- {problem}" for problem in run.get("problems", [])], "", f"{REPORT_RUN_END}", "",
-             "## What the framework logged", "", notes.exit_line(facts), ""]
+             "## Exit statuses, and what the framework logged", "", notes.exit_line(facts), "",
+             *repro.evidence(facts), ""]
     for crash in facts.get("crashes", []):
         lines += [f"Start {crash['start'] + 1} exited with status {crash['returncode']}; its last lines:", "",
                   *_fence([_short_paths(line) for line in crash["stderr_tail"]]), ""]
@@ -185,6 +182,21 @@ def report_markdown(facts: dict, record: dict | None = None) -> str:
               *notes.candidate_fix(facts)]
     # Paths from the checkout the runs were made in, whichever checkout writes the page (report/pasted.py).
     return from_root("\n".join(lines).replace("\n\n\n", "\n\n"), outcome.get("root")) + "\n"
+
+
+def _written(facts: dict, role: str) -> list[str]:
+    """Who wrote the report, from which runs, at which commit: a commit with uncommitted changes is said loudly."""
+    outcome = facts["outcome"]
+    commit = outcome.get("killtest_commit") or "-"
+    clean = " (a clean commit)" if commit != "-" and not commit.endswith("-dirty") else ""
+    lines = [f"*Written by `killtest cases --report {facts['case']} --release {facts['version']}` from its own runs,"
+             f" {outcome['measured_at']} at killtest {commit}{clean},"
+             " and rewritten from results/cases.json by `python -m killtest.harness.report.case_table --write`;"
+             f" killtest's role for this release: {role}. Upstream: {', '.join(facts['upstream'])}.*"]
+    if commit.endswith("-dirty"):
+        lines += ["", f"**Not a run of record: killtest {commit} ran with uncommitted changes to its code, so no commit"
+                  " reproduces exactly what ran. Run `killtest cases --report` again at a clean commit.**"]
+    return lines
 
 
 def _crawler_command(facts: dict) -> str:
