@@ -175,7 +175,8 @@ def pytest_runtest_protocol(item, nextitem):
         os.makedirs(folder, exist_ok=True)
         with open(os.path.join(folder, f"{os.getpid()}.jsonl"), "a", encoding="utf-8") as out:
             out.write(json.dumps({"test": item.nodeid, "cpu_s": round(_cpu_s() - began, 2),
-                                  "wall_s": round(time.monotonic() - wall, 2)}) + "\n")
+                                  "wall_s": round(time.monotonic() - wall, 2),
+                                  "ended": round(time.time(), 2)}) + "\n")
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
