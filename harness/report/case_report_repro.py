@@ -34,8 +34,7 @@ FRAMEWORK_ONLY_END = "<!-- end framework-only run -->"
 # status, Crawlee's closing statistics, a request queue's own counts, Scrapy's stats, what the store holds.
 _EVIDENCE = re.compile(r"exit status|Final request statistics|Finished! Total|request queue:|in_progress_requests"
                        r"|'(dupefilter/filtered|finish_reason|downloader/request_count|scheduler/enqueued)'"
-                       r"|^(items|rows) \d+|requests\.seen holds|request files left empty"
-                       r"|^# run 1\b|^# \S+ \S+, run 1\b")
+                       r"|^(items|rows) \d+|requests\.seen holds|request files left empty|^# (.+, )?run \d+\b")
 _LANGUAGE = {".sh": "sh", ".cjs": "js", ".js": "js", ".py": "python"}
 
 
@@ -110,20 +109,21 @@ def framework_only(facts: dict) -> list[str]:
 
 
 def evidence(facts: dict) -> list[str]:
-    """The framework-only output's first run, cut to its exit statuses and closing counters; empty without one."""
+    """The framework-only output's first run of this release (of the first release where it holds several),
+    cut to its exit statuses and closing counters; empty without one."""
     said = report_words(facts["case"])
     kept = _read(os.path.join(CASES_FOLDER, facts["case"], said.get("framework_only_output") or "")) \
         if said.get("framework_only") else None
     if not kept:
         return []
-    first, shown = [], False
-    for line in kept:
-        if line.startswith("# ") and re.search(r"\brun [2-9]\b", line):
-            break  # the first run only: the others are in the output above
-        if _EVIDENCE.search(line):
-            shown = True
-            first.append(line[:200])
+    runs = [i for i, line in enumerate(kept) if re.match(r"# (.+, )?run \d+\b", line)]
+    ours = [i for i in runs if re.search(rf"\b{re.escape(facts.get('version', ''))}\b", kept[i])]
+    start = (ours or runs or [0])[0]  # the release's own first run where the output holds several releases'
+    end = next((i for i in runs if i > start), len(kept))
+    first = [line[:200] for line in kept[start:end] if _EVIDENCE.search(line)]
+    shown = any(not line.startswith("# ") for line in first)
     if not shown:
         return []
-    return ["In the framework-only reproduction (its first run; the others are above), each start's exit status and"
-            " the framework's closing counters:", "", FRAMEWORK_ONLY, "```", *first, "```", FRAMEWORK_ONLY_END]
+    return ["In the framework-only reproduction (this release's first run; the others are above), each start's exit"
+            " status and the framework's closing counters:", "",
+            FRAMEWORK_ONLY, "```", *first, "```", FRAMEWORK_ONLY_END]
