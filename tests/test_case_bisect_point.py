@@ -21,6 +21,7 @@ from killtest.harness.campaigns.case_bisect import (
     NOT_REACHED,
     Bisection,
     bisect_case,
+    rows_at_kill,
     summary_lines,
     verdict_of,
 )
@@ -137,3 +138,13 @@ def test_a_boundary_next_to_a_missing_release_names_it_with_the_changelogs_words
     result = Bisection(**{k: v for k, v in data.items() if k in {f.name for f in dataclasses.fields(Bisection)}})
     assert summary_lines(result)[0].startswith("bisect c: the verdict changes between 3.9.2 and 3.10.1 (3.10.0 not"
                                                " in the registry: ")
+
+
+def test_the_rows_the_store_held_when_the_kill_landed_are_read_from_the_runs_kill_event(tmp_path):
+    """3.5.8's kill at the 2nd write of /product/3's file came with 4 rows stored (its record among them)."""
+    assert rows_at_kill(str(tmp_path)) is None
+    (tmp_path / "history").mkdir()
+    events = [{"type": "start", "start": 0}, {"type": "kill", "start": 0, "store_rows": 4, "point": "w2:a.json"},
+              {"type": "kill", "start": 1, "store_rows": 9}]
+    (tmp_path / "history" / "run1.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert rows_at_kill(str(tmp_path)) == 4

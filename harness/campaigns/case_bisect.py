@@ -232,7 +232,8 @@ def bisect_case(case: Case, out: str, first: str | None = None, last: str | None
                             "missing": outcome.missing, "duplicated": outcome.duplicated, "kills": outcome.kills,
                             "seconds": outcome.seconds, "env_seconds": built, "packages": list(pins),
                             "installed": outcome.installed, "error": outcome.error, "replay": outcome.replay,
-                            "command": outcome.command, "out": folder, "crashed_in": crashed_in(folder)})
+                            "command": outcome.command, "out": folder, "crashed_in": crashed_in(folder),
+                            "rows_at_kill": rows_at_kill(folder)})
         say(f"bisect {case.name}: {version} {found}{': ' + ', '.join(outcome.got) if outcome.got else ''}"
             f" ({outcome.seconds:g}s run, {built:g}s env; {len(result.runs)} run, {time.monotonic() - started:.0f}s"
             " so far)")
@@ -246,6 +247,20 @@ def bisect_case(case: Case, out: str, first: str | None = None, last: str | None
                       for a, b in found.changes()]
     result.seconds = round(time.monotonic() - started, 1)
     return result
+
+
+def rows_at_kill(folder: str) -> int | None:
+    """The rows the store held when the run's first kill landed (its `kill` event's store_rows), None without one:
+    the same file's k-th write on two releases may come before its record is stored on one, after on the other
+    (crawlee-node-2085-locking's 2nd write of a request's file: its lock from 3.10, its `handled` mark before)."""
+    history = os.path.join(folder, "history")
+    for name in sorted(os.listdir(history)) if os.path.isdir(history) else []:
+        with open(os.path.join(history, name), encoding="utf-8") as src:
+            for line in src:
+                event = json.loads(line)
+                if event.get("type") == "kill":
+                    return event.get("store_rows")
+    return None
 
 
 def crashed_in(folder: str, frames: int = 2) -> str:

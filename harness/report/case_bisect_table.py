@@ -65,7 +65,9 @@ def bisect_markdown(data: dict, page: str = "") -> str:
     if data.get("point"):
         lines.append(f"- Every release was killed at `{data['point']}`"
                      + (f": {data['point_why']}" if data.get("point_why") else "") + ". A release where no kill"
-                     " landed there says nothing of it: **no verdict (point not reached)**, never counted clean.")
+                     " landed there says nothing of it: **no verdict (point not reached)**, never counted clean."
+                     " *Rows at the kill*: the records the store held when it landed, which says whether the write"
+                     " came before or after the record it belongs with was stored.")
     unlisted = data.get("missing", [])
     if unlisted:
         lines.append(f"- Not in the registry, so not run: {', '.join(note['version'] for note in unlisted)}"
@@ -75,8 +77,9 @@ def bisect_markdown(data: dict, page: str = "") -> str:
               f" measured {data['measured_at']} at killtest {data['killtest_commit'] or '(not a checkout)'}"
               " (a shared 2-core machine: times move by a third from run to run).",
               f"- Command: `{shown(data['command'])}`", "",
-              "| release | verdict | findings | rows | lost | duplicated | kills | run s | env s | order"
-              " | a start crashed in |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "| release | verdict | findings | rows | lost | duplicated | kills | rows at the kill | run s | env s"
+              " | order | a start crashed in |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     order = {run["version"]: i for i, run in enumerate(data["runs"], 1)}
     rows = [(version, runs.get(version)) for version in data["versions"]]
     for note in unlisted:  # each after the registry's release before it
@@ -86,10 +89,11 @@ def bisect_markdown(data: dict, page: str = "") -> str:
     for version, run in rows:
         if run is None:
             what = "not in the registry" if version in unlisted_versions else "not run"
-            lines.append(f"| {version} | {what} | | | | | | | | | |")
+            lines.append(f"| {version} | {what} | | | | | | | | | | |")
             continue
         lines.append(f"| {version} | {run['verdict']} | {', '.join(run['got']) or '-'} | {run['rows']} |"
-                     f" {run['missing']} | {run['duplicated']} | {run['kills']} | {run['seconds']:g} |"
+                     f" {run['missing']} | {run['duplicated']} | {run['kills']} |"
+                     f" {'-' if run.get('rows_at_kill') is None else run['rows_at_kill']} | {run['seconds']:g} |"
                      f" {run['env_seconds']:g} | {order[version]} | {run.get('crashed_in') or '-'} |")
     errors = [run for run in data["runs"] if run.get("error")]
     if errors:
