@@ -101,10 +101,14 @@ docs: $(STAMP)
 	$(BIN)/python -m killtest.harness.report.reference --write
 
 # Real frameworks at pinned releases (scrapers/cases/, issue 23): each release's env built once in
-# ~/.cache/killtest/cases/, the buggy release flagged and the fixed one clean on the same schedule;
-# then docs/explanation/analyses.md is written from results/cases.json. Exit 1 when a release deviates.
+# ~/.cache/killtest/cases/, the buggy release flagged and the fixed one clean on the same schedule, each
+# verdict a frequency (issue 44): the aimed schedule REPEAT times and as many runs of kills spread over the
+# crawl, CASE_JOBS runs at once; then docs/explanation/analyses.md is written from results/cases.json.
+# Exit 1 when a release deviates.
+REPEAT ?= 5
+CASE_JOBS ?= 2
 cases: $(STAMP)
-	status=0; $(BIN)/killtest cases --out results || status=$$?; \
+	status=0; $(BIN)/killtest cases --repeat $(REPEAT) -j $(CASE_JOBS) --out results || status=$$?; \
 		$(BIN)/python -m killtest.harness.report.case_table --write; exit $$status
 
 # Issue 34's whole measure: `make cases`, then each case with a fixed release bisected on the registry's
@@ -117,7 +121,7 @@ EXPLORE_CASES = scrapy-7094 scrapy-4106 crawlee-node-2085 crawlee-node-1736 craw
 	apify-sdk-python-1103 bullmq-at-least-once crawlee-node-2085-locking:8
 analyses: $(STAMP)
 	@start=$$(date +%s); status=0; \
-	$(BIN)/killtest cases --out results || status=$$?; \
+	$(BIN)/killtest cases --repeat $(REPEAT) -j $(CASE_JOBS) --out results || status=$$?; \
 	for spec in $(BISECT_CASES); do case=$${spec%%:*}; from=$${spec#$$case}; \
 		$(BIN)/killtest cases --bisect $$case $${from:+--from $${from#:}} --out results || status=1; done; \
 	for spec in $(EXPLORE_CASES); do case=$${spec%%:*}; jobs=$${spec#$$case}; \

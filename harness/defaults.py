@@ -143,3 +143,7 @@ STALL_S = 10.0
 
 # --- The disk model (harness/faults/disk_model.py holds each profile's figures and source): off by default.
 DISK_PROFILES = ("nvme", "consumer-ssd", "cloud-volume", "hdd")
+
+# --- `killtest cases` (issue 44): each release's aimed schedule runs this many times, and as many runs of timed
+# kills spread over its crawl; a case's own `repeat` caps it (campaigns/case_runs.py).
+CASE_REPEAT = 5

@@ -241,9 +241,13 @@ OPTIONS: tuple[Option, ...] = (
            " of its own: results/cases/<case>/<release>/report.md", ("cases",), metavar="CASE"),
     Option("--explore", "explore each release of CASE (or --release) at every store write and with power cuts, on"
            " the case's catalog: results/cases/<case>/explore.{json,md}", ("cases",), metavar="CASE"),
-    Option("--jobs", "with --explore: points run in this many processes at once (default 2; a case whose runs"
-           " mostly wait out a framework's lock can take more than the cores: crawlee-node-2085-locking)",
-           ("cases",), type=positive(int), metavar="N"),
+    Option("--jobs", "runs (with --explore: points) in this many processes at once (default 1; with --explore 2;"
+           " a case whose runs mostly wait out a framework's lock can take more than the cores:"
+           " crawlee-node-2085-locking)", ("cases",), type=positive(int), metavar="N"),
+    # issue 44: a verdict rests on several runs: the aimed schedule repeated, and timed kills spread over the crawl.
+    Option("--repeat", "runs of each release's aimed schedule, and as many with timed kills spread over its crawl"
+           " (default 5; a case's own `repeat` in its case.toml caps it)", ("cases",), type=positive(int),
+           metavar="N"),
     Option("--pre", "with --bisect: count prereleases among the releases", ("cases",), action="store_true"),
     Option("--every", "with --bisect: run every release in the range, not a binary search", ("cases",),
            action="store_true"),

@@ -1,6 +1,8 @@
 """One run set behind every case figure: the READMEs' measured and explored tables, every report.md's figures and
 README.md's headline table are the ones in results/cases.json (and explore.json), and every role there and in
-a case's upstream.toml is the one its case.toml gives. Each check is also shown failing on a figure changed."""
+a case's upstream.toml is the one its case.toml gives. A frequency ("flagged in 5 of 5 aimed runs", "records
+lost 118-169 of 200 (median 137)") written anywhere outside the generated blocks must be one of a release's
+runs' in cases.json too. Each check is also shown failing on a figure changed."""
 
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ DATA = case_table.read_results(os.path.join(RESULTS, "cases.json"))
 CASES = sorted((DATA or {}).get("cases", {}))
 LOST = re.compile(r"\b(\d+) of (\d+) (?:records |products )?lost\b|\blost (\d+) of (\d+)\b")
 ROWS = re.compile(r"\b(\d+) rows\b")
+FLAGGED_IN = re.compile(r"\bflagged in (\d+) of (\d+) (aimed|spread-kill) runs\b")
+LOST_RANGE = re.compile(r"\blost (\d+)-(\d+) of (\d+) \(median ([\d.]+)\)")
 
 
 def _text(path: str) -> str:
@@ -52,8 +56,28 @@ def _measured(name: str) -> set[tuple[int, int]]:
     """The losses results/ holds for the case: its releases' in cases.json, and its explorations' (explore.md,
     generated from explore.json), which a README may quote beside the replay line that reproduces them."""
     explored = os.path.join(RESULTS, "cases", name, "explore.md")
-    return ({(r["missing"], r["products"]) for r in DATA["cases"][name]["releases"] if "missing" in r}
+    releases = DATA["cases"][name]["releases"]
+    return ({(r["missing"], r["products"]) for r in releases if "missing" in r}
+            | {(run["lost"], r["products"]) for r in releases for run in r.get("runs", [])}
             | (_lost_figures(_text(explored)) if os.path.exists(explored) else set()))
+
+
+def _frequencies_in(text: str) -> set[tuple]:
+    return ({("flagged", int(k), int(n), kind) for k, n, kind in FLAGGED_IN.findall(text)}
+            | {("lost", int(a), int(b), int(p), float(m)) for a, b, p, m in LOST_RANGE.findall(text)})
+
+
+def _measured_frequencies(name: str) -> set[tuple]:
+    """Every frequency the case's releases have in cases.json, as the two patterns above read them."""
+    found: set[tuple] = set()
+    for r in DATA["cases"][name]["releases"]:
+        for kind, summary in (r.get("frequencies") or {}).items():
+            if summary:
+                word = "aimed" if kind == "aimed" else "spread-kill"
+                found |= {("flagged", summary["flagged"], summary["runs"], word),
+                          ("lost", summary["lost"]["min"], summary["lost"]["max"], r["products"],
+                           float(summary["lost"]["median"]))}
+    return found
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -65,6 +89,20 @@ def test_each_case_readme_holds_its_tables_as_generated_from_the_results(name):
 def test_no_case_readme_states_a_loss_that_is_not_in_the_run_set(name):
     prose = _outside_blocks(_text(readme_path(DATA["cases"][name])))
     assert _lost_figures(prose) - _measured(name) == set()
+    assert _frequencies_in(prose) - _measured_frequencies(name) == set()
+
+
+def test_a_frequency_not_in_the_run_set_is_caught():
+    several = [n for n in CASES if any(r.get("frequencies") for r in DATA["cases"][n]["releases"])]
+    if not several:
+        pytest.skip("no release in results/cases.json was run several times yet")
+    name = several[0]
+    release = next(r for r in DATA["cases"][name]["releases"] if r.get("frequencies"))
+    aimed = release["frequencies"]["aimed"]
+    said = f"flagged in {aimed['flagged']} of {aimed['runs']} aimed runs"
+    assert _frequencies_in(said) <= _measured_frequencies(name)
+    wrong = f"flagged in {aimed['runs'] + 1} of {aimed['runs'] + 1} aimed runs, records lost 1-999 of 1000 (median 7)"
+    assert len(_frequencies_in(wrong) - _measured_frequencies(name)) == 2
 
 
 def test_a_changed_figure_in_a_readme_block_is_caught():
@@ -147,6 +185,7 @@ def test_the_headline_tables_losses_are_in_the_run_set():
     section = readme.split("## Does it find real bugs?")[1].split("\n## ")[0]
     every = {pair for name in CASES for pair in _measured(name)}
     assert _lost_figures(section) and _lost_figures(section) - every == set()
+    assert _frequencies_in(section) - {f for name in CASES for f in _measured_frequencies(name)} == set()
 
 
 def test_an_unknown_key_in_upstream_toml_is_a_one_line_error(tmp_path):

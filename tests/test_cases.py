@@ -217,7 +217,7 @@ def test_crawlee_python_1825_buggy_flagged_hung_fixed_clean_and_the_replay_line_
     """1.6.1 skips the killed request forever and never says it is done: stopped, `liveness`, its record not
     stored because the crawl did not finish (never `lost`, which is for a crawl that finished: issue 33)."""
     out = tmp_path / "results"
-    done = subprocess.run([*KILLTEST, "cases", "--only", "crawlee-python-1825", "--out", str(out)],
+    done = subprocess.run([*KILLTEST, "cases", "--only", "crawlee-python-1825", "--repeat", "1", "--out", str(out)],
                           capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
     releases = {r["version"]: r for r in json.loads((out / "cases.json").read_text())["cases"]

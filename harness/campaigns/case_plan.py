@@ -1,11 +1,22 @@
-"""The plan of `killtest cases`: each case's releases, one `killtest run` each, inside that release's env.
+"""The plan of `killtest cases`: each case's releases, each run several times, inside that release's env.
 
-A release runs as its own `python -m killtest run --design <case design> <case args> --out
-<out>/cases/<case>/<release>` with the release's env first on PATH (and NODE_PATH for node): the
-same command a user would paste, so nothing of the case's framework is imported into killtest's own
-interpreter. Its killtest.json is read and its findings compared with the release's `expect`: a
-release expecting findings must show every one of them (others may come with it: a lost request
-often leaves the crawl unfinished too); a release expecting none must pass.
+A run is its own `python -m killtest run --design <case design> <case args> --out <folder>` with the
+release's env first on PATH (and NODE_PATH for node): the same command a user would paste, so nothing of
+the case's framework is imported into killtest's own interpreter. `killtest cases` runs each release's
+aimed schedule n times and n runs of timed kills spread over its crawl (case_runs.py: `run_release_sets`);
+a bisection and a report run the aimed schedule once (`run_release`).
+
+Which verdict a release gets, and why. A release's `as_expected` is judged on its aimed runs only: they
+are the case's claim (this write, this request, loses on this release and not on that one), while the
+spread-kill runs measure how often timed kills, not aimed at the bug, find it (printed, never judged: a
+fixed release flagged under spread kills is a finding to show, not the case's claim failing). A release
+expecting findings must show every one of them (others may come with them: a lost request often leaves
+the crawl unfinished too) in at least the case's `expect_share` of its aimed runs, by default every one:
+an aimed point is exact, so a run that misses the bug is news, and a case whose bug is a race says so in
+its case.toml; a release expecting none must be valid in every aimed run (a run that proved nothing does
+not count as clean). The release's single figures (rows, missing, duplicated, kills, outcome) are the
+aimed run its replay line reproduces: the first flagged one, else the first; `frequencies` holds each
+set's ranges and medians (report/case_frequencies.py) and `runs` every run's record.
 """
 
 from __future__ import annotations
@@ -22,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from killtest.harness import lifeline
-from killtest.harness.campaigns.case_envs import CaseEnv, ensure_env
+from killtest.harness.campaigns.case_envs import CaseEnv
 from killtest.harness.campaigns.case_installed import installed
 from killtest.harness.design.case_spec import Case, Release
 from killtest.harness.design.registry import PROJECT_ROOT, design_named
@@ -52,7 +63,7 @@ class ReleaseOutcome:
     duplicated: int = 0
     kills: int = 0
     outcome: str = ""  # the runs' outcomes (completed, timed_out ...), comma-joined
-    seconds: float = 0.0  # the release's whole `killtest run`, env build excluded
+    seconds: float = 0.0  # the release's runs, all of them, as run (at -j), env build excluded
     command: str = ""  # the `killtest run` line, with the env assignments it needs
     replay: str | None = None  # for a flagged run: the `killtest replay` line, with the env assignments
     out: str = ""
@@ -63,6 +74,13 @@ class ReleaseOutcome:
     measured_at: str = ""  # when the release's run started, UTC (2026-12-04T15:59:12Z)
     killtest_commit: str | None = None  # the checkout's commit (`-dirty`: its code had changes); None: not a checkout
     root: str = ""  # the checkout it ran from, so the analyses page can leave it out of its lines anywhere
+    repeat: int = 1  # runs a set
+    expect_share: float = 1.0  # of the aimed runs, the share that must show `expect` (case.toml; 1.0: every one)
+    runs: list[dict] = field(default_factory=list)  # every run's record (case_frequencies.run_records)
+    frequencies: dict = field(default_factory=dict)  # {"aimed": summary, "spread": summary or None}
+    spread_note: str = ""  # the case's reason for fewer spread kills, or none
+    spread_command: str = ""  # spread-kill run 1's `killtest run` line
+    spread_replay: str | None = None  # the first flagged spread-kill run's replay line
 
     @property
     def key(self) -> str:
@@ -97,24 +115,6 @@ def killtest_commit() -> str | None:
     return head + ("-dirty" if changed else "")
 
 
-def run_cases(cases: list[Case], out: str, release: str | None = None, rebuild: bool = False,
-              say: Callable[[str], None] = print,
-              done: Callable[[ReleaseOutcome], object] | None = None) -> list[ReleaseOutcome]:
-    """Every release of every case (just `release`, when given), in order; the env of each built first.
-    `done` is told each outcome as it comes (the command prints it and keeps it if the rest is interrupted)."""
-    outcomes = []
-    check_requirements(cases, release)
-    for case in cases:
-        for rel in case.releases:
-            if release is not None and rel.version != release:
-                continue
-            env = ensure_env(case.runtime, rel.packages, rebuild=rebuild, say=say)
-            outcomes.append(run_release(case, rel, env, out, say))
-            if done is not None:
-                done(outcomes[-1])
-    return outcomes
-
-
 def check_requirements(cases: list[Case], release: str | None = None) -> None:
     """What this killtest lacks for a selected design (the redis extra for a BullMQ case): one line before
     anything runs, not an error per release after the others' envs were built and run."""
@@ -129,14 +129,7 @@ def run_release(case: Case, rel: Release, env: CaseEnv, out: str, say: Callable[
     folder = os.path.abspath(folder or os.path.join(out, "cases", case.name, rel.key))
     os.makedirs(folder, exist_ok=True)
     words = ["run", "--design", rel.design, *case.args, "--no-plot", "--out", folder]
-    outcome = ReleaseOutcome(case=case.name, version=rel.version, label=rel.label,
-                             design=os.path.relpath(rel.design, case.folder), packages=list(rel.packages),
-                             expect=list(rel.expect), role=rel.role, out=folder,
-                             command=f"{env.shell_prefix()} {shlex.join([killtest_word(), *words])}",
-                             measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                             killtest_commit=killtest_commit(), root=PROJECT_ROOT)
-    held = installed(case.runtime, env.root, rel.packages)
-    outcome.installed, outcome.dependencies = held["all"], held["direct"]
+    outcome = new_outcome(case, rel, env, folder, words)
     say(f"[{case.name} {rel.key}] killtest run ... (log: {os.path.join(folder, 'killtest.log')})")
     report = os.path.join(folder, "killtest.json")
     if os.path.exists(report):
@@ -151,8 +144,40 @@ def run_release(case: Case, rel: Release, env: CaseEnv, out: str, say: Callable[
         outcome.validity = "error"
         outcome.error = last_line(os.path.join(folder, "killtest.log")) or f"killtest run exited {status}"
         return outcome
-    _read_report(outcome, report, env, case.args)
+    read_report(outcome, report, env, case.args)
     return outcome
+
+
+def new_outcome(case: Case, rel: Release, env: CaseEnv, folder: str, words: list[str] | tuple[str, ...]
+                 ) -> ReleaseOutcome:
+    outcome = ReleaseOutcome(case=case.name, version=rel.version, label=rel.label,
+                             design=os.path.relpath(rel.design, case.folder), packages=list(rel.packages),
+                             expect=list(rel.expect), role=rel.role, out=folder, command=run_line(env, words),
+                             measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                             killtest_commit=killtest_commit(), root=PROJECT_ROOT)
+    held = installed(case.runtime, env.root, rel.packages)
+    outcome.installed, outcome.dependencies = held["all"], held["direct"]
+    return outcome
+
+
+def run_line(env: CaseEnv, words: list[str] | tuple[str, ...]) -> str:
+    return f"{env.shell_prefix()} {shlex.join([killtest_word(), *words])}"
+
+
+def replay_line(campaign: dict, env: CaseEnv, case_args: tuple[str, ...]) -> str | None:
+    """The replay line of a killtest.json's first flagged run, with the env assignments it needs; None if none."""
+    replays = (campaign.get("settings", {}).get("replays") or {})
+    flagged = next((run for run in campaign.get("runs", []) if not run.get("valid", True)), None)
+    if flagged is None:
+        return None
+    lines = replays.get(flagged.get("design"), [])
+    line = lines[flagged.get("run", 1) - 1] if 0 < flagged.get("run", 1) <= len(lines) else None
+    if not line:
+        return None
+    words = _replay_words(line, case_args)
+    if words and words[0] == "killtest":
+        words[0] = killtest_word()
+    return f"{env.shell_prefix()} {shlex.join(words)}"
 
 
 def _replay_words(line: str, case_args: tuple[str, ...]) -> list[str]:
@@ -171,7 +196,7 @@ def _replay_words(line: str, case_args: tuple[str, ...]) -> list[str]:
     return words
 
 
-def _read_report(outcome: ReleaseOutcome, path: str, env: CaseEnv, case_args: tuple[str, ...]) -> None:
+def read_report(outcome: ReleaseOutcome, path: str, env: CaseEnv, case_args: tuple[str, ...]) -> None:
     with open(path, encoding="utf-8") as src:
         campaign = json.load(src)
     runs = campaign.get("runs", [])
@@ -189,16 +214,7 @@ def _read_report(outcome: ReleaseOutcome, path: str, env: CaseEnv, case_args: tu
         outcome.as_expected = outcome.validity == "invalid" and set(outcome.expect) <= set(outcome.got)
     else:
         outcome.as_expected = outcome.validity == "valid"
-    replays = (campaign.get("settings", {}).get("replays") or {})
-    flagged = next((run for run in runs if not run.get("valid", True)), None)
-    if flagged is not None:
-        lines = replays.get(flagged.get("design"), [])
-        line = lines[flagged.get("run", 1) - 1] if 0 < flagged.get("run", 1) <= len(lines) else None
-        if line:
-            words = _replay_words(line, case_args)
-            if words and words[0] == "killtest":
-                words[0] = killtest_word()
-            outcome.replay = f"{env.shell_prefix()} {shlex.join(words)}"
+    outcome.replay = replay_line(campaign, env, case_args)
 
 
 def _run_logged(command: list[str], environ: dict[str, str], log: str) -> int:

@@ -7,8 +7,9 @@ import os
 
 from killtest.harness.campaigns.case_bisect import bisect_case, summary_lines, template_of
 from killtest.harness.campaigns.case_explore import explore_case
-from killtest.harness.campaigns.case_plan import ReleaseOutcome, check_requirements, run_cases
+from killtest.harness.campaigns.case_plan import ReleaseOutcome, check_requirements
 from killtest.harness.campaigns.case_report import flagged_releases, release_facts
+from killtest.harness.campaigns.case_runs import run_cases
 from killtest.harness.check.findings import FINDINGS
 from killtest.harness.cli.command import EXIT_CHECK_FAILED, EXIT_PASSED, Command
 from killtest.harness.cli.explore import add_short_flag
@@ -17,6 +18,7 @@ from killtest.harness.design.case_spec import load_cases
 from killtest.harness.errors import KilltestError
 from killtest.harness.report.case_bisect_table import write_bisection
 from killtest.harness.report.case_explore_table import write_exploration
+from killtest.harness.report.case_frequencies import release_frequencies
 from killtest.harness.report.case_report_page import write_report
 from killtest.harness.report.case_table import merged, read_results, verdict_text, write_results
 from killtest.harness.running.progress import Progress
@@ -37,8 +39,12 @@ class CasesCommand(Command):
         for flag in ("from", "to", "pre", "every"):
             if getattr(args, flag) and chosen != ["bisect"]:
                 raise KilltestError(f"--{flag} goes with --bisect CASE")
-        if args.jobs is not None and chosen != ["explore"]:
-            raise KilltestError("--jobs goes with --explore CASE (a case's own runs and a bisection run one at a time)")
+        if args.jobs is not None and chosen not in ([], ["explore"]):
+            raise KilltestError("--jobs goes with the cases' runs or --explore CASE (a bisection and a report run"
+                                " one at a time)")
+        if args.repeat is not None and chosen:
+            raise KilltestError(f"--repeat goes with the cases' runs, not --{chosen[0]} (which runs each release once"
+                                " at its aimed points)")
         if args.bisect is not None:
             return self.bisect(args, progress)
         if args.report is not None:
@@ -62,7 +68,8 @@ class CasesCommand(Command):
             outcomes.append(outcome)
             progress.done(_line(outcome))
         try:
-            run_cases(cases, args.out, release=args.release, rebuild=args.rebuild, say=progress.step, done=finished)
+            run_cases(cases, args.out, release=args.release, rebuild=args.rebuild, say=progress.step, done=finished,
+                      repeat=args.repeat, jobs=args.jobs or 1)
         finally:  # an interrupted `cases` keeps the releases that finished
             path = os.path.join(args.out, "cases.json")
             write_results(args.out, merged(read_results(path), cases, outcomes, command_line()))
@@ -70,6 +77,8 @@ class CasesCommand(Command):
         for o in outcomes:
             if o.replay:
                 progress.done(f"replay {o.case} {o.key}: {o.replay}")
+            if o.spread_replay:
+                progress.done(f"replay {o.case} {o.key} (spread kills): {o.spread_replay}")
         progress.done(f"cases: {len(outcomes) - len(wrong)} of {len(outcomes)} releases as expected;"
                       f" {os.path.join(args.out, 'cases')}.{{json,md}}")
         return EXIT_CHECK_FAILED if wrong else EXIT_PASSED
@@ -121,5 +130,6 @@ class CasesCommand(Command):
 
 def _line(o: ReleaseOutcome) -> str:
     expected = "flagged: " + ", ".join(o.expect) if o.expect else "clean"
+    said = release_frequencies(o.to_json()) or f"{o.rows} rows, {o.missing} lost"
     return (f"{o.case} {o.key}: expected {expected}, got {verdict_text(o.to_json())}"
-            f" ({o.rows} rows, {o.missing} lost, {o.seconds:g}s): {'right' if o.as_expected else 'WRONG'}")
+            f" ({said}; {o.seconds:g}s): {'right' if o.as_expected else 'WRONG'}")

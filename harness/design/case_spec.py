@@ -69,6 +69,14 @@ class Case:
     runtime: str
     args: tuple[str, ...]
     releases: tuple[Release, ...]
+    # How often each release runs (campaigns/case_runs.py): at most `repeat` runs a set (None: the command's
+    # --repeat); `spread_kills` SIGKILLs in each spread-kill run (None: killtest's default; 0: no spread set),
+    # with `spread_note` saying why when set; `expect_share`: of the aimed runs, the share that must show the
+    # expected findings (1.0: every one).
+    repeat: int | None = None
+    spread_kills: int | None = None
+    spread_note: str = ""
+    expect_share: float = 1.0
 
 
 def _slug(text: str) -> str:
@@ -126,7 +134,8 @@ def load_case(folder: str, codes: Collection[str] = ()) -> Case:
     case = data.get("case")
     if not isinstance(case, dict):
         raise fail("[case]", "missing: the table with title, framework, upstream, status, runtime, args")
-    known = {"title", "framework", "upstream", "status", "runtime", "design", "args"}
+    known = {"title", "framework", "upstream", "status", "runtime", "design", "args", "repeat", "spread_kills",
+             "spread_note", "expect_share"}
     for key in case:
         if key not in known:
             raise fail(f"case.{key}", f"unknown key; [case] may hold {', '.join(sorted(known))}")
@@ -159,6 +168,14 @@ def load_case(folder: str, codes: Collection[str] = ()) -> Case:
     if not upstream:
         raise fail("case.upstream", "name at least one upstream issue or pull request (its URL)")
     default_design = text(case, "design", "case", "design.toml")
+    for key, least in (("repeat", 1), ("spread_kills", 0)):
+        if key in case and (not isinstance(case[key], int) or isinstance(case[key], bool) or case[key] < least):
+            raise fail(f"case.{key}", f"a whole number of at least {least} is expected, not {case[key]!r}")
+    if "spread_kills" in case and not str(case.get("spread_note", "")).strip():
+        raise fail("case.spread_note", "say why the case has fewer spread kills (or none): the page prints it")
+    share = case.get("expect_share", 1.0)
+    if not isinstance(share, (int, float)) or isinstance(share, bool) or not 0 < share <= 1:
+        raise fail("case.expect_share", f"a share of the aimed runs, above 0 and at most 1, not {share!r}")
 
     rows = data.get("release")
     if not isinstance(rows, list) or not rows:
@@ -208,4 +225,6 @@ def load_case(folder: str, codes: Collection[str] = ()) -> Case:
                    " (expect = [])")
     return Case(name=name, folder=os.path.abspath(folder), title=text(case, "title", "case"),
                 framework=text(case, "framework", "case"), upstream=upstream, status=status, runtime=runtime,
-                args=args, releases=tuple(releases))
+                args=args, releases=tuple(releases), repeat=case.get("repeat"),
+                spread_kills=case.get("spread_kills"), spread_note=str(case.get("spread_note", "")).strip(),
+                expect_share=float(share))

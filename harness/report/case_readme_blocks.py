@@ -6,7 +6,7 @@ A case README (scrapers/cases/<case>/README.md) holds its measured figures only 
     <!-- generated: explored -->  ...  <!-- end generated: explored -->
 
 written by `python -m killtest.harness.report.case_table --write` from results/cases.json (the run set of
-record: each release's latest `killtest cases` run) and results/cases/<case>/explore.json, so that no
+record: each release's latest `killtest cases` runs) and results/cases/<case>/explore.json, so that no
 figure of a README is typed by hand and the README, the analyses page and the headline table read the same
 run. tests/test_case_numbers.py fails when a block is missing or is not what these functions make now.
 """
@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from killtest.harness.design.registry import PROJECT_ROOT
 from killtest.harness.files import write_atomically
+from killtest.harness.report.case_frequencies import kills_cell, run_times, set_cell
 from killtest.harness.report.case_words import release_name, roles_by_key
 
 KINDS = ("measured", "explored")
@@ -31,15 +32,25 @@ def _markers(kind: str) -> tuple[str, str]:
 
 def measured_block(case: dict, role: Callable, verdict: Callable, expected: Callable, counts: Callable,
                    provenance: Callable) -> str:
-    """The case's measured table: one row a release, as results/cases.json has it (the page's own words)."""
-    lines = ["From results/cases.json, the run set of record (`make cases` or `killtest cases --only`): one run"
-             " per release, each measured at the time and killtest commit named. Seconds are that run's wall"
-             " time on a shared 2-core machine; the analyses page shows the same run.", "",
-             "| release | role | expected | measured | records | s | run |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+    """The case's measured table: one row a release, as results/cases.json has it (the page's own words): its
+    aimed runs and its spread-kill runs as frequencies (case_frequencies), what their kills tested, and the
+    figures of the aimed run its replay line reproduces. A result of one run (written before releases ran
+    several times) is said as one run."""
+    several = any(r.get("frequencies") for r in case["releases"])
+    lines = ["From results/cases.json, the run set of record (`make cases` or `killtest cases --only`): "
+             + ("each release's aimed schedule run several times, and as many runs with timed kills spread over"
+                " its crawl (the analyses page says how), each measured at the time and killtest commit named."
+                " Seconds are the release's runs together, on a shared 2-core machine" if several else
+                "one run per release, each measured at the time and killtest commit named. Seconds are that"
+                " run's wall time on a shared 2-core machine")
+             + "; the analyses page shows the same runs.", "",
+             "| release | role | expected | aimed runs | spread-kill runs | kills | the replayed run | s | run |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in case["releases"]:
-        lines.append(f"| {release_name(r['version'], r.get('label', ''))} | {role(r)} | {expected(r)} |"
-                     f" {verdict(r)} | {counts(r)} | {r['seconds']:g} | {provenance(r)} |")
+        aimed = set_cell(r, "aimed") if r.get("frequencies") else "one run"
+        lines.append(f"| {release_name(r['version'], r.get('label', ''))} | {role(r)} | {expected(r)} | {aimed} |"
+                     f" {set_cell(r, 'spread')} | {kills_cell(r) or '-'} | {verdict(r)} ({counts(r)}) |"
+                     f" {run_times(r)} | {provenance(r)} |")
     return "\n".join(lines)
 
 

@@ -22,6 +22,7 @@ from killtest.harness.design.registry import PROJECT_ROOT
 from killtest.harness.files import write_atomically
 from killtest.harness.report.case_bisect_table import bisection_lines
 from killtest.harness.report.case_explore_table import exploration_lines
+from killtest.harness.report.case_frequencies import kills_cell, measured_text, run_times, verdict_text
 from killtest.harness.report.case_readme_blocks import write_readme_blocks
 from killtest.harness.report.case_report_page import rewrite_reports
 from killtest.harness.report.case_words import (
@@ -61,17 +62,21 @@ killtest cases --explore crawlee-node-2085-locking -j 8   # 8 points at once: it
 make analyses                                  # all of the above for every case, its time printed
 ```
 
-The figures below are the latest run of each release (results/cases.json, which keeps every release's
-latest result whether `make cases` or `killtest cases --only` ran it): one run a release, so a verdict, not
-a frequency. The case READMEs' tables and each report.md's figures are generated from the same file by the
-same command, and tests/test_case_numbers.py fails when one disagrees. Each release says when it was
-measured (UTC), at which killtest commit, and what its env held: every package installed, not only
-the pins, since what the pins pull in floats (results/cases.json lists them all; this page, the pins'
-own dependencies). This page is generated from that file by `python -m
-killtest.harness.report.case_table --write`. Its commands, and those of results/cases/*.md, read from the
-repository root whichever checkout measured them (`.venv/bin/killtest ... --design scrapers/cases/...
---out results/...`, a case env as `~/.cache/killtest/...`); the JSON files keep the whole lines and the
-checkout they ran in. How to add a case: notes in each case's README and [the spec
+The figures below are the latest runs of each release (results/cases.json, which keeps every release's latest
+result whether `make cases` or `killtest cases --only` ran it), said as frequencies: each release runs its
+case's aimed schedule n times (`--repeat`, default 5) and n times on timed kills that killtest spreads over its
+crawl (the case's args without `--schedule`), each run a `killtest run` of its own; the verdict ("as expected")
+is the aimed runs', the spread-kill runs say how often kills not aimed at the bug find it. A case whose runs
+wait out a lock may run fewer (its case.toml's `repeat`, and `spread_kills` with a `spread_note`) and says why;
+a case whose bug is a race may state the share of aimed runs it must be flagged in (`expect_share`; by default
+every one). The case READMEs' tables and each report.md's figures are generated from the same file by the same
+command, and tests/test_case_numbers.py fails when one disagrees. Each release says when it was measured (UTC),
+at which killtest commit, and what its env held: every package installed, not only the pins, since what the pins
+pull in floats (results/cases.json lists them all; this page, the pins' own dependencies). This page is
+generated from that file by `python -m killtest.harness.report.case_table --write`. Its commands, and those of
+results/cases/*.md, read from the repository root whichever checkout measured them (`.venv/bin/killtest ...
+--design scrapers/cases/... --out results/...`, a case env as `~/.cache/killtest/...`); the JSON files keep the
+whole lines and the checkout they ran in. How to add a case: notes in each case's README and [the spec
 reference](../reference/spec.md) for its design; a flagged or fixed release also needs, in the case's
 upstream.toml, the upstream words its role rests on (harness/report/case_words.py says the format).
 
@@ -146,16 +151,6 @@ def write_results(out: str, data: dict) -> None:
     write_atomically(os.path.join(out, "cases.md"), cases_markdown(data))
 
 
-def verdict_text(release: dict) -> str:
-    """`flagged: lost, liveness`, `clean`, `unknown` or `error: ...`, as measured."""
-    if release["validity"] == "error":
-        return f"error: {release.get('error', '')}"
-    if release["validity"] == "valid":
-        return "clean"
-    found = ", ".join(release.get("got", [])) or "no finding"
-    return f"flagged: {found}" if release["validity"] == "invalid" else f"unknown: {found}"
-
-
 def _expected_text(release: dict) -> str:
     return "flagged: " + ", ".join(release["expect"]) if release["expect"] else "clean"
 
@@ -196,12 +191,13 @@ def cases_markdown(data: dict) -> str:
     """results/cases.md: one row per release, then each case's commands and replay lines."""
     lines = ["# killtest cases", "", f"`{data.get('command', '')}`", "",
              "Lines of results written inside the checkout are shown from its root; cases.json has them whole.", "",
-             "| case | framework | release | expected | measured | as expected | records | seconds |",
+             "| case | framework | release | expected | measured | as expected | the replayed run's records |"
+             " seconds |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, case in sorted(data["cases"].items()):
         for r in case["releases"]:
             lines.append(f"| {name} | {case['framework']} | {_release_name(r)} | {_expected_text(r)} |"
-                         f" {verdict_text(r)} | {'yes' if r['as_expected'] else '**NO**'} | {_counts(r)} |"
+                         f" {measured_text(r)} | {'yes' if r['as_expected'] else '**NO**'} | {_counts(r)} |"
                          f" {r['seconds']:g} |")
     for name, case in sorted(data["cases"].items()):
         lines += ["", f"## {name}", "", case["title"], ""]
@@ -209,6 +205,8 @@ def cases_markdown(data: dict) -> str:
             lines.append(f"- {_release_name(r)} ({_provenance(r)}): `{_shown(r['command'], r)}`")
             if r.get("replay"):
                 lines.append(f"  - replay: `{_shown(r['replay'], r)}`")
+            if r.get("spread_replay"):
+                lines.append(f"  - replay of a flagged spread-kill run: `{_shown(r['spread_replay'], r)}`")
     return "\n".join(lines) + "\n"
 
 
@@ -234,7 +232,7 @@ def analyses_page(data: dict | None, results: str = RESULTS) -> str:
     for name, case in cases:
         for r in case["releases"]:
             lines.append(f"| {case['framework']} | {_release_name(r)} | {_role(r, case, name)} |"
-                         f" [{name}](#{name}): {case['title']} | {verdict_text(r)} |"
+                         f" [{name}](#{name}): {case['title']} | {measured_text(r)} |"
                          f" {'yes' if r['as_expected'] else '**NO**'} | {r['seconds']:g} |"
                          f" `killtest cases --only {name} --release {r['version']}` |")
     folder = os.path.join(os.path.dirname(results), "cases")
@@ -243,11 +241,15 @@ def analyses_page(data: dict | None, results: str = RESULTS) -> str:
         lines += ["", f"### {name}", "", f"**{case['title']}** ({case['framework']}, status: {case['status']};"
                   f" upstream: {links}). What the bug is, the scenario and the settings:"
                   f" [{case['readme']}](../../{case['readme']}).", "",
-                  f"Schedule and options, the same for every release: `{' '.join(case['args'])}`.", ""]
+                  f"Aimed runs' schedule and options, the same for every release: `{' '.join(case['args'])}`; the"
+                  " spread-kill runs take the same without `--schedule` (each release's spread_command in"
+                  " results/cases.json).", ""]
         for r in case["releases"]:
             lines.append(f"- **{_release_name(r)}**, {_role(r, case, name)} ({', '.join(r['packages'])}): expected"
-                         f" {_expected_text(r)}; measured {verdict_text(r)} ({_counts(r)}; {r['seconds']:g} s)"
-                         f"{'' if r['as_expected'] else ' — **not as expected**'}; {_provenance(r)}.")
+                         f" {_expected_text(r)}; measured {measured_text(r)}"
+                         f"{'' if r['as_expected'] else ' — **not as expected**'}; {run_times(r)}; {_provenance(r)}.")
+            if r.get("frequencies"):
+                lines.append(f"  {kills_cell(r)} The replayed aimed run: {verdict_text(r)} ({_counts(r)}).")
             said = words_line(name, r["version"], r.get("label", ""))
             if said:
                 lines.append(f"  {said}")
@@ -256,6 +258,8 @@ def analyses_page(data: dict | None, results: str = RESULTS) -> str:
                              f" dependencies as resolved: {', '.join(r['dependencies']) or 'none'}.")
             if r.get("replay"):
                 lines.append(f"  Replay, pasted from the repository: `{from_root(r['replay'], r.get('root'))}`")
+            if r.get("spread_replay"):
+                lines.append(f"  A flagged spread-kill run's replay: `{from_root(r['spread_replay'], r.get('root'))}`")
             report = os.path.join(folder, name, os.path.basename(r.get("out", "")) or r["version"], "report.md")
             if os.path.exists(report):
                 lines.append(f"  Upstream-ready report: [{os.path.relpath(report, PROJECT_ROOT)}]"
