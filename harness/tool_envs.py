@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from killtest.harness.env_builds import being_built, builder_alive, claim, kind_locked, open_build, record, wait_for
 from killtest.harness.env_contents import installed
+from killtest.harness.env_patches import apply_patch, patch_digest, patched_hash
 from killtest.harness.errors import KilltestError
 from killtest.harness.files import write_atomically
 
@@ -57,12 +58,11 @@ class CaseEnv:
     root: str  # the `<hash>` link's path: what a replay line names
 
     @property
-    def bin(self) -> str:
+    def bin(self) -> str:  # what a run puts first on PATH
         return os.path.join(self.root, "bin" if self.runtime == "python" else "node_modules/.bin")
 
     @property
-    def python(self) -> str:
-        """A python env's interpreter: what runs the tool or the design."""
+    def python(self) -> str:  # a python env's interpreter: what runs the tool or the design
         return os.path.join(self.root, "bin", "python")
 
     def environ(self, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -103,13 +103,13 @@ def env_hash(runtime: str, packages: tuple[str, ...] | list[str], interpreter: s
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def ensure_env(runtime: str, packages: tuple[str, ...], rebuild: bool = False,
-               say: Callable[[str], None] = print, root: str | None = None, kind: str = "cases") -> CaseEnv:
-    """The env of these pins, built unless a complete one is cached (`rebuild`: build it again anyway).
-    The first use says what it installs and, when done, how long it took; a failed install is one line
-    naming the packages and the cache folder."""
-    root = root or cache_root(kind)
-    digest = env_hash(runtime, packages, interpreter_version(runtime))
+def ensure_env(runtime: str, packages: tuple[str, ...], rebuild: bool = False, say: Callable[[str], None] = print,
+               root: str | None = None, kind: str = "cases", patch: str = "") -> CaseEnv:
+    """The env of these pins (with `patch` applied to them: harness/env_patches.py, an env of its own), built unless
+    a complete one is cached (`rebuild`: build it again anyway). The first use says what it installs and, when done,
+    how long it took; a failed install is one line naming the packages and the cache folder."""
+    root, digest = root or cache_root(kind), env_hash(runtime, packages, interpreter_version(runtime))
+    digest = patched_hash(digest, patch) if patch else digest
     link = os.path.join(root, digest)
     env = CaseEnv(runtime, link)
     if os.path.isdir(link) and not rebuild:
@@ -136,25 +136,29 @@ def ensure_env(runtime: str, packages: tuple[str, ...], rebuild: bool = False,
             wait_for(descriptor)  # then look again: built, or its builder failed and this one builds it
         waited = True
     try:
-        _build(runtime, packages, root, folder, kind, say)
+        _build(runtime, packages, root, folder, kind, say, patch)
     finally:
         os.close(lock)
     return env
 
 
 def _build(runtime: str, packages: tuple[str, ...], root: str, folder: str, kind: str,
-           say: Callable[[str], None]) -> None:
+           say: Callable[[str], None], patch: str = "") -> None:
     digest = os.path.basename(folder).split(".")[0]
     link = os.path.join(root, digest)
-    say(f"env {kind}/{digest}: first use, installing {' '.join(packages)} ({runtime}) into {link}")
+    patched = f" patched with {patch}" if patch else ""
+    say(f"env {kind}/{digest}: first use, installing {' '.join(packages)} ({runtime}){patched} into {link}")
     started = time.monotonic()
     try:
         _install(runtime, packages, folder)
         installed(runtime, folder, packages)  # what the pins resolved to, written beside them (installed.json)
+        if patch:  # before the link names it: no run sees the framework half-patched
+            apply_patch(runtime, folder, patch)
         seconds = round(time.monotonic() - started, 1)
         write_atomically(os.path.join(folder, ABOUT), json.dumps(
-            {"kind": kind, "runtime": runtime, "interpreter": interpreter_version(runtime),
-             "packages": list(packages), "build_s": seconds, "built_at": time.time()}, indent=1) + "\n")
+            {"kind": kind, "runtime": runtime, "interpreter": interpreter_version(runtime), "packages": list(packages),
+             **({"patch": patch, "patch_sha256": patch_digest(patch)} if patch else {}), "build_s": seconds,
+             "built_at": time.time()}, indent=1) + "\n")
         # Swap the link in with one rename: a reader sees the old env or the complete new one.
         with kind_locked(root):
             temporary = f"{link}.link-{os.getpid()}-{time.time_ns()}"

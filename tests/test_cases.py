@@ -106,7 +106,7 @@ def test_a_clean_release_before_the_buggy_one_predates_the_bug_and_is_not_called
     assert [r.role for r in shipped["apify-sdk-python-1103"].releases] == ["buggy", "documented limitation",
                                                                           "documented limitation"]
     assert {r.role for r in shipped["bullmq-at-least-once"].releases if r.expect} == {"documented limitation"}
-    assert [r.role for r in shipped["crawlee-node-2085-locking"].releases] == ["unreported"]
+    assert [r.role for r in shipped["crawlee-node-2085-locking"].releases] == ["unreported", "candidate fix"]
 
 
 def test_the_analyses_page_is_the_one_generated_from_results_cases_json():

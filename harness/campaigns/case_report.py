@@ -77,7 +77,7 @@ def release_facts(case: Case, rel: Release, out: str, rebuild: bool = False,
                   say: Callable[[str], None] = print) -> dict:
     """Run the release for its report and gather what the report says (see the module's docstring)."""
     require_clean_commit(out)
-    env = ensure_env(case.runtime, rel.packages, rebuild=rebuild, say=say)
+    env = ensure_env(case.runtime, rel.packages, rebuild=rebuild, say=say, patch=rel.patch)
     folder = os.path.abspath(os.path.join(out, "cases", case.name, rel.key))
     run_dir = os.path.join(folder, "report-run")
     shutil.rmtree(run_dir, ignore_errors=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from killtest.harness.design.registry import BUILT_IN_FOLDER
@@ -31,8 +31,11 @@ STATUSES = ("fixed", "open", "clean")
 # `unreported` (a loss no upstream issue reports as such; its README says what is known and what is not).
 # A clean one is `fixed` (after the fix), `before the bug` (a clean release older than the bug: not a
 # fix), `clean twin` (another design on a buggy version) or `control` (a clean case). Inferred unless given.
+# A release whose `patch` (a candidate fix kept in the case folder, fix/<name>.dist.patch) is applied to its
+# installed framework is a `candidate fix`: the same pins, patched, explored again to show the fix holds.
 FLAGGED_ROLES = ("buggy", "documented limitation", "unreported")
-ROLES = (*FLAGGED_ROLES, "fixed", "before the bug", "clean twin", "control")
+CANDIDATE_FIX = "candidate fix"
+ROLES = (*FLAGGED_ROLES, "fixed", "before the bug", "clean twin", "control", CANDIDATE_FIX)
 # Options the runner sets itself for every release: a case's `args` may not.
 RUNNER_OPTIONS = ("--design", "--out", "--name")
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -51,10 +54,12 @@ class Release:
     design: str  # absolute path of the design spec this release runs
     label: str = ""  # tells a twin (another design on the same version) apart
     role: str = ""  # one of ROLES
+    patch: str = ""  # absolute path of the patch applied to the installed packages (a candidate fix), or ""
 
     @property
     def key(self) -> str:
-        """The release's folder name under results/cases/<case>/: the version, and the twin's label."""
+        """The release's folder name under results/cases/<case>/: the version, and the twin's label (a patched
+        release's says `patched`: 3.18.1-patched)."""
         return self.version + (f"-{_slug(self.label)}" if self.label else "")
 
 
@@ -81,6 +86,18 @@ class Case:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _patch(folder: str, value: object, key: str, fail: Callable[[str, str], KilltestError]) -> str:
+    """A release's `patch`: a file in the case folder (fix/<name>.dist.patch), as an absolute path; "" for none."""
+    if value == "":
+        return ""
+    if not isinstance(value, str) or os.path.isabs(value) or value.startswith(".."):
+        raise fail(key, f"a patch file in the case folder is expected (fix/<name>.dist.patch), not {value!r}")
+    path = os.path.join(os.path.abspath(folder), value)
+    if not os.path.isfile(path):
+        raise fail(key, f"no patch at {os.path.relpath(path)}")
+    return path
 
 
 def _role(status: str, expect: tuple[str, ...], before: list[Release]) -> str:
@@ -185,7 +202,7 @@ def load_case(folder: str, codes: Collection[str] = ()) -> Case:
         prefix = f"release {i}"
         if not isinstance(row, dict):
             raise fail(prefix, "a [[release]] table is expected")
-        allowed = {"version", "packages", "expect", "design", "label", "role"}
+        allowed = {"version", "packages", "expect", "design", "label", "role", "patch"}
         for key in row:
             if key not in allowed:
                 raise fail(f"{prefix}.{key}", f"unknown key; a [[release]] may hold {', '.join(sorted(allowed))}")
@@ -209,11 +226,20 @@ def load_case(folder: str, codes: Collection[str] = ()) -> Case:
         label = row.get("label", "")
         if not isinstance(label, str):
             raise fail(f"{prefix}.label", f"a string is expected, not {label!r}")
-        role = row.get("role", "")
+        patch = _patch(folder, row.get("patch", ""), f"{prefix}.patch", fail)
+        if patch and not label:
+            label = "patched"  # its key says so: 3.18.1-patched, beside the published 3.18.1
+        elif patch and "patched" not in _slug(label):
+            raise fail(f"{prefix}.label", f"a patched release's label says so (e.g. 'patched'), not {label!r}")
+        role = row.get("role", "") or (CANDIDATE_FIX if patch else "")
         if role and (role not in ROLES or (role in FLAGGED_ROLES) != bool(expect)):
             raise fail(f"{prefix}.role", f"one of {', '.join(ROLES)} ({', '.join(FLAGGED_ROLES)} exactly when"
                        f" expect names findings), not {role!r}")
-        releases.append(Release(version, packages, expect, design, label, role or _role(status, expect, releases)))
+        if (role == CANDIDATE_FIX) != bool(patch):
+            raise fail(f"{prefix}.role", f"a release with a `patch` is a {CANDIDATE_FIX!r}, not {role!r}" if patch
+                       else f"{CANDIDATE_FIX!r} is the role of a release with a `patch` (fix/<name>.dist.patch)")
+        releases.append(Release(version, packages, expect, design, label, role or _role(status, expect, releases),
+                                patch))
     keys = [r.key for r in releases]
     twice = sorted({k for k in keys if keys.count(k) > 1})
     if twice:
