@@ -191,7 +191,7 @@ def run_cases(cases: list[Case], out: str, release: str | None = None, rebuild: 
         for rel in case.releases:
             if release is not None and rel.version != release:
                 continue
-            env = ensure_env(case.runtime, rel.packages, rebuild=rebuild, say=say)
+            env = ensure_env(case.runtime, rel.packages, rebuild=rebuild, say=say, patch=rel.patch)
             outcomes.append(run_release_sets(case, rel, env, out, say, repeat_of(case, repeat), jobs))
             if done is not None:
                 done(outcomes[-1])
