@@ -73,7 +73,9 @@ def _where(facts: dict) -> list[str]:
     lines = [f"The kill point is `{facts['point']}` (killtest's count of the start's store writes; the write is held"
              " at its system call's entry, then the start is SIGKILLed)."]
     if located:
-        lines.append(f"`{from_root(located['command'])}` says where it landed: {located['where'] or '(no words)'}.")
+        # The command as a user types it: `killtest`, not the path of the venv the report's run used.
+        command = re.sub(r"^\S*/killtest\b", "killtest", from_root(located["command"]))
+        lines.append(f"`{command}` says where it landed: {located['where'] or '(no words)'}.")
     note = facts.get("write_stacks")
     if note:
         lines += ["", "The JavaScript stack that queued that write (its `fs.writeFile` call, noted by"
