@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from killtest.harness.campaigns.case_report import _logged, _stacks_for, write_point
+from killtest.harness.campaigns.case_report import _crashes, _exits, _logged, _stacks_for, write_point
 from killtest.harness.design.case_spec import CASES_FOLDER, load_case
 from killtest.harness.errors import KilltestError
 from killtest.harness.report import case_report_repro
@@ -149,3 +149,20 @@ def test_a_report_written_at_a_commit_with_uncommitted_changes_says_it_is_not_of
     assert any(line.startswith("**Not a run of record: killtest abc-dirty") for line in _written(facts, "buggy"))
     facts["outcome"]["killtest_commit"] = "abc"
     assert "at killtest abc (a clean commit)" in _written(facts, "buggy")[0]
+
+
+def test_each_start_says_how_it_ended_killed_stopped_or_by_itself_with_its_status(tmp_path):
+    history = tmp_path / "history"
+    history.mkdir()
+    (history / "run1.jsonl").write_text("\n".join(json.dumps(e) for e in [
+        {"type": "process_started", "start": 0}, {"type": "kill", "start": 0, "point": "w3", "returncode": -9},
+        {"type": "start_output", "start": 0, "stderr_tail": ["killed mid-write"]},
+        {"type": "process_exited", "start": 1, "returncode": 1},
+        {"type": "start_output", "start": 1, "stderr_tail": ["SyntaxError: Unexpected end of JSON input"]},
+        {"type": "time_limit", "start": 2, "returncode": -9, "no_progress_s": 15.2},
+        {"type": "process_exited", "start": 3, "returncode": 0}]) + "\n")
+    exits = _exits(str(tmp_path))
+    assert [("killed" in e, "stopped" in e, e.get("returncode")) for e in exits] == [
+        (True, False, None), (False, False, 1), (False, True, None), (False, False, 0)]
+    assert _crashes(exits) == [{"start": 1, "returncode": 1,
+                                "stderr_tail": ["SyntaxError: Unexpected end of JSON input"]}]

@@ -94,7 +94,8 @@ def release_facts(case: Case, rel: Release, out: str, rebuild: bool = False,
                    "design": os.path.relpath(rel.design, CASES_FOLDER), "folder": os.path.relpath(case.folder,
                                                                                                    CASES_FOLDER)}
     facts["report_run"] = _read_json(os.path.join(run_dir, "killtest.json"))
-    facts["crashes"] = _crashes(run_dir)
+    facts["exits"] = _exits(run_dir)
+    facts["crashes"] = _crashes(facts["exits"])
     facts["logged"] = _logged(crawler_log)
     point = write_point(case)
     facts["point"] = point
@@ -121,18 +122,40 @@ def _read_json(path: str) -> dict:
         return {}
 
 
-def _crashes(run_dir: str) -> list[dict]:
-    """Each start that exited by itself with an error, with its last stderr lines (the run's history)."""
-    found = []
+def _history(run_dir: str) -> list[dict]:
+    events = []
     history = os.path.join(run_dir, "history")
     for name in sorted(os.listdir(history)) if os.path.isdir(history) else []:
         with open(os.path.join(history, name), encoding="utf-8") as src:
-            for line in src:
-                event = json.loads(line)
-                if event.get("stderr_tail"):
-                    found.append({"start": event.get("start"), "returncode": event.get("returncode"),
-                                  "stderr_tail": event["stderr_tail"]})
-    return found
+            events += [json.loads(line) for line in src if line.strip()]
+    return events
+
+
+def _exits(run_dir: str) -> list[dict]:
+    """How each start of the run ended, from its history: SIGKILLed at a point (`killed`), stopped by killtest's
+    limits (`stopped`), or exited by itself with its status (`returncode`); with its stderr's last lines where the
+    history kept them."""
+    starts: dict[int, dict] = {}
+    for event in _history(run_dir):
+        if not isinstance(event.get("start"), int):
+            continue
+        entry = starts.setdefault(event["start"], {"start": event["start"]})
+        if event.get("type") == "kill":
+            entry["killed"] = event.get("point") or "a kill"
+        elif event.get("type") == "time_limit":  # stopped by killtest: its time limit, or no progress
+            entry["stopped"] = (f"after {event['no_progress_s']} s without progress" if event.get("no_progress_s")
+                                else "at the run's time limit")
+        elif event.get("returncode") is not None:
+            entry["returncode"] = event["returncode"]
+        if event.get("stderr_tail"):
+            entry["stderr_tail"] = event["stderr_tail"]
+    return [starts[n] for n in sorted(starts)]
+
+
+def _crashes(exits: list[dict]) -> list[dict]:
+    """Each start that exited by itself with an error status, with its last stderr lines."""
+    return [{"start": e["start"], "returncode": e["returncode"], "stderr_tail": e.get("stderr_tail", [])}
+            for e in exits if "killed" not in e and "stopped" not in e and e.get("returncode") not in (None, 0)]
 
 
 def _logged(path: str, most: int = 60) -> list[dict]:

@@ -88,14 +88,22 @@ def threads(facts: dict) -> list[str]:
 
 
 def exit_line(facts: dict) -> str:
-    """How the report's run's starts ended: the silent loss is a last start that exits 0 (harness/running/runner.py
-    calls a run `completed` only when its last start ended by itself with status 0, `crashed` when one failed)."""
+    """How each of the report's run's starts ended: the silent loss is a last start that exits 0
+    (harness/running/runner.py calls a run `completed` only when its last start ended by itself with status 0,
+    `crashed` when one failed). Reports of runs before the history said each start's end say it in sum."""
     outcome, crashes = facts["outcome"], facts.get("crashes", [])
-    failed = "; ".join(f"start {c['start'] + 1} exited by itself with status {c['returncode']}" for c in crashes)
     last = {"completed": "the last start ended by itself with exit status 0",
             "crashed": "the run ended with a start that exited with an error status",
             "timed_out": "the crawl had not finished when killtest's time limit stopped it"}.get(
         outcome["outcome"], f"outcome {outcome['outcome']}")
+    if facts.get("exits"):
+        ends = [f"start {e['start'] + 1} SIGKILLed by killtest at `{e['killed']}` (status 137 in a shell)"
+                if "killed" in e else f"start {e['start'] + 1} still running, stopped by killtest {e['stopped']}"
+                if "stopped" in e else f"start {e['start'] + 1} exited by itself with status {e['returncode']}"
+                if e.get("returncode") is not None else f"start {e['start'] + 1}: no end recorded"
+                for e in facts["exits"]]
+        return f"Exit statuses in this report's run: {'; '.join(ends)}; {last}."
+    failed = "; ".join(f"start {c['start'] + 1} exited by itself with status {c['returncode']}" for c in crashes)
     return (f"Exit statuses in this report's run: {outcome['kills']} start(s) SIGKILLed by killtest (status 137 in a"
             f" shell); {failed or 'no start exited by itself with an error status'}; {last}.")
 
