@@ -119,7 +119,7 @@ def check_requirements(cases: list[Case], release: str | None = None) -> None:
     """What this killtest lacks for a selected design (the redis extra for a BullMQ case): one line before
     anything runs, not an error per release after the others' envs were built and run."""
     StoreServers([design_named(rel.design) for case in cases for rel in case.releases
-                  if release is None or rel.version == release])  # checks, starts nothing
+                  if release is None or release in (rel.version, rel.key)])  # checks, starts nothing
 
 
 def run_release(case: Case, rel: Release, env: CaseEnv, out: str, say: Callable[[str], None],

@@ -189,7 +189,7 @@ def run_cases(cases: list[Case], out: str, release: str | None = None, rebuild: 
     check_requirements(cases, release)
     for case in cases:
         for rel in case.releases:
-            if release is not None and rel.version != release:
+            if release is not None and release not in (rel.version, rel.key):
                 continue
             env = ensure_env(case.runtime, rel.packages, rebuild=rebuild, say=say, patch=rel.patch)
             outcomes.append(run_release_sets(case, rel, env, out, say, repeat_of(case, repeat), jobs))

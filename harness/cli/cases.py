@@ -55,7 +55,7 @@ class CasesCommand(Command):
         if args.only is not None and not only:  # `--only ""` (an unset shell variable) is not "all of them"
             raise KilltestError("--only names no case: give --only NAME[,NAME], or leave --only out to run them all")
         cases = load_cases(only=only, codes=FINDINGS)
-        if args.release is not None and not any(r.version == args.release for c in cases for r in c.releases):
+        if args.release is not None and not any(args.release in (r.version, r.key) for c in cases for r in c.releases):
             raise KilltestError(f"--release {args.release}: no selected case has that release")
         check_requirements(cases, args.release)  # before the results directory: bad input writes nothing
         try:
@@ -118,7 +118,7 @@ class CasesCommand(Command):
         if args.only is not None:
             raise KilltestError("--explore CASE names its case: leave out --only")
         cases = load_cases(only=[args.explore], codes=FINDINGS)
-        if args.release is not None and not any(r.version == args.release for r in cases[0].releases):
+        if args.release is not None and not any(args.release in (r.version, r.key) for r in cases[0].releases):
             raise KilltestError(f"--release {args.release}: {args.explore} has no such release")
         check_requirements(cases, args.release)
         result = explore_case(cases[0], args.out, release=args.release, jobs=args.jobs or 2, rebuild=args.rebuild,
