@@ -132,6 +132,9 @@ def test_a_boundary_next_to_a_missing_release_names_it_with_the_changelogs_words
     assert "Every release was killed at `w2:a.json`: the same request's file." in page
     rows = [line.split(" | ")[:2] for line in page.splitlines() if line.startswith("| 3.")]
     assert rows == [["| 3.9.2", "clean"], ["| 3.10.0", "not in the registry"], ["| 3.10.1", "flagged"]]
+    two = {**data, "missing": [{**NOTE, "version": v, "after": "3.9.2"} for v in ("3.10.0", "3.10.0-1", "3.10.0-2")]}
+    rows = [line.split(" | ")[0] for line in bisect_markdown(two).splitlines() if line.startswith("| 3.")]
+    assert rows == ["| 3.9.2", "| 3.10.0", "| 3.10.0-1", "| 3.10.0-2", "| 3.10.1"]  # in the registry's order
     (tmp_path / "bisect.json").write_text(json.dumps(data))
     text = "\n".join(bisection_lines(str(tmp_path), []))
     assert "at `w2:a.json` on every release: between **3.9.2** and **3.10.1** (3.10.0 not in the registry:" in text

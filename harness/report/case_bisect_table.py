@@ -82,7 +82,7 @@ def bisect_markdown(data: dict, page: str = "") -> str:
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     order = {run["version"]: i for i, run in enumerate(data["runs"], 1)}
     rows = [(version, runs.get(version)) for version in data["versions"]]
-    for note in unlisted:  # each after the registry's release before it
+    for note in reversed(unlisted):  # each after the registry's release before it, oldest first (inserted newest first)
         at = next((i for i, (version, _) in enumerate(rows) if version == note.get("after")), len(rows) - 1)
         rows.insert(at + 1, (note["version"], None))
     unlisted_versions = {note["version"] for note in unlisted}
