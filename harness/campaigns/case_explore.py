@@ -63,8 +63,8 @@ def explore_case(case: Case, out: str, release: str | None = None, power_cut: bo
                     "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "killtest_commit": killtest_commit(), "root": PROJECT_ROOT, "releases": []}
     for rel in case.releases:
-        if release is not None and release not in (rel.version, rel.key):
-            continue
+        if release is not None and release != rel.key and (release != rel.version or rel.label):
+            continue  # `--release 3.18.1` is that version's own release; its twins go by key (3.18.1-patched)
         env = ensure_env(case.runtime, rel.packages, rebuild=rebuild, say=say, patch=rel.patch)
         folder = os.path.abspath(os.path.join(out, "cases", case.name, rel.key, "explore"))
         os.makedirs(folder, exist_ok=True)

@@ -1,6 +1,6 @@
 """Run a start with its calls of one system call stopped in the kernel, and SIGKILL it at the k-th naming one file.
 
-    python -S file_gate.py [--after] SYSCALL K TARGET -- COMMAND...
+    python -S file_gate.py [--after] SYSCALL K TARGET [--like PATTERN]... -- COMMAND...
 
 The gate of `w<k>:<file>` (harness/faults/file_aims.py): the k-th SYSCALL whose arguments name TARGET, made by
 whichever thread or process of the start. strace cannot carry it out: it counts per thread, its `-P` matches a
@@ -182,11 +182,16 @@ def _bytes(tid: int, syscall: str, args: tuple[int, ...]) -> bytes:
         return data
 
 
-def supervise(listener: int, syscall: str, when: int, target: str, after: bool = False) -> None:
-    """Answer every call the filter sends; at the `when`-th naming `target`, kill the start with it waiting. Returns
-    when no process is left under the filter (the listener hangs up)."""
+def supervise(listener: int, syscall: str, when: int, target: str, after: bool = False,
+              like: tuple[str, ...] = ()) -> None:
+    """Answer every call the filter sends; at the `when`-th naming `target` (or a file a `like` pattern matches:
+    `target`'s temporary files, `w2:into:FILE`), kill the start with it waiting. Returns when no process is left
+    under the filter (the listener hangs up)."""
     import fcntl
+    import re
     import select
+
+    patterns = [re.compile(pattern) for pattern in like]
 
     seen = 0
     notification = bytearray(80)  # struct seccomp_notif: id, pid, flags, then seccomp_data (nr, arch, ip, args[6])
@@ -210,7 +215,8 @@ def supervise(listener: int, syscall: str, when: int, target: str, after: bool =
             return
         ident, tid = struct.unpack_from("QI", notification, 0)
         args = struct.unpack_from("6Q", notification, 32)
-        if target in named(tid, syscall, args):
+        files = named(tid, syscall, args)
+        if target in files or any(p.fullmatch(file) for p in patterns for file in files):
             seen += 1
             if seen == when:
                 write_gate.locate(tid)
@@ -231,7 +237,8 @@ def supervise(listener: int, syscall: str, when: int, target: str, after: bool =
 def main(argv: list[str]) -> None:
     split = argv.index("--")
     after = argv[0] == "--after"  # kill once the k-th call is done (the gate makes it), not before it
-    syscall, when, target = argv[1 if after else 0:split]
+    syscall, when, target, *rest = argv[1 if after else 0:split]
+    like = tuple(rest[1::2])  # `--like PATTERN`, each: a temporary file of TARGET, under a name no start repeats
     command = argv[split + 1:]
     ctypes.CDLL(None).prctl(write_gate.PR_SET_CHILD_SUBREAPER, 1)  # what the start leaves comes back to the gate
     os.environ.setdefault("UV_THREADPOOL_SIZE", "1")  # as the recording had it (write_gate's comment)
@@ -257,7 +264,7 @@ def main(argv: list[str]) -> None:
     if fds:
         parent_end.send(b"G")
         parent_end.close()
-        supervise(fds[0], syscall, int(when), os.path.normpath(target), after)
+        supervise(fds[0], syscall, int(when), os.path.normpath(target), after, like)
     _, status = os.waitpid(child, 0)
     if os.WIFSIGNALED(status):
         os.kill(os.getpid(), os.WTERMSIG(status))  # the start's signal, as the runner would have seen it

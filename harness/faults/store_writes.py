@@ -90,6 +90,7 @@ class InjectionPlan:
     target: tuple[str, ...] = ()
     on_target: int = 0
     any_thread: bool = False  # `when` counts every thread's calls naming `target` (faults/file_aims.py)
+    like: tuple[str, ...] = ()  # and those naming a file these patterns match: `target`'s temporary files (into:)
 
     def absolute_paths(self, values: Mapping[str, str]) -> list[str]:
         """The `-P` arguments of one start: strace matches them literally, so they must be absolute."""
@@ -265,8 +266,7 @@ def parse_recording(text: str, values: Mapping[str, str]) -> Recording:
     return Recording(tuple(events), tuple(calls))
 
 
-_OF = {"fsync", "fdatasync", "sync_file_range", "rename", "renameat", "renameat2", "truncate", "ftruncate",
-       "unlink", "unlinkat", "fallocate"}  # "the 1st fsync of FILE", not "to"
+_OF = set(WRITE_SYSCALLS) - {"write", "pwrite64", "writev", "pwritev", "pwritev2"}  # "the 1st fsync of FILE"
 
 
 def _nth(n: int) -> str:

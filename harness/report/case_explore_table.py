@@ -10,6 +10,7 @@ import json
 import os
 
 from killtest.harness.files import write_atomically
+from killtest.harness.report.case_fix_table import fix_markdown, with_fixes
 from killtest.harness.report.case_words import roles_by_key
 from killtest.harness.report.pasted import for_page
 
@@ -42,7 +43,7 @@ def explore_markdown(data: dict, page: str = "") -> str:
                       f"  - replay: `{shown(failure['replay'], row)}`"]
         if not row.get("failures") and "error" not in row:
             lines.append("No point broke a promise.")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + fix_markdown(data)) + "\n"
 
 
 def coverage_text(coverage: dict, kinds: int = 6) -> str:
@@ -75,6 +76,7 @@ def write_exploration(out: str, data: dict) -> str:
     if previous and previous.get("releases"):  # one release explored again keeps the others'
         ran = {row["key"] for row in data["releases"]}
         data = {**data, "releases": [r for r in previous["releases"] if r["key"] not in ran] + data["releases"]}
+    data = with_fixes(data)  # a candidate fix against its published release, point by point (case_fix_table.py)
     write_atomically(path, json.dumps(data, indent=1) + "\n")  # an interrupted write keeps the releases before
     page = os.path.join(folder, "explore.md")
     write_atomically(page, explore_markdown(data, page))

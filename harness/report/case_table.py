@@ -22,6 +22,7 @@ from killtest.harness.design.registry import PROJECT_ROOT
 from killtest.harness.files import write_atomically
 from killtest.harness.report.case_bisect_table import bisection_lines
 from killtest.harness.report.case_explore_table import exploration_lines
+from killtest.harness.report.case_fix_table import fix_table_lines, write_fix_blocks
 from killtest.harness.report.case_frequencies import kills_cell, measured_text, run_times, verdict_text
 from killtest.harness.report.case_readme_blocks import write_readme_blocks
 from killtest.harness.report.case_report_page import rewrite_reports
@@ -266,7 +267,7 @@ def analyses_page(data: dict | None, results: str = RESULTS) -> str:
                              f"(../../{os.path.relpath(report, PROJECT_ROOT)}).")
         lines += bisection_lines(os.path.join(folder, name), case["releases"])
         lines += [f"Not in the registry: {gap}" for gap in case_words(name)["bisect"].get("gaps", [])] + fix_lines(name)
-        lines += exploration_lines(os.path.join(folder, name))
+        lines += exploration_lines(os.path.join(folder, name)) + fix_table_lines(os.path.join(folder, name))
     return "\n".join([*lines, "", *unreported_section([name for name, _ in cases]), "", NOT_CASES]) + "\n"
 
 
@@ -288,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         # reports from the same cases.json as the page.
         write_results(os.path.dirname(os.path.abspath(args.results)), relabelled(data))
         folder = os.path.join(os.path.dirname(os.path.abspath(args.results)), "cases")
-        for path in write_readme_blocks(data, folder, _readme_tables(data)) + rewrite_reports(folder, data):
+        for path in write_readme_blocks(data, folder, _readme_tables(data)) + rewrite_reports(folder, data) \
+                + write_fix_blocks(folder):
             print(f"wrote {path}", file=sys.stderr)
     page = analyses_page(data, args.results)
     if args.write:

@@ -72,8 +72,10 @@ def gate_options(plan: InjectionPlan | None, values: Mapping[str, str] | None, a
     assert values is not None, "a store-write point needs the start's work dir"
     when = ("--after",) if after else ()
     if plan.any_thread:  # `w2:FILE`: the file gate counts every thread's calls naming the file (faults/file_aims.py)
+        work_dir = re.escape(values["work_dir"].rstrip("/"))  # the patterns are relative to it (`into:` points)
+        like = [word for pattern in plan.like for word in ("--like", f"{work_dir}/{pattern}")]
         return StartOptions(command_prefix=(sys.executable, "-S", FILE_GATE, *when, plan.syscall, str(plan.when),
-                                            *plan.absolute_target(values), "--"))
+                                            *plan.absolute_target(values), *like, "--"))
     aim = ("--aim", str(plan.on_target), os.path.join(values["work_dir"], GATE_MISSED),
            *plan.absolute_target(values)) if plan.target else ()
     return StartOptions(command_prefix=(sys.executable, "-S", GATE, *when, plan.syscall, str(plan.when),
