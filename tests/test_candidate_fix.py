@@ -31,7 +31,7 @@ from killtest.harness.faults.file_aims import (
 from killtest.harness.faults.points import parse_point
 from killtest.harness.faults.points.store_write import FILE_GATE, gate_options
 from killtest.harness.faults.store_writes import agreeing_writes, parse_recording
-from killtest.harness.report.case_fix_table import fix_comparison, operation
+from killtest.harness.report.case_fix_table import fix_comparison, operation, with_fixes
 from killtest.harness.tool_envs import ensure_env, env_hash
 from tests.test_cases import GOOD, make_case
 from tests.test_file_aims import log
@@ -219,3 +219,8 @@ def test_a_published_point_and_a_patched_one_pair_by_the_operation_they_kill_at(
     assert (fix["paired"], fix["broken_before"], fix["broken_after"], fix["fixed"]) == (1, 1, 0, 1)
     assert fix["pairs"][0]["before"] == {"point": "w14", "result": "lost"}
     assert fix["only_before"] == {"not landed": 1} and fix["only_after"] == {"held": 1}
+    rows = [{"version": "3.18.1", "key": "3.18.1", "role": "unreported", "out": str(tmp_path / "before")},
+            {"version": "3.18.1", "key": "3.18.1-patched", "role": "candidate fix", "out": str(tmp_path / "after")}]
+    assert with_fixes({"releases": rows})["fixes"] == [fix]
+    gone = [{**row, "out": str(tmp_path / "gone")} for row in rows]  # a checkout without the explorations' folders
+    assert with_fixes({"releases": gone, "fixes": [fix]})["fixes"] == [fix]

@@ -127,7 +127,12 @@ def with_fixes(data: dict) -> dict:
             continue
         bases = sorted((r for r in data["releases"] if r["version"] == after["version"] and r is not after
                         and r.get("role") != "candidate fix" and "error" not in r), key=lambda r: bool(r.get("label")))
-        if bases:
+        if not bases:
+            continue
+        kept = [f for f in data.get("fixes", []) if (f["before"], f["after"]) == (bases[0]["key"], after["key"])]
+        if kept and not (outcomes_of(bases[0].get("out", "")) and outcomes_of(after.get("out", ""))):
+            fixes += kept  # the explorations' own folders are not committed (results/cases/ keeps explore.json)
+        else:
             fixes.append(fix_comparison(bases[0], after))
     return {**data, "fixes": fixes}
 
