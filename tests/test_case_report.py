@@ -16,6 +16,7 @@ import sys
 
 import pytest
 
+from killtest.harness.campaigns import case_report
 from killtest.harness.campaigns.case_report import _crashes, _exits, _logged, _stacks_for, write_point
 from killtest.harness.design.case_spec import CASES_FOLDER, load_case
 from killtest.harness.errors import KilltestError
@@ -166,3 +167,12 @@ def test_each_start_says_how_it_ended_killed_stopped_or_by_itself_with_its_statu
         (True, False, None), (False, False, 1), (False, True, None), (False, False, 0)]
     assert _crashes(exits) == [{"start": 1, "returncode": 1,
                                 "stderr_tail": ["SyntaxError: Unexpected end of JSON input"]}]
+
+
+def test_a_dirty_checkout_writes_no_report_into_results_but_may_write_one_elsewhere(tmp_path, monkeypatch):
+    monkeypatch.setattr(case_report, "killtest_commit", lambda: "abc1234-dirty")
+    with pytest.raises(KilltestError, match="abc1234-dirty has uncommitted changes"):
+        case_report.require_clean_commit(os.path.join(ROOT, "results"))
+    case_report.require_clean_commit(str(tmp_path))  # marked "not a run of record" in the report instead
+    monkeypatch.setattr(case_report, "killtest_commit", lambda: "abc1234")
+    case_report.require_clean_commit(os.path.join(ROOT, "results"))
