@@ -57,8 +57,10 @@ def test_each_run_is_a_killtest_run_of_its_own_seed_in_a_folder_of_its_own(measu
         assert settings["runs"] == 1
         if record["kind"] == "aimed":  # an exact schedule draws nothing from a seed
             assert settings["schedule"] == "w68"
-        else:  # timed kills of the run's own seed, as many as the case declares, none at the aimed write
+        else:  # timed kills of the run's own seed, as many as the case declares, none at the aimed write; a case
+            # with its own spread plan keeps its time limit
             assert not settings["schedule"] and settings["kills"] == 2 and settings["seed"] == record["index"]
+            assert settings["time_limit_s"] == 60
 
 
 def test_the_runs_records_are_the_figures_their_killtest_json_holds(measured):
@@ -122,8 +124,9 @@ def test_the_aimed_runs_have_the_cases_args_and_the_spread_runs_lose_the_schedul
     runs = planned_runs(case, case.releases[0], str(tmp_path), repeat=3)
     assert [(r.kind, r.index) for r in runs] == [("aimed", 1), ("aimed", 2), ("aimed", 3),
                                                  ("spread", 1), ("spread", 2), ("spread", 3)]
-    spread = runs[3].words
-    assert "--schedule" not in spread and "--kills" not in spread and spread.count("--runs") == 1
+    spread = runs[3].words  # killtest measures the kills and the time limit
+    assert not {"--schedule", "--kills", "--time-limit"} & set(spread) and spread.count("--runs") == 1
+    assert "--time-limit" in runs[0].words
     assert without(("--schedule=r5", "--runs", "2", "--pace", "0"), ("--schedule", "--runs")) == ["--pace", "0"]
     assert planned_runs(_case(str(tmp_path), spread_kills=0, spread_note="locks"), case.releases[0],
                         str(tmp_path), 2)[-1].kind == "aimed"

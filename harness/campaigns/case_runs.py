@@ -8,9 +8,13 @@ runs (case_plan.run_release), each run a `killtest run --runs 1` of its own, in 
   lies, `n` times (seeds 1..n: the schedule is exact, the seed moves only what it draws, toxics say);
 - **spread**: the case's args without `--schedule` (and `--runs`), so killtest measures the release's
   crawl from one unkilled start and spreads its kills over it (`--kill-delay f0.2~HIGH:WAIT`, the
-  default for a design of one's own: harness/running/pace.py; the case's --time-limit stays as given),
-  `n` times, seeds 1..n. A case whose runs wait out a framework's lock may set `spread_kills` in its
-  case.toml, with `spread_note` saying why (0: no spread set); the page prints the note.
+  default for a design of one's own: harness/running/pace.py), `n` times, seeds 1..n. The case's
+  `--time-limit` goes too: it was sized for the aimed points' one or two kills, and killtest's measured
+  limit (every kill at its latest plus three crawls, never below the default) is sized for ten; with the
+  case's 60 s a loaded machine's spread runs of apify 4.0.2 and crawlee-python 1.6.1 timed out (liveness)
+  or could not even measure the crawl, which said nothing about the framework. A case whose runs wait out a
+  framework's lock, which one unkilled start cannot measure, sets `spread_kills` in its case.toml, with
+  `spread_note` saying why (0: no spread set), and keeps its own --time-limit; the page prints the note.
 
 `n` is the command's --repeat (default 5), at most the case's own `repeat`. Runs go `jobs` at a time: a
 run of a case mostly waits (on a site's pace, a framework's lock), and each has its own site, store and
@@ -91,12 +95,13 @@ def planned_runs(case: Case, rel: Release, folder: str, repeat: int) -> list[Pla
                                             "--runs", "1", "--seed", str(i), "--no-plot", "--out", out), out))
     if case.spread_kills == 0:
         return runs
-    kills = () if case.spread_kills is None else ("--kills", str(case.spread_kills))
+    own = case.spread_kills is not None  # the case's own spread plan keeps its time limit
+    kills = ("--kills", str(case.spread_kills)) if own else ()
+    args = without(case.args, _SPREAD_DROPS + (() if own else ("--time-limit",)))
     for i in range(1, repeat + 1):
         out = os.path.join(folder, f"spread-{i}")
-        runs.append(PlannedRun("spread", i, ("run", "--design", rel.design, *without(case.args, _SPREAD_DROPS),
-                                             *kills, "--runs", "1", "--seed", str(i), "--no-plot", "--out", out),
-                               out))
+        runs.append(PlannedRun("spread", i, ("run", "--design", rel.design, *args, *kills, "--runs", "1", "--seed",
+                                             str(i), "--no-plot", "--out", out), out))
     return runs
 
 

@@ -76,7 +76,8 @@ class Case:
     releases: tuple[Release, ...]
     # How often each release runs (campaigns/case_runs.py): at most `repeat` runs a set (None: the command's
     # --repeat); `spread_kills` SIGKILLs in each spread-kill run (None: killtest's default; 0: no spread set),
-    # with `spread_note` saying why when set; `expect_share`: of the aimed runs, the share that must show the
+    # with `spread_note` saying why when set (such a case's spread runs keep its --time-limit, which killtest
+    # measures for the others); `expect_share`: of the aimed runs, the share that must show the
     # expected findings (1.0: every one).
     repeat: int | None = None
     spread_kills: int | None = None

@@ -66,18 +66,19 @@ make analyses                                  # all of the above for every case
 The figures below are the latest runs of each release (results/cases.json, which keeps every release's latest
 result whether `make cases` or `killtest cases --only` ran it), said as frequencies: each release runs its
 case's aimed schedule n times (`--repeat`, default 5) and n times on timed kills that killtest spreads over its
-crawl (the case's args without `--schedule`), each run a `killtest run` of its own; the verdict ("as expected")
-is the aimed runs', the spread-kill runs say how often kills not aimed at the bug find it. A case whose runs
-wait out a lock may run fewer (its case.toml's `repeat`, and `spread_kills` with a `spread_note`) and says why;
-a case whose bug is a race may state the share of aimed runs it must be flagged in (`expect_share`; by default
-every one). The case READMEs' tables and each report.md's figures are generated from the same file by the same
-command, and tests/test_case_numbers.py fails when one disagrees. Each release says when it was measured (UTC),
-at which killtest commit, and what its env held: every package installed, not only the pins, since what the pins
-pull in floats (results/cases.json lists them all; this page, the pins' own dependencies). This page is
-generated from that file by `python -m killtest.harness.report.case_table --write`. Its commands, and those of
-results/cases/*.md, read from the repository root whichever checkout measured them (`.venv/bin/killtest ...
---design scrapers/cases/... --out results/...`, a case env as `~/.cache/killtest/...`); the JSON files keep the
-whole lines and the checkout they ran in. How to add a case: notes in each case's README and [the spec
+crawl (the case's args without `--schedule` and `--time-limit`: killtest measures the crawl and sizes both),
+each run a `killtest run` of its own; the verdict ("as expected") is the aimed runs', the spread-kill runs say
+how often kills not aimed at the bug find it. A case whose runs wait out a lock may run fewer (its case.toml's
+`repeat`, and `spread_kills` with a `spread_note`) and says why; a case whose bug is a race may state the share
+of aimed runs it must be flagged in (`expect_share`; by default every one). The case READMEs' tables and each
+report.md's figures are generated from the same file by the same command, and tests/test_case_numbers.py fails
+when one disagrees. Each release says when it was measured (UTC), at which killtest commit, and what its env
+held: every package installed, not only the pins, since what the pins pull in floats (results/cases.json lists
+them all; this page, the pins' own dependencies). This page is generated from that file by `python -m
+killtest.harness.report.case_table --write`. Its commands, and those of results/cases/*.md, read from the
+repository root whichever checkout measured them (`.venv/bin/killtest ... --design scrapers/cases/... --out
+results/...`, a case env as `~/.cache/killtest/...`); the JSON files keep the whole lines and the checkout they
+ran in. How to add a case: notes in each case's README and [the spec
 reference](../reference/spec.md) for its design; a flagged or fixed release also needs, in the case's
 upstream.toml, the upstream words its role rests on (harness/report/case_words.py says the format).
 
@@ -243,7 +244,8 @@ def analyses_page(data: dict | None, results: str = RESULTS) -> str:
                   f" upstream: {links}). What the bug is, the scenario and the settings:"
                   f" [{case['readme']}](../../{case['readme']}).", "",
                   f"Aimed runs' schedule and options, the same for every release: `{' '.join(case['args'])}`; the"
-                  " spread-kill runs take the same without `--schedule` (each release's spread_command in"
+                  " spread-kill runs take the same without `--schedule` and `--time-limit`, which killtest measures"
+                  " (kept where the case declares its own spread kills; each release's spread_command in"
                   " results/cases.json).", ""]
         for r in case["releases"]:
             lines.append(f"- **{_release_name(r)}**, {_role(r, case, name)} ({', '.join(r['packages'])}): expected"
