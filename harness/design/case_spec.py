@@ -36,6 +36,32 @@ STATUSES = ("fixed", "open", "clean")
 FLAGGED_ROLES = ("buggy", "documented limitation", "unreported")
 CANDIDATE_FIX = "candidate fix"
 ROLES = (*FLAGGED_ROLES, "fixed", "before the bug", "clean twin", "control", CANDIDATE_FIX)
+# Every key of a case.toml, with what it means (docs/reference/cases.md is generated from these).
+CASE_KEYS = {
+    "title": "the case's one-line claim, as the analyses page heads it",
+    "framework": "the framework's name (crawlee, scrapy, ...)",
+    "upstream": "the upstream issues or pull requests the case is about: their URLs, at least one",
+    "status": f"one of {', '.join(STATUSES)}: a fixed case has a buggy and a fixed release; a clean one, no finding",
+    "runtime": f"one of {', '.join(RUNTIMES)}: how its releases' envs are built (pip or npm)",
+    "design": "the design spec its releases run, in the case folder (default design.toml)",
+    "args": "the `killtest run` options of every release's runs (not --design, --out, --name: the runner's)",
+    "repeat": "at most this many runs a set (default: the command's --repeat)",
+    "spread_kills": "SIGKILLs in each spread-kill run (0: no spread set); needs spread_note",
+    "spread_note": "why the case has fewer spread kills, or none (the page prints it)",
+    "expect_share": "of the aimed runs, the share that must show `expect` (default 1: every one)",
+}
+RELEASE_KEYS = {
+    "version": "the framework's version, the release's name (its key, with a label: 3.18.1-patched)",
+    "packages": "exact pins installed in the release's env: pip's name==1.2.3 or npm's name@1.2.3",
+    "expect": "the finding codes its runs must show ([] : the verdict must be valid)",
+    "design": "another design spec for this release (a twin), in the case folder",
+    "label": "tells a twin on the same version apart (its key: <version>-<label>); a patched release's says `patched`",
+    "role": f"one of {', '.join(ROLES)}; inferred when left out",
+    "patch": "a candidate fix kept in the case folder (fix/<name>.dist.patch), applied with `patch -p1` to the"
+             " env's node_modules or site-packages after the install, in an env of its own (its key hashes the"
+             " patch too); the release is a `candidate fix`, its label `patched` unless given; a patch that does not"
+             " apply is one line naming the file and the hunk",
+}
 # Options the runner sets itself for every release: a case's `args` may not.
 RUNNER_OPTIONS = ("--design", "--out", "--name")
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -152,8 +178,7 @@ def load_case(folder: str, codes: Collection[str] = ()) -> Case:
     case = data.get("case")
     if not isinstance(case, dict):
         raise fail("[case]", "missing: the table with title, framework, upstream, status, runtime, args")
-    known = {"title", "framework", "upstream", "status", "runtime", "design", "args", "repeat", "spread_kills",
-             "spread_note", "expect_share"}
+    known = set(CASE_KEYS)
     for key in case:
         if key not in known:
             raise fail(f"case.{key}", f"unknown key; [case] may hold {', '.join(sorted(known))}")
@@ -203,7 +228,7 @@ def load_case(folder: str, codes: Collection[str] = ()) -> Case:
         prefix = f"release {i}"
         if not isinstance(row, dict):
             raise fail(prefix, "a [[release]] table is expected")
-        allowed = {"version", "packages", "expect", "design", "label", "role", "patch"}
+        allowed = set(RELEASE_KEYS)
         for key in row:
             if key not in allowed:
                 raise fail(f"{prefix}.{key}", f"unknown key; a [[release]] may hold {', '.join(sorted(allowed))}")

@@ -131,6 +131,14 @@ def promises_table() -> str:
                   ((f"`{p.value}`", MEANING[p], "no" if p in NOT_WAIVABLE else "yes") for p in Promise))
 
 
+def case_keys_table() -> str:
+    """Every key of a case.toml (scrapers/cases/<case>/case.toml): [case]'s, then each [[release]]'s."""
+    from killtest.harness.design.case_spec import CASE_KEYS, RELEASE_KEYS
+
+    return _table(["key", "meaning"], [(f"`case.{k}`", v) for k, v in CASE_KEYS.items()]
+                  + [(f"`release.{k}`", v) for k, v in RELEASE_KEYS.items()])
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "promises": promises_table,
     "findings": findings_table,
@@ -138,6 +146,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "spec-keys": spec_keys_table,
     "cli-options": cli_options_table,
     "checks": checks_table,
+    "case-keys": case_keys_table,
 }
 
 
