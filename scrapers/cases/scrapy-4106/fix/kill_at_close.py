@@ -1,5 +1,6 @@
 """A Scrapy extension that SIGKILLs the crawler in its spider_closed handler, which runs before the feed exporter's
 (EXTENSIONS order -1): a kill in the close sequence after the scheduler has closed (the exploration's w18/w19)."""
+
 import os
 import signal
 
@@ -8,10 +9,10 @@ from scrapy import signals
 
 class KillAtSpiderClosed:
     @classmethod
-    def from_crawler(cls, crawler):
+    def from_crawler(cls, crawler: object) -> "KillAtSpiderClosed":
         ext = cls()
-        crawler.signals.connect(ext.closed, signal=signals.spider_closed)
+        crawler.signals.connect(ext.closed, signal=signals.spider_closed)  # type: ignore[attr-defined]
         return ext
 
-    def closed(self, spider, reason):
+    def closed(self, spider: object, reason: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
