@@ -3,8 +3,8 @@
 # its default file-system storage, killed with SIGKILL in the write of the first product's dataset item
 # (kill-at-item-write.cjs, preloaded in the first start only), then the same command again to the end, then the
 # dataset read back through Crawlee (Dataset.getData()). Needs Node.js with crawlee installed (NODE_PATH pointing
-# at its node_modules: crawlee@3.18.1 as published for "before", run here; the empty item is on every release from
-# 3.5.8; the same env with dataset-item-atomic.dist.patch applied for "after") and python3 for the shop
+# at its node_modules: crawlee@3.18.1 or 3.5.8 as published for "before", both run here; the same env with
+# dataset-item-atomic.dist.patch, or -3.5.8.dist.patch before 3.7.0, applied for "after") and python3 for the shop
 # (scrapers/cases/repro_shop.py). On 3.18.1 the second start first waits out the lock the killed start held on
 # the first product's request (361 s here: locked for 180 s, prolonged once while it was handled).
 #   sh repro.sh
