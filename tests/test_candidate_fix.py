@@ -206,6 +206,8 @@ def test_a_published_point_and_a_patched_one_pair_by_the_operation_they_kill_at(
     assert operation("xw14", where) == "xw2:into:q/X1a2B3c.json"
     assert operation("aw14", where.replace("before", "after")) == "aw2:into:q/X1a2B3c.json"
     assert operation("w14", where + " (off its aim: the kill was meant for ...)") == ""
+    fsync = "before the 1st fsync of jobdir/requests.seen, after request 3"
+    assert operation("xw9", fsync) == "xw1:fsync:jobdir/requests.seen"
     assert operation("w2:q/X1a2B3c.json", "") == "rename:w2:q/X1a2B3c.json"
     for side, outcomes in (("before", [{"point": "w14", "where": where, "landed": True, "valid": False,
                                         "findings": ["lost"]},

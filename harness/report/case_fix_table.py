@@ -32,20 +32,24 @@ from killtest.harness.files import write_atomically
 _INTO = re.compile(r"^(?P<side>x?a?w)(?P<k>\d+):into:(?P<file>.+)$")
 _NUMBERED = re.compile(r"^(?P<side>x?a?w)(?P<n>\d+)$")
 _BY_FILE = re.compile(r"^(?P<side>x?a?w)(?P<k>\d+):(?P<file>.+)$")
-_WRITE = re.compile(r"\b(?:before|after) the (?P<k>\d+)(?:st|nd|rd|th) write to (?P<file>[^\s,()]+)")
+_WRITE = re.compile(r"\b(?:before|after) the (?P<k>\d+)(?:st|nd|rd|th) (?P<call>\w+) (?:to|of) (?P<file>[^\s,()]+)")
 MARKERS = ("<!-- generated: fix -->", "<!-- end generated: fix -->")
 
 
 def operation(point: str, where: str) -> str:
     """`w2:into:FILE` for a point that kills at the 2nd write of FILE's content (its side kept: `xaw2:into:FILE`),
-    `rename:w2:FILE` for a point that kills at a call naming FILE (a rename over it), "" when its words name none."""
+    `w1:fsync:FILE` at another call a numbered point's words name, `rename:w2:FILE` for a point that kills at a call
+    naming FILE (a rename over it), "" when its words name none."""
     into = _INTO.match(point)
     if into:
         return point
     numbered = _NUMBERED.match(point)
     if numbered:
         write = _WRITE.search(where)
-        return f"{numbered['side']}{write['k']}:into:{write['file']}" if write and "off its aim" not in where else ""
+        if write is None or "off its aim" in where:
+            return ""
+        how = "into" if write["call"] == "write" else write["call"]  # `xw2:fsync:FILE`: the 2nd fsync of FILE
+        return f"{numbered['side']}{write['k']}:{how}:{write['file']}"
     by_file = _BY_FILE.match(point)
     return f"rename:{point}" if by_file else ""
 
