@@ -226,3 +226,18 @@ def test_a_published_point_and_a_patched_one_pair_by_the_operation_they_kill_at(
     assert with_fixes({"releases": rows})["fixes"] == [fix]
     gone = [{**row, "out": str(tmp_path / "gone")} for row in rows]  # a checkout without the explorations' folders
     assert with_fixes({"releases": gone, "fixes": [fix]})["fixes"] == [fix]
+
+
+def test_each_case_readme_holds_its_fix_block_as_generated_from_its_exploration():
+    """A README's before/after table is explore.json's, as write_fix_blocks writes it: no figure typed by hand."""
+    from killtest.harness.design.case_spec import CASES_FOLDER
+    from killtest.harness.report.case_fix_table import MARKERS, fix_block
+
+    results = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results", "cases")
+    for name in sorted(os.listdir(CASES_FOLDER)):
+        readme = os.path.join(CASES_FOLDER, name, "README.md")
+        text = open(readme, encoding="utf-8").read() if os.path.exists(readme) else ""
+        if MARKERS[0] not in text:
+            continue
+        body = text[text.index(MARKERS[0]) + len(MARKERS[0]):text.index(MARKERS[1])].strip("\n")
+        assert body == (fix_block(os.path.join(results, name)) or ""), name
