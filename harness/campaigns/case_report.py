@@ -45,7 +45,7 @@ _TABLE = ("\u250c", "\u2502", "\u251c", "\u2514")  # the lines of a table Crawle
 _STATS = re.compile(r"'(dupefilter/filtered|scheduler/(enqueued|dequeued)|item_scraped_count|finish_reason"
                     r"|downloader/request_count)'")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_WRITE_POINT = re.compile(r"^x?w\d+$")
+_WRITE_POINT = re.compile(r"^x?w\d+(:into:.+)?$")  # w14, or the write by its file: w2:into:FILE
 
 
 def flagged_releases(case: Case, release: str | None) -> list[Release]:
