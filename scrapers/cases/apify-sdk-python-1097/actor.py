@@ -56,7 +56,7 @@ class ShopSpider(Spider):
 async def main(base: str) -> None:
     async with Actor:
         settings = Settings({
-            "ROBOTSTXT_OBEY": False,  # the fixture site has no robots.txt; asking for it would add a request
+            "ROBOTSTXT_OBEY": False,  # the shop's pages only: robots.txt would be one more request a start
             "TELNETCONSOLE_ENABLED": False,  # no listening port of its own
             "LOG_LEVEL": "WARNING",
             "TWISTED_REACTOR": "twisted.internet.asyncioreactor.AsyncioSelectorReactor",

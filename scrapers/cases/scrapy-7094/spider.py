@@ -30,7 +30,7 @@ if os.environ.get("CRAWLER_LOG"):
 class FixtureShopSpider(scrapy.Spider):
     name = "fixture-shop"
     custom_settings = {
-        "ROBOTSTXT_OBEY": False,  # the fixture site has no robots.txt; asking for it would add a request
+        "ROBOTSTXT_OBEY": False,  # a crawl of the shop's pages only: robots.txt would be one more request a start
         "TELNETCONSOLE_ENABLED": False,  # no listening port of its own
         "LOG_LEVEL": "WARNING",
     }
