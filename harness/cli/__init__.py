@@ -11,32 +11,47 @@ plans_from_args.py. Exit status: 0 passed, 1 a check failed, 2 bad input (one li
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.metadata
 import signal
 import sys
+from collections.abc import Iterator, Mapping
 
 from killtest.harness import lifeline
-from killtest.harness.cli.bench import BenchCommand
-from killtest.harness.cli.calibrate import CalibrateCommand
-from killtest.harness.cli.cases import CasesCommand
-from killtest.harness.cli.check_recording import CheckRecordingCommand
 from killtest.harness.cli.command import EXIT_BAD_INPUT, EXIT_INTERRUPTED, Command, OneLineParser
-from killtest.harness.cli.envs import EnvsCommand
-from killtest.harness.cli.explore import ExploreCommand
-from killtest.harness.cli.fuzz import FuzzCommand
-from killtest.harness.cli.record import RecordCommand
-from killtest.harness.cli.replay import ReplayCommand
-from killtest.harness.cli.run import RunCommand
-from killtest.harness.cli.scale import ScaleCommand
-from killtest.harness.cli.serve import ServeCommand
-from killtest.harness.cli.zoo import ZooCommand
 from killtest.harness.errors import KilltestError
+from killtest.harness.option_kinds import COMMAND_NAMES
 from killtest.harness.running.progress import Progress
 
-# In the order `killtest --help` lists them.
-COMMANDS: dict[str, Command] = {command.name: command for command in (
-    RunCommand(), ReplayCommand(), ExploreCommand(), FuzzCommand(), ZooCommand(), ScaleCommand(), BenchCommand(),
-    CalibrateCommand(), RecordCommand(), ServeCommand(), CheckRecordingCommand(), CasesCommand(), EnvsCommand())}
+
+class _Commands(Mapping[str, Command]):
+    """The commands by name, in the order `killtest --help` lists them (COMMAND_NAMES); each command's module
+    (cli/check_recording.py for check-recording) is imported when the command is first asked for. A command line
+    builds the parser of its own command only (build_parser): the other modules' imports (bench's, the case tables
+    of cases, ...) cost each `python -m killtest run` 0.03-0.09 CPU-s more (0.1-0.18 for serve), and the suite
+    and the campaigns start killtest by the hundred."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, Command] = {}
+
+    def __getitem__(self, name: str) -> Command:
+        if name not in self._loaded:
+            if name not in COMMAND_NAMES:
+                raise KeyError(name)
+            module = importlib.import_module(f"{__name__}.{name.replace('-', '_')}")
+            [kind] = [kind for kind in vars(module).values() if isinstance(kind, type) and issubclass(kind, Command)
+                      and kind.__module__ == module.__name__ and getattr(kind, "name", None) == name]
+            self._loaded[name] = kind()
+        return self._loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(COMMAND_NAMES)
+
+    def __len__(self) -> int:
+        return len(COMMAND_NAMES)
+
+
+COMMANDS: Mapping[str, Command] = _Commands()
 
 
 def installed_version() -> str:
@@ -47,12 +62,15 @@ def installed_version() -> str:
         return "0+unknown"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; with `only` (a command's name), of that command alone: the words of a
+    command line that starts with it parse to the same namespace, with the same help and the same errors."""
     parser = OneLineParser(prog="killtest", description=__doc__.split("\n", 1)[0])
     parser.add_argument("--version", action="version", version=f"killtest {installed_version()}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
-    for command in COMMANDS.values():
-        command.add_options(commands.add_parser(command.name, help=command.help))
+    for name in [only] if only is not None else COMMANDS:
+        command = COMMANDS[name]
+        command.add_options(commands.add_parser(name, help=command.help))
     return parser
 
 
@@ -70,7 +88,10 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, _raise_interrupt)
     signal.signal(signal.SIGINT, _raise_interrupt)
     try:
-        args = build_parser().parse_args(argv)
+        words = sys.argv[1:] if argv is None else argv
+        # The first word names the command (killtest's own options, --help and --version, come before it, and
+        # then the whole parser is built: its help lists every command).
+        args = build_parser(words[0] if words and words[0] in COMMAND_NAMES else None).parse_args(words)
         # What a killtest that died without cleaning up left (its owner is gone); never a live run's.
         lifeline.sweep_dead_temp_dirs([None, getattr(args, "work_dir", None)])
         sys.exit(COMMANDS[args.command].run(args, progress))
