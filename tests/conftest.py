@@ -6,6 +6,8 @@ import contextlib
 import json
 import os
 import resource
+import shutil
+import subprocess
 import time
 
 import psutil
@@ -155,8 +157,28 @@ def _cpu_s() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def python3_past_its_shim() -> None:
+    """The tests' own programs run as `python3 program.py` (a design outside the repository, as a user writes it).
+    Where `python3` on PATH is a version manager's shim, not the interpreter (pyenv's is a bash script that runs
+    pyenv, more bash, on every start: 0.07 CPU-s, and under explore's strace each of its processes is traced), the
+    interpreter's folder goes first on PATH, as `pyenv exec` puts it for the program it starts: the same python3,
+    reached directly. Asked once, by the controller; xdist's workers inherit the PATH."""
+    found = shutil.which("python3")
+    if found is None:
+        return
+    with open(found, "rb") as program:
+        if program.read(2) != b"#!":  # the interpreter itself
+            return
+    asked = subprocess.run([found, "-c", "import sys; print(sys.executable)"], capture_output=True, text=True)
+    if asked.returncode == 0 and os.path.isabs(asked.stdout.strip()):
+        os.environ["PATH"] = os.path.dirname(asked.stdout.strip()) + os.pathsep + os.environ.get("PATH", "")
+
+
 def pytest_configure(config):
-    """KILLTEST_TEST_CPU: this session's folder inside it, made by the controller; xdist's workers inherit it."""
+    """KILLTEST_TEST_CPU: this session's folder inside it, made by the controller; xdist's workers inherit it.
+    And `python3` reached past a shim (python3_past_its_shim)."""
+    if not hasattr(config, "workerinput"):
+        python3_past_its_shim()
     if os.environ.get("KILLTEST_TEST_CPU") and not hasattr(config, "workerinput"):
         session = os.path.join(os.environ["KILLTEST_TEST_CPU"], f"session-{os.getpid()}")
         os.makedirs(session, exist_ok=True)
