@@ -111,10 +111,16 @@ cases: $(STAMP)
 	status=0; $(BIN)/killtest cases --repeat $(REPEAT) -j $(CASE_JOBS) --out results || status=$$?; \
 		$(BIN)/python -m killtest.harness.report.case_table --write; exit $$status
 
-# Issue 34's whole measure: `make cases`, then each case with a fixed release bisected on the registry's
-# releases (CASE or CASE:FROM, FROM the oldest release when the pinned ones are not), then the cases'
-# releases explored at every store write and power cut; the page written again, the time printed. Hours.
-BISECT_CASES = crawlee-node-1736:3.0.4 crawlee-node-2085 scrapy-7094 apify-sdk-python-1097 crawlee-python-1825
+# Issue 34's whole measure, one run set (issue 44): `make cases`, then each case with a fixed release bisected
+# on the registry's releases (CASE, CASE:FROM or CASE:FROM:every; FROM the oldest release when the pinned ones
+# are not; every: each release in the range, so a crash's move is found too, not only the verdict's), then the
+# cases' releases explored at every store write and power cut (a candidate fix's patched release beside the
+# published one), each flagged release's report.md from a run of its own (refused at a dirty commit), and the
+# page written again; the time printed. Hours.
+BISECT_CASES = crawlee-node-1736:3.0.4:every crawlee-node-2085:3.5.4 crawlee-node-2085-locking:3.5.8 scrapy-7094 \
+	apify-sdk-python-1097 crawlee-python-1825
+REPORT_CASES = crawlee-node-2085 crawlee-node-1736 crawlee-node-2085-locking apify-sdk-python-1097 crawlee-python-1825 \
+	scrapy-4106 scrapy-7094
 # CASE or CASE:JOBS: crawlee-node-2085-locking's runs mostly wait out Crawlee's 180 s request locks, idle, so
 # its points run 8 at once. bullmq-max-stalled is left out: its loss needs two kills (its README).
 EXPLORE_CASES = scrapy-7094 scrapy-4106 crawlee-node-2085 crawlee-node-1736 crawlee-python-1825 apify-sdk-python-1097 \
@@ -122,10 +128,12 @@ EXPLORE_CASES = scrapy-7094 scrapy-4106 crawlee-node-2085 crawlee-node-1736 craw
 analyses: $(STAMP)
 	@start=$$(date +%s); status=0; \
 	$(BIN)/killtest cases --repeat $(REPEAT) -j $(CASE_JOBS) --out results || status=$$?; \
-	for spec in $(BISECT_CASES); do case=$${spec%%:*}; from=$${spec#$$case}; \
-		$(BIN)/killtest cases --bisect $$case $${from:+--from $${from#:}} --out results || status=1; done; \
+	for spec in $(BISECT_CASES); do case=$${spec%%:*}; rest=$${spec#$$case}; rest=$${rest#:}; \
+		from=$${rest%%:*}; every=$${rest#$$from}; \
+		$(BIN)/killtest cases --bisect $$case $${from:+--from $$from} $${every:+--every} --out results || status=1; done; \
 	for spec in $(EXPLORE_CASES); do case=$${spec%%:*}; jobs=$${spec#$$case}; \
 		$(BIN)/killtest cases --explore $$case $${jobs:+-j $${jobs#:}} --out results || status=1; done; \
+	for case in $(REPORT_CASES); do $(BIN)/killtest cases --report $$case --out results || status=1; done; \
 	$(BIN)/python -m killtest.harness.report.case_table --write; \
 	echo "make analyses: $$(( $$(date +%s) - start )) s in all (exit $$status)"; exit $$status
 
