@@ -201,3 +201,45 @@ def test_the_built_in_designs_by_name_keep_the_articles_schedule_and_limit(tmp_p
     assert "measuring" not in said and report["settings"]["measured_pace"] is None
     assert report["settings"]["kill_delay_s"] == list(defaults.KILL_DELAY)
     assert report["settings"]["time_limit_s"] == defaults.TIME_LIMIT_S
+
+
+SKIPS_THE_FIRST_PAGE = """
+import json, re, sys, urllib.request
+base, out = sys.argv[1], sys.argv[2]
+page = 1  # the mistake: the shop's listing starts at /list/0
+with open(out, "a") as store:
+    while True:
+        try:
+            html = urllib.request.urlopen(f"{base}/list/{page}").read().decode()
+        except Exception:
+            break
+        for path in sorted(set(re.findall(r'href="(/product/[0-9]+)"', html))):
+            text = urllib.request.urlopen(base + path).read().decode()
+            sku = re.search(r'"sku": *"([^"]+)"', text).group(1)
+            price = float(re.search(r'"price": *"?([0-9.]+)', text).group(1))
+            store.write(json.dumps({"sku": sku, "price": price}) + "\\n")
+        page += 1
+"""
+
+
+def test_an_unkilled_start_that_leaves_records_unstored_is_one_line_and_no_killed_run_blames_a_kill(tmp_path):
+    """A crawler that never stores the first listing page's products, given by its spec at the defaults: its
+    unkilled measuring start already misses them, so every killed run would count them lost. killtest says so in
+    one line, exit 2, before any kill; a spec that waives no_lost_records is measured and run as before."""
+    program = tmp_path / "crawl.py"
+    program.write_text(SKIPS_THE_FIRST_PAGE)
+    spec = tmp_path / "design.toml"
+    body = (f'command = {json.dumps([sys.executable, str(program), "{base_url}", "{store}"])}\n\n[store]\n'
+            'kind = "jsonl"\npath = "{work_dir}/items.jsonl"\nkey = "sku"\nfields = ["price"]\n')
+    spec.write_text('[design]\nname = "skips-page-0"\n' + body)
+    words = [sys.executable, "-m", "killtest", "run", "--design", str(spec), "--listing-pages", "2", "--per-page", "3",
+             "--runs", "1", "--kills", "2", "--out", str(tmp_path / "out")]
+    done = subprocess.run(words, capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    assert done.returncode == 2, done.stderr[-2000:]
+    error = done.stderr.strip().splitlines()[-1]
+    assert "crawled to its end and left 3 of 6 records unstored with no kill at all" in error, error
+    assert "Traceback" not in done.stderr and not (tmp_path / "out" / "killtest.json").exists()
+    spec.write_text('[design]\nname = "skips-page-0"\ndoes_not_promise = ["no_lost_records"]\n' + body)
+    done = subprocess.run(words, capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    assert "measured: first request after" in done.stderr + done.stdout, done.stderr[-2000:]
+    assert (tmp_path / "out" / "killtest.json").exists()

@@ -27,11 +27,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from killtest.harness import defaults
+from killtest.harness.check.checker import check_run
 from killtest.harness.check.complaint import complaint
+from killtest.harness.check.verdict import RunVerdict
 from killtest.harness.design.model import Design
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults.schedule import KillSchedule
 from killtest.harness.history import History
+from killtest.harness.promises import Promise
 from killtest.harness.report.start_pace import kills_after_words
 from killtest.harness.running.campaign_plan import CampaignPlan
 from killtest.harness.running.orchestrator import run_phase, stage
@@ -86,6 +89,23 @@ def figures_of(history: History) -> tuple[float, float]:
     return round(requests[0]["t"] - started["t"], 3), round(exited["t"] - started["t"], 3)
 
 
+def refuse_unkilled_losses(verdict: RunVerdict, products: int) -> None:
+    """A one-line error when the unkilled start crawled to its end but left records of the shop unstored: every
+    killed run would then count them lost, and a crash's loss could not be told from the crawl's own (a crawler
+    that skips the first listing page, /list/0, lost 20 of 500 in every run here, blamed on its kills)."""
+    if not verdict.missing_records:
+        return
+    lost = verdict.categories.get("lost", {})
+    shown = ", ".join(lost.get("examples", [])[:5])
+    more = verdict.missing_records - len(lost.get("examples", [])[:5])
+    raise KilltestError(
+        f"one unkilled start of {verdict.design}, run to measure its pace before the killed runs, crawled to its end"
+        f" and left {verdict.missing_records} of {products} records"
+        f" unstored with no kill at all ({shown}{f' and {more} more' if more > 0 else ''}): every killed run would"
+        " count them lost, so fix the crawl first (`killtest serve` shows the shop: its listing starts at /list/0),"
+        " or say in the spec that it does not promise every record (does_not_promise = [\"no_lost_records\"])")
+
+
 def paced(startup_s: float, crawl_s: float, kills: int, kill_delay_s: tuple[float, float] | None,
           time_limit_s: float | None, designs: Sequence[str],
           first_request_wait_s: float | None = None, spread: bool = False) -> MeasuredPace:
@@ -137,6 +157,8 @@ def measure_pace(plan: CampaignPlan, kill_delay_s: tuple[float, float] | None, t
             history = run_phase(on, design, KillSchedule(None, ()), settings, work_dir=plan.work_dir,
                                 prefix="killtest-pace-", on_progress=_labelled(say, f"[{design.name} pace]"))
             figures.append(figures_of(history))
+            if plan.toxics is None and Promise.NO_LOST_RECORDS not in design.does_not_promise:
+                refuse_unkilled_losses(check_run(design, 0, history, plan.catalog), len(plan.catalog.products))
     measured = paced(max(f[0] for f in figures), max(f[1] for f in figures), plan.schedules[0].kills,
                      kill_delay_s, time_limit_s, names, first_request_wait_s, spread)
     say(f"measured: first request after {measured.startup_s:g}s, crawl {measured.crawl_s:g}s; kills"
