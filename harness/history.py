@@ -7,6 +7,7 @@ since the run began, on the monotonic clock that the scraper, the site and the r
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 
 from killtest.harness.files import write_atomically
@@ -106,3 +107,15 @@ class History:
     def read_jsonl(cls, path: str) -> History:
         with open(path, encoding="utf-8") as src:
             return cls([json.loads(line) for line in src if line.strip()])
+
+
+def first_in_folder(folder: str, type_: str) -> dict | None:
+    """The first event of `type_` in a results folder's history/ (its start files in name order), None without
+    one: what a case's bisection and report read of a run they did not hold in memory (its first kill)."""
+    history = os.path.join(folder, "history")
+    for name in sorted(os.listdir(history)) if os.path.isdir(history) else []:
+        with open(os.path.join(history, name), encoding="utf-8") as src:
+            for line in src:
+                if line.strip() and (event := json.loads(line)).get("type") == type_:
+                    return event
+    return None

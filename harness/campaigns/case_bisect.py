@@ -43,6 +43,7 @@ from killtest.harness.campaigns.case_registry import between, missing_between, m
 from killtest.harness.design.case_spec import Case, Release
 from killtest.harness.design.registry import PROJECT_ROOT
 from killtest.harness.errors import KilltestError
+from killtest.harness.history import first_in_folder
 from killtest.harness.report.case_bisect_table import missing_words
 
 # The release did not install or its run proved nothing, or its crawl never finished: `lost` is only counted in a
@@ -253,14 +254,8 @@ def rows_at_kill(folder: str) -> int | None:
     """The rows the store held when the run's first kill landed (its `kill` event's store_rows), None without one:
     the same file's k-th write on two releases may come before its record is stored on one, after on the other
     (crawlee-node-2085-locking's 2nd write of a request's file: its lock from 3.10, its `handled` mark before)."""
-    history = os.path.join(folder, "history")
-    for name in sorted(os.listdir(history)) if os.path.isdir(history) else []:
-        with open(os.path.join(history, name), encoding="utf-8") as src:
-            for line in src:
-                event = json.loads(line)
-                if event.get("type") == "kill":
-                    return event.get("store_rows")
-    return None
+    kill = first_in_folder(folder, "kill")
+    return None if kill is None else kill.get("store_rows")
 
 
 def crashed_in(folder: str, frames: int = 2) -> str:

@@ -34,6 +34,7 @@ from killtest.harness.campaigns.case_plan import killtest_commit, killtest_word,
 from killtest.harness.design.case_spec import CASES_FOLDER, Case, Release
 from killtest.harness.design.registry import PROJECT_ROOT
 from killtest.harness.errors import KilltestError
+from killtest.harness.history import first_in_folder
 
 WRITE_STACKS = os.path.join(CASES_FOLDER, "write-stacks.cjs")
 # The framework's own words worth a maintainer's eye: warnings, errors and a stack's first line, and its closing
@@ -211,14 +212,8 @@ def _explore(case: Case, rel: Release, env: CaseEnv, point: str, run_dir: str, s
 
 def _killed_start(run_dir: str) -> int:
     """The index of the start the (first) kill landed on, from the run's history."""
-    history = os.path.join(run_dir, "history")
-    for name in sorted(os.listdir(history)) if os.path.isdir(history) else []:
-        with open(os.path.join(history, name), encoding="utf-8") as src:
-            for line in src:
-                event = json.loads(line)
-                if event.get("type") == "kill":
-                    return int(event.get("start", 0))
-    return 0
+    kill = first_in_folder(run_dir, "kill")
+    return 0 if kill is None else int(kill.get("start", 0))
 
 
 def _stacks_for(path: str, located: dict | None, start: int) -> dict | None:
