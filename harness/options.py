@@ -248,6 +248,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--repeat", "runs of each release's aimed schedule, and as many with timed kills spread over its crawl"
            " (default 5; a case's own `repeat` in its case.toml caps it)", ("cases",), type=positive(int),
            metavar="N"),
+    Option("--aimed-only", "run each release's aimed schedule only, no runs of kills spread over its crawl (a quick"
+           " check of a verdict: its row says the spread runs were not run)", ("cases",), action="store_true"),
     Option("--pre", "with --bisect: count prereleases among the releases", ("cases",), action="store_true"),
     Option("--every", "with --bisect: run every release in the range, not a binary search", ("cases",),
            action="store_true"),

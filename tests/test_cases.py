@@ -217,8 +217,8 @@ def test_crawlee_python_1825_buggy_flagged_hung_fixed_clean_and_the_replay_line_
     """1.6.1 skips the killed request forever and never says it is done: stopped, `liveness`, its record not
     stored because the crawl did not finish (never `lost`, which is for a crawl that finished: issue 33)."""
     out = tmp_path / "results"
-    done = subprocess.run([*KILLTEST, "cases", "--only", "crawlee-python-1825", "--repeat", "1", "--out", str(out)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+    done = subprocess.run([*KILLTEST, "cases", "--only", "crawlee-python-1825", "--repeat", "1", "--aimed-only",
+                           "--out", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
     releases = {r["version"]: r for r in json.loads((out / "cases.json").read_text())["cases"]
                 ["crawlee-python-1825"]["releases"]}
@@ -227,6 +227,8 @@ def test_crawlee_python_1825_buggy_flagged_hung_fixed_clean_and_the_replay_line_
     assert buggy["missing"] == 0
     assert fixed["validity"] == "valid" and fixed["missing"] == 0 and fixed["replay"] is None
     assert (buggy["role"], fixed["role"]) == ("buggy", "fixed")
+    # --aimed-only: the aimed run only, and the row says why there is no spread set.
+    assert not buggy["frequencies"].get("spread") and "--aimed-only" in buggy["spread_note"]
     assert "crawlee==1.6.1" in buggy["installed"] and "crawlee==1.6.2" in fixed["installed"]  # what ran
     assert any(d.startswith("parsel==") for d in buggy["dependencies"])  # the [parsel] extra's, as resolved
     for release in (buggy, fixed):  # provenance: when, and at which commit of this checkout

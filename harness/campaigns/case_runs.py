@@ -86,14 +86,15 @@ def repeat_of(case: Case, repeat: int | None) -> int:
     return min(wanted, case.repeat) if case.repeat is not None else wanted
 
 
-def planned_runs(case: Case, rel: Release, folder: str, repeat: int) -> list[PlannedRun]:
-    """The release's aimed runs, then its spread-kill runs (none when the case sets spread_kills = 0)."""
+def planned_runs(case: Case, rel: Release, folder: str, repeat: int, spread: bool = True) -> list[PlannedRun]:
+    """The release's aimed runs, then its spread-kill runs (none when the case sets spread_kills = 0, or without
+    `spread`: `killtest cases --aimed-only`)."""
     runs = []
     for i in range(1, repeat + 1):
         out = os.path.join(folder, f"aimed-{i}")
         runs.append(PlannedRun("aimed", i, ("run", "--design", rel.design, *without(case.args, _EACH_RUN),
                                             "--runs", "1", "--seed", str(i), "--no-plot", "--out", out), out))
-    if case.spread_kills == 0:
+    if case.spread_kills == 0 or not spread:
         return runs
     own = case.spread_kills is not None  # the case's own spread plan keeps its time limit
     kills = ("--kills", str(case.spread_kills)) if own else ()
@@ -186,7 +187,7 @@ def _stop(children: list[subprocess.Popen]) -> None:
 
 def run_cases(cases: list[Case], out: str, release: str | None = None, rebuild: bool = False,
               say: Callable[[str], None] = print, done: Callable[[ReleaseOutcome], object] | None = None,
-              repeat: int | None = None, jobs: int = 1) -> list[ReleaseOutcome]:
+              repeat: int | None = None, jobs: int = 1, aimed_only: bool = False) -> list[ReleaseOutcome]:
     """Every release of every case (just `release`, when given), in order, each its runs (run_release_sets);
     the env of each built first. `done` is told each outcome as it comes (the command prints it and keeps it
     if the rest is interrupted)."""
@@ -197,20 +198,22 @@ def run_cases(cases: list[Case], out: str, release: str | None = None, rebuild: 
             if release is not None and release not in (rel.version, rel.key):
                 continue
             env = ensure_env(case.runtime, rel.packages, rebuild=rebuild, say=say, patch=rel.patch)
-            outcomes.append(run_release_sets(case, rel, env, out, say, repeat_of(case, repeat), jobs))
+            outcomes.append(run_release_sets(case, rel, env, out, say, repeat_of(case, repeat), jobs, aimed_only))
             if done is not None:
                 done(outcomes[-1])
     return outcomes
 
 
 def run_release_sets(case: Case, rel: Release, env: CaseEnv, out: str, say: Callable[[str], None], repeat: int,
-                     jobs: int = 1) -> ReleaseOutcome:
+                     jobs: int = 1, aimed_only: bool = False) -> ReleaseOutcome:
     """The release's aimed runs and spread-kill runs, `jobs` at a time, each in its folder under
     <out>/cases/<case>/<release>/, judged on its aimed runs (case_plan's docstring says how, and why)."""
     folder = os.path.abspath(os.path.join(out, "cases", case.name, rel.key))
-    planned = planned_runs(case, rel, folder, repeat)
+    planned = planned_runs(case, rel, folder, repeat, spread=not aimed_only)
     outcome = new_outcome(case, rel, env, folder, planned[0].words)
     outcome.repeat, outcome.expect_share, outcome.spread_note = repeat, case.expect_share, case.spread_note
+    if aimed_only:
+        outcome.spread_note = "spread-kill runs not run: killtest cases --aimed-only"
     spread = [run for run in planned if run.kind == "spread"]
     outcome.spread_command = run_line(env, spread[0].words) if spread else ""
     say(f"[{case.name} {rel.key}] {repeat} aimed and {len(spread)} spread-kill runs, {jobs} at a time"

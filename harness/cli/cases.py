@@ -69,7 +69,7 @@ class CasesCommand(Command):
             progress.done(_line(outcome))
         try:
             run_cases(cases, args.out, release=args.release, rebuild=args.rebuild, say=progress.step, done=finished,
-                      repeat=args.repeat, jobs=args.jobs or 1)
+                      repeat=args.repeat, jobs=args.jobs or 1, aimed_only=args.aimed_only)
         finally:  # an interrupted `cases` keeps the releases that finished
             path = os.path.join(args.out, "cases.json")
             write_results(args.out, merged(read_results(path), cases, outcomes, command_line()))
