@@ -228,13 +228,21 @@ def _run_logged(command: list[str], environ: dict[str, str], log: str) -> int:
         try:
             return child.wait()
         except BaseException:
-            child.send_signal(signal.SIGTERM)
-            try:
-                child.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)
-                child.wait()
+            stop_children([child])
             raise
+
+
+def stop_children(children: list[subprocess.Popen]) -> None:
+    """Each child still running told SIGTERM (a killtest cleans up on it), its group SIGKILLed after 60 s."""
+    for child in children:
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+    for child in children:
+        try:
+            child.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
 
 
 def last_line(path: str) -> str:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -44,6 +43,7 @@ from killtest.harness.campaigns.case_plan import (
     read_report,
     replay_line,
     run_line,
+    stop_children,
 )
 from killtest.harness.design.case_spec import Case, Release
 from killtest.harness.report.case_frequencies import aggregate, run_records, shows_expected
@@ -160,7 +160,7 @@ def run_all(runs: list[PlannedRun], command: list[str], environ: dict[str, str],
                     raise KeyboardInterrupt
                 done[run] = Finished(run, child.returncode, time.monotonic() - began, _read(run.folder))
     except BaseException:
-        _stop(list(going))
+        stop_children(list(going))
         raise
     return [done[run] for run in runs]
 
@@ -173,16 +173,6 @@ def _read(folder: str) -> dict | None:
         return None
 
 
-def _stop(children: list[subprocess.Popen]) -> None:
-    for child in children:
-        if child.poll() is None:
-            child.send_signal(signal.SIGTERM)
-    for child in children:
-        try:
-            child.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
 
 
 def run_cases(cases: list[Case], out: str, release: str | None = None, rebuild: bool = False,
