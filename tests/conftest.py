@@ -114,26 +114,45 @@ def pytest_collection_modifyitems(config, items):
     `--dist worksteal` (make test, make check) hands each worker a contiguous slice of that order and steals
     from a slice's end, so the first slice held every slow test (153 of 1,272), run one after the other on one
     worker while the three others ran fast ones. Under worksteal the order is dealt into one lane per worker
-    instead (`dealt`), each lane its share of the slow tests, then fast ones: every worker starts on slow ones."""
+    instead (`dealt`), each lane its share of the slow tests by weight, then fast ones: every worker starts on slow
+    ones, the heaviest first."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     workers = getattr(config, "workerinput", {}).get("workercount", 0)
     if workers > 1 and config.getoption("dist", None) == "worksteal":
-        items[:] = dealt(items, workers, lambda item: item.get_closest_marker("slow") is not None)
+        items[:] = dealt(items, workers, slow_weight)
 
 
-def dealt(items: list, lanes: int, slow) -> list:
+# What a slow test without a hint weighs, in CPU seconds: the median of the slow tests in CI's table (2.8 CPU-s).
+SLOW_CPU_S = 3.0
+
+
+def slow_weight(item) -> float:
+    """0 for a test not marked slow; else its `@pytest.mark.slow(cpu_s=N)` hint, the CPU seconds CI's table gave it
+    (KILLTEST_TEST_CPU), or SLOW_CPU_S. A hint only orders the suite: a stale one costs a few seconds of tail."""
+    marker = item.get_closest_marker("slow")
+    return 0.0 if marker is None else float(marker.kwargs.get("cpu_s", SLOW_CPU_S))
+
+
+def dealt(items: list, lanes: int, weight) -> list:
     """`items` as `lanes` contiguous lanes of the lengths worksteal slices them into, each beginning with its share
-    of the slow items, then fast ones in their order. Slow items go a test file at a time (in file order, to the
-    lane with the fewest slow items so far), so a file's module-scoped fixtures (a recording, a server, an env)
-    are still set up once, by one worker."""
+    of the slow items (weight > 0), then fast ones in their order. Slow items go a test file at a time, so a file's
+    module-scoped fixtures (a recording, a server, an env) are still set up once, by one worker: the heaviest file
+    first, each to the lane that weighs least so far, and a file's heaviest test first. The longest tests then
+    start at once, not last in a lane of many (a 90 s explore started with 40 s of the step left, and three workers
+    sat idle for its tail)."""
+    if lanes < 2:
+        return list(items)
     lane_slow: list[list] = [[] for _ in range(lanes)]
+    lane_weight = [0.0] * lanes
     by_file: dict[str, list] = {}
     for item in items:
-        if slow(item):
+        if weight(item):
             by_file.setdefault(item.nodeid.split("::")[0], []).append(item)
-    for tests in by_file.values():
-        min(lane_slow, key=len).extend(tests)
-    fast = [item for item in items if not slow(item)]
+    for tests in sorted(by_file.values(), key=lambda tests: -sum(map(weight, tests))):  # stable: file order on ties
+        lane = lane_weight.index(min(lane_weight))
+        lane_slow[lane].extend(sorted(tests, key=lambda item: -weight(item)))
+        lane_weight[lane] += sum(map(weight, tests))
+    fast = [item for item in items if not weight(item)]
     order: list = []
     for lane in range(lanes):  # worksteal's slices: what is left, divided by the workers left
         length = (len(items) - len(order)) // (lanes - lane)

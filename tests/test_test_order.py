@@ -1,6 +1,7 @@
 """The suite's order under `--dist worksteal` (tests/conftest.py's `dealt`): worksteal gives each worker a contiguous
-slice of the collection, so the order is dealt into one lane per worker, each beginning with slow tests, and a
-test file's slow tests stay together (its module-scoped fixtures set up once)."""
+slice of the collection, so the order is dealt into one lane per worker, each beginning with slow tests, the
+heaviest first and the lanes balanced by weight, and a test file's slow tests stay together (its module-scoped
+fixtures set up once)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,17 @@ from tests.conftest import dealt
 @dataclass(frozen=True)
 class Item:
     nodeid: str
-    slow: bool
+    slow: float  # 0: fast; else its weight, as `@pytest.mark.slow(cpu_s=N)` gives it
+
+
+def weight(item: Item) -> float:
+    return item.slow
 
 
 def suite() -> list[Item]:
     """Slow tests first, as the sort before dealing leaves them: 3 files of slow ones, then 13 fast tests."""
-    slow = [Item(f"tests/test_{f}.py::t{i}", True) for f, n in (("a", 3), ("b", 1), ("c", 2)) for i in range(n)]
-    return slow + [Item(f"tests/test_z.py::f{i}", False) for i in range(13)]
+    slow = [Item(f"tests/test_{f}.py::t{i}", 1) for f, n in (("a", 3), ("b", 1), ("c", 2)) for i in range(n)]
+    return slow + [Item(f"tests/test_z.py::f{i}", 0) for i in range(13)]
 
 
 def slices(order: list[Item], workers: int) -> list[list[Item]]:
@@ -33,18 +38,31 @@ def slices(order: list[Item], workers: int) -> list[list[Item]]:
 
 def test_every_worker_starts_on_slow_tests_and_a_files_slow_tests_stay_on_one_worker():
     items = suite()
-    order = dealt(items, 3, lambda item: item.slow)
+    order = dealt(items, 3, weight)
     assert sorted(order, key=items.index) == items  # nothing lost or repeated
     first = slices(order, 3)
-    assert [[i.nodeid for i in s if i.slow] for s in first] == [
+    assert [[i.nodeid for i in s if i.slow] for s in first] == [  # the heaviest file first, each to the lightest lane
         ["tests/test_a.py::t0", "tests/test_a.py::t1", "tests/test_a.py::t2"],
-        ["tests/test_b.py::t0"], ["tests/test_c.py::t0", "tests/test_c.py::t1"]]
+        ["tests/test_c.py::t0", "tests/test_c.py::t1"], ["tests/test_b.py::t0"]]
     assert all(s[0].slow for s in first) and [len(s) for s in first] == [6, 6, 7]
     assert [i.nodeid for i in order if not i.slow] == [f"tests/test_z.py::f{i}" for i in range(13)]  # kept in order
 
 
 def test_one_worker_or_no_slow_test_keeps_the_order():
     items = suite()
-    assert dealt(items, 1, lambda item: item.slow) == items
+    assert dealt(items, 1, weight) == items
     fast = [i for i in items if not i.slow]
-    assert dealt(fast, 4, lambda item: item.slow) == fast
+    assert dealt(fast, 4, weight) == fast
+
+
+def test_the_heaviest_tests_start_first_and_the_lanes_weigh_alike():
+    """A 90 s test last in a lane of many slow ones started with 40 s of the step left; by weight it starts first,
+    and a file's heaviest test leads its file."""
+    heavy = [Item("tests/test_h.py::light", 2), Item("tests/test_h.py::heavy", 50)]
+    many = [Item(f"tests/test_m{i}.py::t", 3) for i in range(10)]
+    fast = [Item(f"tests/test_z.py::f{i}", 0) for i in range(40)]
+    order = dealt(many + heavy + fast, 2, weight)
+    first = slices(order, 2)
+    assert [i.nodeid for i in first[0] if i.slow] == ["tests/test_h.py::heavy", "tests/test_h.py::light"]
+    assert [sum(i.slow for i in s) for s in first] == [52, 30]  # LPT: the ten light files all went to the other
+    assert sorted(order, key=(many + heavy + fast).index) == many + heavy + fast
