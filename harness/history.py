@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from killtest.harness.files import write_atomically
@@ -109,13 +110,15 @@ class History:
             return cls([json.loads(line) for line in src if line.strip()])
 
 
-def first_in_folder(folder: str, type_: str) -> dict | None:
-    """The first event of `type_` in a results folder's history/ (its start files in name order), None without
-    one: what a case's bisection and report read of a run they did not hold in memory (its first kill)."""
+def events_in_folder(folder: str) -> Iterator[dict]:
+    """Every event of a results folder's history/ (its start files in name order): what a case's bisection and
+    report read of a run they did not hold in memory."""
     history = os.path.join(folder, "history")
     for name in sorted(os.listdir(history)) if os.path.isdir(history) else []:
         with open(os.path.join(history, name), encoding="utf-8") as src:
-            for line in src:
-                if line.strip() and (event := json.loads(line)).get("type") == type_:
-                    return event
-    return None
+            yield from (json.loads(line) for line in src if line.strip())
+
+
+def first_in_folder(folder: str, type_: str) -> dict | None:
+    """The first event of `type_` in a results folder's history/, None without one (its first kill, say)."""
+    return next((event for event in events_in_folder(folder) if event.get("type") == type_), None)

@@ -30,7 +30,6 @@ case_registry.missing_between), so a boundary next to one names it.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import time
 from collections.abc import Callable
@@ -43,7 +42,7 @@ from killtest.harness.campaigns.case_registry import between, missing_between, m
 from killtest.harness.design.case_spec import Case, Release
 from killtest.harness.design.registry import PROJECT_ROOT
 from killtest.harness.errors import KilltestError
-from killtest.harness.history import first_in_folder
+from killtest.harness.history import events_in_folder, first_in_folder
 from killtest.harness.report.case_bisect_table import missing_words
 
 # The release did not install or its run proved nothing, or its crawl never finished: `lost` is only counted in a
@@ -262,16 +261,12 @@ def crashed_in(folder: str, frames: int = 2) -> str:
     """Where a start that exited by itself with an error failed: its error line and the innermost frames of
     its stack (`RequestQueueClient.listHead < RequestQueue._ensureHeadIsNonEmpty`), from the run's history;
     "" when no start crashed. It tells a crash at a queue's open from one at run time."""
-    history = os.path.join(folder, "history")
-    for name in sorted(os.listdir(history)) if os.path.isdir(history) else []:
-        with open(os.path.join(history, name), encoding="utf-8") as src:
-            for line in src:
-                event = json.loads(line)
-                tail = event.get("stderr_tail") if event.get("type") == "crash" else None  # not a killed start's
-                if tail:
-                    stack = [t.strip().removeprefix("at ").removeprefix("async ").split(" (")[0] for t in tail
-                             if t.strip().startswith("at ") and "JSON.parse" not in t]
-                    return f"{tail[0].strip()} in {' < '.join(stack[:frames])}" if stack else tail[0].strip()
+    for event in events_in_folder(folder):
+        tail = event.get("stderr_tail") if event.get("type") == "crash" else None  # not a killed start's
+        if tail:
+            stack = [t.strip().removeprefix("at ").removeprefix("async ").split(" (")[0] for t in tail
+                     if t.strip().startswith("at ") and "JSON.parse" not in t]
+            return f"{tail[0].strip()} in {' < '.join(stack[:frames])}" if stack else tail[0].strip()
     return ""
 
 

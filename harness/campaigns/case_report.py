@@ -34,7 +34,7 @@ from killtest.harness.campaigns.case_plan import killtest_commit, killtest_word,
 from killtest.harness.design.case_spec import CASES_FOLDER, Case, Release
 from killtest.harness.design.registry import PROJECT_ROOT
 from killtest.harness.errors import KilltestError
-from killtest.harness.history import first_in_folder
+from killtest.harness.history import events_in_folder, first_in_folder
 
 WRITE_STACKS = os.path.join(CASES_FOLDER, "write-stacks.cjs")
 # The framework's own words worth a maintainer's eye: warnings, errors and a stack's first line, and its closing
@@ -123,21 +123,12 @@ def _read_json(path: str) -> dict:
         return {}
 
 
-def _history(run_dir: str) -> list[dict]:
-    events = []
-    history = os.path.join(run_dir, "history")
-    for name in sorted(os.listdir(history)) if os.path.isdir(history) else []:
-        with open(os.path.join(history, name), encoding="utf-8") as src:
-            events += [json.loads(line) for line in src if line.strip()]
-    return events
-
-
 def _exits(run_dir: str) -> list[dict]:
     """How each start of the run ended, from its history: SIGKILLed at a point (`killed`), stopped by killtest's
     limits (`stopped`), or exited by itself with its status (`returncode`); with its stderr's last lines where the
     history kept them."""
     starts: dict[int, dict] = {}
-    for event in _history(run_dir):
+    for event in events_in_folder(run_dir):
         if not isinstance(event.get("start"), int):
             continue
         entry = starts.setdefault(event["start"], {"start": event["start"]})

@@ -173,8 +173,6 @@ def _read(folder: str) -> dict | None:
         return None
 
 
-
-
 def run_cases(cases: list[Case], out: str, release: str | None = None, rebuild: bool = False,
               say: Callable[[str], None] = print, done: Callable[[ReleaseOutcome], object] | None = None,
               repeat: int | None = None, jobs: int = 1, aimed_only: bool = False) -> list[ReleaseOutcome]:
