@@ -80,13 +80,26 @@ def test_make_tests_steps_each_get_a_row_ending_when_that_step_ends(tmp_path, mo
     """The serial step ends long before the xdist step; its row must say so, though its status is read after."""
     table = tmp_path / "phases.jsonl"
     monkeypatch.setenv("KILLTEST_CI_PHASES", str(table))
-    read_end, write_end = os.pipe()
-    # `late` ends only once `early` has (its stdin's last writer): the order of their ends is fixed, not timed.
-    late = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=read_end)
-    early = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"], pass_fds=(write_end,))
-    os.close(read_end)
-    os.close(write_end)
+    # `late` ends only once `early` has been reaped (its /proc entry gone; a zombie keeps it): the order of the two
+    # ends is fixed, not timed, even when the test's process is too slow to be waiting before `early` exits.
+    early = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    late = subprocess.Popen([sys.executable, "-c", "import os, time\n"
+                             f"while os.path.exists('/proc/{early.pid}'): time.sleep(0.01)"])
     assert steps.waited(("xdist step", late), ("serial step", early), began=0.0) == [0, 0]
     first, second = rows(table)
     assert (first["step"], second["step"]) == ("make test: serial step", "make test: xdist step")
     assert first["end"] <= second["end"] and first["status"] == second["status"] == 0
+
+
+REPORT = "import os; print(os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0), flush=True)"
+
+
+def test_the_rest_runs_in_the_background_and_so_does_every_process_it_starts():
+    """make test's xdist step is SCHED_IDLE (a core only when no normal process wants it) and at least nice 10,
+    and what it starts inherits both: the scrapers, servers and browsers of its tests."""
+    child = subprocess.run([sys.executable, "-c", f"{REPORT}\nimport subprocess, sys\n"
+                            f"subprocess.run([sys.executable, '-c', {REPORT!r}])"],
+                           preexec_fn=steps.in_the_background, capture_output=True, text=True, check=True)
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    expected = f"{os.SCHED_IDLE} {min(19, own + steps.REST_NICENESS)}"
+    assert child.stdout.splitlines() == [expected, expected]
