@@ -5,9 +5,12 @@ fixtures set up once)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from tests.conftest import dealt
+
+pytest_plugins = ["pytester"]
 
 
 @dataclass(frozen=True)
@@ -66,3 +69,36 @@ def test_the_heaviest_tests_start_first_and_the_lanes_weigh_alike():
     assert [i.nodeid for i in first[0] if i.slow] == ["tests/test_h.py::heavy", "tests/test_h.py::light"]
     assert [sum(i.slow for i in s) for s in first] == [52, 30]  # LPT: the ten light files all went to the other
     assert sorted(order, key=(many + heavy + fast).index) == many + heavy + fast
+
+
+CONFTEST = '''
+import importlib.util
+import pytest
+
+spec = importlib.util.spec_from_file_location("killtest_tests_conftest", {path!r})
+suite = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(suite)
+pytest_collection_modifyitems = suite.pytest_collection_modifyitems
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow(cpu_s): a slow test")
+'''
+
+
+def test_an_xdist_worksteal_run_deals_the_order_so_every_worker_starts_on_a_slow_test(pytester):
+    """The real thing, not a model of it: pytest-xdist, two workers, worksteal. Each worker's first test to end is
+    the first of its lane, a slow one (two files of one slow test each, then fast ones): a worker runs its slice
+    in order. A worker's own `--dist` option says "no", which left the order undealt in every xdist run."""
+    pytester.makeconftest(CONFTEST.format(path=os.path.join(os.path.dirname(__file__), "conftest.py")))
+    fast = "\n".join(f"def test_fast{i}():\n    pass\n" for i in range(10))
+    pytester.makepyfile(test_a="import pytest\n\n@pytest.mark.slow(cpu_s=5)\ndef test_slow_a():\n    pass\n\n" + fast,
+                        test_b="import pytest\n\n@pytest.mark.slow(cpu_s=4)\ndef test_slow_b():\n    pass\n")
+    result = pytester.runpytest_subprocess("-n", "2", "--dist", "worksteal", "-v", "-p", "no:cacheprovider")
+    assert result.ret == 0
+    first: dict[str, str] = {}
+    for line in result.outlines:
+        words = line.split()
+        if len(words) >= 2 and words[0].startswith("[gw") and "PASSED" in words:
+            first.setdefault(words[0], words[-1])
+    assert sorted(first.values()) == ["test_a.py::test_slow_a", "test_b.py::test_slow_b"], result.outlines[-30:]
