@@ -83,18 +83,25 @@ pytest_collection_modifyitems = suite.pytest_collection_modifyitems
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow(cpu_s): a slow test")
+    config.addinivalue_line("markers", "serial: left out by -m")
 '''
 
 
 def test_an_xdist_worksteal_run_deals_the_order_so_every_worker_starts_on_a_slow_test(pytester):
     """The real thing, not a model of it: pytest-xdist, two workers, worksteal. Each worker's first test to end is
     the first of its lane, a slow one (two files of one slow test each, then fast ones): a worker runs its slice
-    in order. A worker's own `--dist` option says "no", which left the order undealt in every xdist run."""
+    in order. A worker's own `--dist` option says "no", which left the order undealt in every xdist run; and the
+    lanes are cut after `-m` has deselected tests, or every slice boundary moves."""
     pytester.makeconftest(CONFTEST.format(path=os.path.join(os.path.dirname(__file__), "conftest.py")))
     fast = "\n".join(f"def test_fast{i}():\n    pass\n" for i in range(10))
+    left_out = "import pytest\n\n" + "\n".join(f"@pytest.mark.serial\ndef test_left_out{i}():\n    pass\n"
+                                                for i in range(4))
     pytester.makepyfile(test_a="import pytest\n\n@pytest.mark.slow(cpu_s=5)\ndef test_slow_a():\n    pass\n\n" + fast,
-                        test_b="import pytest\n\n@pytest.mark.slow(cpu_s=4)\ndef test_slow_b():\n    pass\n")
-    result = pytester.runpytest_subprocess("-n", "2", "--dist", "worksteal", "-v", "-p", "no:cacheprovider")
+                        test_b="import pytest\n\n@pytest.mark.slow(cpu_s=4)\ndef test_slow_b():\n    pass\n",
+                        test_c=left_out)
+    # `-m` deselects four tests, as make test's steps do: the lanes must be cut from what is left.
+    result = pytester.runpytest_subprocess("-n", "2", "--dist", "worksteal", "-v", "-p", "no:cacheprovider",
+                                           "-m", "not serial")
     assert result.ret == 0
     first: dict[str, str] = {}
     for line in result.outlines:
