@@ -125,20 +125,20 @@ def pytest_collection_modifyitems(config, items):
         items[:] = dealt(items, workers, slow_weight)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """pytest-xdist's controller, before it starts a worker: the worker is told the run's `--dist` mode (below)."""
+    node.workerinput["killtest_dist"] = node.config.getoption("dist", None)
+
+
 def controller_dist(config) -> str | None:
     """The `--dist` mode the xdist run was started with, as a worker sees it. A worker's own option says "no":
     xdist sets it so before collecting (remote.py's setup_config), and until 2026-12-07 this hook read that and
     never dealt the order, so one worker ran every slow test one after another in file order while the others
-    ran fast ones (CI's per-test table: the two xdist plugin tests started with 80 s of the step left). So it is
-    read from the controller's command line, which the worker is given (workerinput's `mainargv`)."""
-    argv = list(getattr(config, "workerinput", {}).get("mainargv", []))
-    mode = None
-    for at, arg in enumerate(argv):
-        if arg == "--dist" and at + 1 < len(argv):
-            mode = argv[at + 1]
-        elif arg.startswith("--dist="):
-            mode = arg.split("=", 1)[1]
-    return mode
+    ran fast ones (CI's per-test table: the two xdist plugin tests started with 80 s of the step left). So the
+    controller hands its own value to each worker (`pytest_configure_node`, workerinput), whether it came from
+    the command line, addopts or PYTEST_ADDOPTS."""
+    return getattr(config, "workerinput", {}).get("killtest_dist")
 
 
 # What a slow test without a hint weighs, in CPU seconds: the median of the slow tests in CI's table (2.8 CPU-s).

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+import pytest
+
 from tests.conftest import dealt
 
 pytest_plugins = ["pytester"]
@@ -79,6 +81,7 @@ spec = importlib.util.spec_from_file_location("killtest_tests_conftest", {path!r
 suite = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(suite)
 pytest_collection_modifyitems = suite.pytest_collection_modifyitems
+pytest_configure_node = suite.pytest_configure_node
 
 
 def pytest_configure(config):
@@ -87,6 +90,7 @@ def pytest_configure(config):
 '''
 
 
+@pytest.mark.slow
 def test_an_xdist_worksteal_run_deals_the_order_so_every_worker_starts_on_a_slow_test(pytester):
     """The real thing, not a model of it: pytest-xdist, two workers, worksteal. Each worker's first test to end is
     the first of its lane, a slow one (two files of one slow test each, then fast ones): a worker runs its slice
