@@ -53,8 +53,8 @@ bench-workers: $(STAMP)
 
 # The suite in two steps, side by side (tests/steps.py): the tests that are isolated on six xdist workers
 # (more than the cores: much of a test's time is waiting on subprocesses, servers and sleeps) in the background
-# (SCHED_IDLE: a core only when no normal process wants it),
-# and beside them the `serial` ones at normal priority, two at a time: they are timing-sensitive but mostly
+# (SCHED_IDLE: a core only when no normal process wants it), and beside them the `serial` ones at normal
+# priority, two at a time (where the kernel's autogroup is on, as on most desktops, after them instead): they are timing-sensitive but mostly
 # sleep (28 CPU-s in 84 s alone), so the scheduler gives them a core whenever they wake and the rest takes
 # what is left. Their output is printed after the rest's. The `hosts` test (ssh test hosts, minutes) is a step
 # of its own in .ci/run.
@@ -146,9 +146,11 @@ analyses: $(STAMP)
 # first step of every fresh clone and of CI, with nothing beside it. Measured from empty caches on two cores:
 # 25.5 s with pip, 14.8 s with uv. The bytecode is compiled at install, as pip does, because this machine kind
 # sets PYTHONDONTWRITEBYTECODE=1 and make killtest's starts would otherwise compile requests and Flask each time.
+# uv is pinned (a build tool, like the frameworks' pins); it does not read pip's configuration: behind a package
+# mirror, set UV_DEFAULT_INDEX as well as pip's index.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv --clear $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip uv
+	$(BIN)/python -m pip install --quiet --upgrade pip uv==0.13.9
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode -e '.[all,test,lint]'
 	touch $(STAMP)
 
