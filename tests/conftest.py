@@ -105,80 +105,20 @@ settings.register_profile("campaign", max_examples=200, deadline=None,
 settings.load_profile("killtest-ci")
 
 
-@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     """The slow tests first. Under pytest-xdist the longest tests decide the step's tail: one that starts last
     (a real framework's case, an explore of every write) runs alone on one core while the other workers sit
     idle. Started first, the short ones fill in around it. The sort is stable, so every worker collects the
     same order, as xdist requires.
 
-    `--dist worksteal` (make test, make check) hands each worker a contiguous slice of that order and steals
-    from a slice's end, so the first slice held every slow test (153 of 1,272), run one after the other on one
-    worker while the three others ran fast ones. Under worksteal the order is dealt into one lane per worker
-    instead (`dealt`), each lane its share of the slow tests by weight, then fast ones: every worker starts on slow
-    ones, the heaviest first. It runs last (`trylast`), after `-m` has deselected what the step does not run: dealt
-    before, the lanes were cut for 1,352 items and xdist cut 1,332 into slices, so lane 4's heaviest test, first
-    in its lane, came last in lane 3's slice and was stolen with 70 s of the step left."""
+    `--dist worksteal` (make test, make check) hands each worker a contiguous slice of that order, so the first
+    worker's slice holds the slow tests, run one after another in file order, while the others run fast ones and,
+    once done, steal the end of its slice. From 2026-12-06 to 2026-12-07 the order was dealt into one lane per
+    worker instead, each starting on its share of the slow tests by weight; that never ran under xdist (a worker's
+    own --dist option says "no"), and once it did, fresh-clone CIs took 612, 669 and 659 s against 593 and 597 s
+    without it: six heavy tests at once, most of them waiting on slow pages, hangs and env builds, left the cores
+    idle (1.76 of 2 busy against 1.85) where fast tests had filled them (docs/reference/tests.md)."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-    workers = getattr(config, "workerinput", {}).get("workercount", 0)
-    if workers > 1 and controller_dist(config) == "worksteal":
-        items[:] = dealt(items, workers, slow_weight)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node):
-    """pytest-xdist's controller, before it starts a worker: the worker is told the run's `--dist` mode (below)."""
-    node.workerinput["killtest_dist"] = node.config.getoption("dist", None)
-
-
-def controller_dist(config) -> str | None:
-    """The `--dist` mode the xdist run was started with, as a worker sees it. A worker's own option says "no":
-    xdist sets it so before collecting (remote.py's setup_config), and until 2026-12-07 this hook read that and
-    never dealt the order, so one worker ran every slow test one after another in file order while the others
-    ran fast ones (CI's per-test table: the two xdist plugin tests started with 80 s of the step left). So the
-    controller hands its own value to each worker (`pytest_configure_node`, workerinput), whether it came from
-    the command line, addopts or PYTEST_ADDOPTS."""
-    return getattr(config, "workerinput", {}).get("killtest_dist")
-
-
-# What a slow test without a hint weighs, in CPU seconds: the median of the slow tests in CI's table (2.8 CPU-s).
-SLOW_CPU_S = 3.0
-
-
-def slow_weight(item) -> float:
-    """0 for a test not marked slow; else its `@pytest.mark.slow(cpu_s=N)` hint, the CPU seconds CI's table gave it
-    (KILLTEST_TEST_CPU), or SLOW_CPU_S. A hint only orders the suite: a stale one costs a few seconds of tail."""
-    marker = item.get_closest_marker("slow")
-    return 0.0 if marker is None else float(marker.kwargs.get("cpu_s", SLOW_CPU_S))
-
-
-def dealt(items: list, lanes: int, weight) -> list:
-    """`items` as `lanes` contiguous lanes of the lengths worksteal slices them into, each beginning with its share
-    of the slow items (weight > 0), then fast ones in their order. Slow items go a test file at a time, so a file's
-    module-scoped fixtures (a recording, a server, an env) are still set up once, by one worker: the heaviest file
-    first, each to the lane that weighs least so far, and a file's heaviest test first. The longest tests then
-    start at once, not last in a lane of many (a 90 s explore started with 40 s of the step left, and three workers
-    sat idle for its tail)."""
-    if lanes < 2:
-        return list(items)
-    lane_slow: list[list] = [[] for _ in range(lanes)]
-    lane_weight = [0.0] * lanes
-    by_file: dict[str, list] = {}
-    for item in items:
-        if weight(item):
-            by_file.setdefault(item.nodeid.split("::")[0], []).append(item)
-    for tests in sorted(by_file.values(), key=lambda tests: -sum(map(weight, tests))):  # stable: file order on ties
-        lane = lane_weight.index(min(lane_weight))
-        lane_slow[lane].extend(sorted(tests, key=lambda item: -weight(item)))
-        lane_weight[lane] += sum(map(weight, tests))
-    fast = [item for item in items if not weight(item)]
-    order: list = []
-    for lane in range(lanes):  # worksteal's slices: what is left, divided by the workers left
-        length = (len(items) - len(order)) // (lanes - lane)
-        take = max(0, length - len(lane_slow[lane])) if lane < lanes - 1 else len(fast)
-        order += lane_slow[lane] + fast[:take]
-        del fast[:take]
-    return order
 
 
 def browser_required(reason: str):

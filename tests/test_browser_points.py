@@ -39,7 +39,7 @@ def playwright_env():
         browser_required(f"cannot build the Playwright case's env: {failed}")
 
 
-@pytest.mark.slow(cpu_s=25)
+@pytest.mark.slow
 def test_a_browser_crawls_request_points_are_its_pages_and_its_coverage_lists_pages_and_writes(playwright_env,
                                                                                               tmp_path):
     out = tmp_path / "out"

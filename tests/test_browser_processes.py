@@ -199,14 +199,14 @@ def _three_starts_leave_nothing(harness: subprocess.Popen, out) -> Tree:
     return tree
 
 
-@pytest.mark.slow(cpu_s=11)
+@pytest.mark.slow
 def test_three_starts_of_a_puppeteer_crawl_leave_no_browser_and_count_no_favicon(node_modules, tmp_path):
     environ = {**os.environ, "NODE_PATH": node_modules}
     harness = _run(os.path.join(CASE, "design.toml"), environ, tmp_path / "out", "--schedule", "r5,r12")
     _three_starts_leave_nothing(harness, tmp_path / "out")
 
 
-@pytest.mark.slow(cpu_s=13)
+@pytest.mark.slow
 def test_three_starts_of_a_playwright_python_crawl_leave_no_browser_driver_or_python(playwright_env, tmp_path):
     harness = _run(os.path.join(PLAYWRIGHT_CASE, "design.toml"), playwright_env.environ(), tmp_path / "out",
                    "--schedule", "r5,r12")

@@ -117,7 +117,7 @@ def test_bad_bisect_input_is_one_line_and_exit_2(tmp_path, words, said):
     assert done.stderr.strip().count("\n") == 0 and said in done.stderr
 
 
-@pytest.mark.slow(cpu_s=20)
+@pytest.mark.slow
 def test_scrapy_7094_bisected_on_three_real_releases_finds_2_14_0_the_first_flagged(tmp_path):
     """2.13.4 is clean, 2.14.0 brought the line-buffered requests.seen (#7094), 2.14.1 kept it."""
     done = subprocess.run([*KILLTEST, "cases", "--bisect", "scrapy-7094", "--from", "2.13.4", "--to", "2.14.1",

@@ -81,7 +81,7 @@ def test_a_case_killed_at_a_store_write_is_located_and_one_killed_at_a_request_i
     assert write_point(load_case(os.path.join(CASES_FOLDER, "scrapy-7094"))) is None
 
 
-@pytest.mark.slow(cpu_s=12)
+@pytest.mark.slow
 def test_crawlee_node_1736_report_names_the_framework_write_the_crawler_frame_and_the_crash(tmp_path):
     if shutil.which("npm") is None:
         pytest.skip("npm is missing (apt-get install npm)")

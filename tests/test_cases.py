@@ -212,7 +212,7 @@ def test_a_node_env_records_its_node_modules_nested_ones_included(tmp_path):
     assert recorded == {"all": sorted(["debug==4.3.4", f"ms=={ms}"]), "direct": [f"ms=={ms}"]}
 
 
-@pytest.mark.slow(cpu_s=39)
+@pytest.mark.slow
 def test_crawlee_python_1825_buggy_flagged_hung_fixed_clean_and_the_replay_line_reproduces_it(tmp_path):
     """1.6.1 skips the killed request forever and never says it is done: stopped, `liveness`, its record not
     stored because the crawl did not finish (never `lost`, which is for a crawl that finished: issue 33)."""

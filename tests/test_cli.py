@@ -50,7 +50,7 @@ def test_bad_input_is_one_line_and_exit_status_2(args, says, tmp_path):
     assert done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr
 
 
-@pytest.mark.slow(cpu_s=16)
+@pytest.mark.slow
 def test_a_campaign_writes_json_markdown_html_and_plots(tmp_path):
     out = tmp_path / "out"
     done = run_killtest("run", "--design", "naive,idempotent", "--runs", "2", "--kills", "2",

@@ -50,7 +50,7 @@ def crawlee_env():
         browser_required(f"cannot install {' '.join(PACKAGES)}: {failed}")
 
 
-@pytest.mark.slow(cpu_s=48)  # minutes in a fresh-clone CI (its env built beside): the heaviest first
+@pytest.mark.slow  # minutes in a fresh-clone CI (its env built beside): the heaviest first
 def test_a_crawlee_playwright_crawler_at_the_defaults_is_killed_at_work_and_never_falsely_loses(crawlee_env,
                                                                                                  tmp_path):
     env = crawlee_env.environ({**os.environ, "CRAWLEE_TEST_REQUEST_LOCK_SECS": LOCK_S})

@@ -155,7 +155,7 @@ COMMIT_LINE, RECORD_LINES = (
      "with open(" in line or "out.write(" in line})
 
 
-@pytest.mark.slow(cpu_s=20)
+@pytest.mark.slow
 @pytest.mark.skipif(py_spy() is None or shutil.which("strace") is None, reason="needs py-spy and strace")
 def test_a_design_with_two_mistakes_gives_two_failures_its_commit_and_its_torn_file_at_both_its_lines(tmp_path):
     """Issue 35's design, outside the repository: its done mark is a SQLite commit after the record file, and the
@@ -290,7 +290,7 @@ TWO_COMMITS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scraper_
                            "two_commits_one_promise.py")
 
 
-@pytest.mark.slow(cpu_s=30)
+@pytest.mark.slow
 @pytest.mark.skipif(py_spy() is None or shutil.which("strace") is None, reason="needs py-spy and strace")
 def test_two_commits_at_two_lines_that_break_the_same_promise_are_never_one_failure(tmp_path):
     """The reviewer's case, a design outside the repository: the first listing page's products and the others

@@ -106,7 +106,7 @@ needs_node_and_strace = pytest.mark.skipif(shutil.which("node") is None or shuti
                                            reason="needs node and strace")
 
 
-@pytest.mark.slow(cpu_s=14)
+@pytest.mark.slow
 @needs_node_and_strace
 def test_a_node_crawlers_thread_pool_writes_are_explored_and_its_coverage_said(tmp_path):
     """fs.promises writes go to libuv's four pool threads, a different one each recording: without one pool thread

@@ -122,7 +122,7 @@ def test_the_file_gate_kills_before_the_kth_rename_of_a_file_whichever_pool_thre
         assert ("done" in done.stdout) == (k == 4)
 
 
-@pytest.mark.slow(cpu_s=10)
+@pytest.mark.slow
 @needs_seccomp
 @pytest.mark.skipif(shutil.which("strace") is None, reason="the recording needs strace")
 def test_explore_kills_a_python_pool_crawler_at_its_dataset_renames_and_finds_the_record_it_loses(tmp_path):

@@ -92,7 +92,7 @@ def test_a_pre_forked_start_behaves_like_a_new_interpreter(small_site, launchers
     assert outcomes[0] == outcomes[1]
 
 
-@pytest.mark.slow(cpu_s=13)
+@pytest.mark.slow
 def test_fuzzing_catches_the_design_that_marks_done_before_saving_and_shrinks_to_one_kill():
     broken = design_named("zoo-done-before-record")
     # New interpreters and a lease far below their boot: a killed start's claim has always expired when the

@@ -27,7 +27,7 @@ def printed_replay(stderr: str) -> list[str]:
     return words[1:]
 
 
-@pytest.mark.slow(cpu_s=32)
+@pytest.mark.slow
 @needs_strace
 def test_fuzz_finds_the_lost_record_shrinks_it_and_its_replay_line_works_from_another_directory(tmp_path):
     # 12 examples: 2 fail here and shrink to w68 in 31 runs (37 s on two quiet cores; 24 examples took twice that)

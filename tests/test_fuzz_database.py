@@ -27,7 +27,7 @@ def fuzz(*args):
                           env={**os.environ, "PYTHONPATH": PROJECT_ROOT})
 
 
-@pytest.mark.slow(cpu_s=17)
+@pytest.mark.slow
 @needs_strace
 def test_a_second_fuzz_replays_the_saved_failures_first_and_stops_at_one_that_still_fails(tmp_path):
     database = tmp_path / "db"

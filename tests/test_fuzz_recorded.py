@@ -102,7 +102,7 @@ def test_fuzz_on_the_recording_of_a_broken_design_prints_a_replay_line_that_fail
     assert "lost 1" in again.stderr, again.stderr[-3000:]
 
 
-@pytest.mark.slow(cpu_s=10)
+@pytest.mark.slow
 def test_spread_draws_and_runs_fuzz_cases_on_the_recording(recorded_shop, tmp_path):
     correct, broken = recorded_shop
     examples = fuzz_examples(correct, examples=2, seed=1)

@@ -69,7 +69,7 @@ def test_a_store_outside_the_work_dir_is_refused_by_the_api_in_one_line(tmp_path
         fuzz_examples(str(spec), examples=2, seed=1, power_cut=True)
 
 
-@pytest.mark.slow(cpu_s=24)
+@pytest.mark.slow
 @needs_fuse
 def test_explore_power_cut_finds_xw_points_that_lose_records_where_the_plain_write_does_not(tmp_path):
     # Every third of the later half of the store writes, where the records are written (the earlier ones make
@@ -89,7 +89,7 @@ def test_explore_power_cut_finds_xw_points_that_lose_records_where_the_plain_wri
     assert all(any("lost" in problem for problem in outcomes["x" + w]["problems"]) for w in only_cut)
 
 
-@pytest.mark.slow(cpu_s=14)
+@pytest.mark.slow
 @needs_fuse
 def test_the_idempotent_design_loses_nothing_at_any_power_cut_and_the_flag_only_adds_twins(tmp_path):
     plain = crash_points("idempotent", **TINY)
@@ -123,7 +123,7 @@ def test_shrinking_lowers_and_moves_a_power_cut_point_as_its_trigger_and_keeps_t
     assert _renumbered("x0.05", 0.5, 1) == "x0.05"
 
 
-@pytest.mark.slow(cpu_s=20)
+@pytest.mark.slow
 @needs_fuse
 def test_fuzz_power_cut_shrinks_to_a_power_cut_whose_replay_line_fails_again_from_elsewhere(tmp_path):
     relative = os.path.relpath(SYNC_OFF, PROJECT_ROOT)

@@ -136,7 +136,7 @@ def test_recording_the_bookshop_gives_its_every_book_as_the_reference(recorded_b
     assert made.exchanges >= made.requests - 1 and made.warc_bytes > 0
 
 
-@pytest.mark.slow(cpu_s=14)
+@pytest.mark.slow
 def test_the_unchanged_spider_is_kill_tested_against_the_replay(recorded_bookshop, tmp_path):
     folder, made, truth = recorded_bookshop
     out = str(tmp_path / "results")

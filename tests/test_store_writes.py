@@ -127,7 +127,7 @@ def store_writes(design, site):
         return [p.spec for p in store_write_points(design, Stage(site, servers, {}), SETTINGS)]
 
 
-@pytest.mark.slow(cpu_s=13)
+@pytest.mark.slow
 @needs_strace
 def test_a_store_write_point_finds_the_record_the_progress_first_mistake_loses():
     design = design_named("zoo-done-before-record-cmd")
@@ -208,7 +208,7 @@ def test_the_same_statement_point_gives_the_same_outcome_on_every_repeat(pg_stag
         assert outcomes[0][0] == [-9], point
 
 
-@pytest.mark.slow(cpu_s=20)
+@pytest.mark.slow
 def test_explore_finds_no_broken_statement_point_in_the_idempotent_design_and_some_in_its_zoo_twin(pg_stage):
     correct, broken = design_named("idempotent-pg"), design_named("zoo-done-before-record-pg")
     # Every statement of the correct design, on a crawl of one listing page and two products: every kind of

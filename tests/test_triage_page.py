@@ -157,7 +157,7 @@ def fuzzed(tmp_path_factory):
     return folder, done
 
 
-@pytest.mark.slow(cpu_s=11)
+@pytest.mark.slow
 def test_fuzz_shows_each_distinct_failure_once_in_words_and_junit_has_a_case_for_each(fuzzed):
     folder, done = fuzzed
     out = folder / "results"

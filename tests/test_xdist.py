@@ -50,7 +50,7 @@ def _outcomes(result) -> dict[str, str]:
     return found
 
 
-@pytest.mark.slow(cpu_s=41)
+@pytest.mark.slow
 def test_xdist_workers_reach_the_same_verdicts_as_a_serial_run(pytester):
     pytester.makepyfile(test_user=USER_TEST)
     serial = pytester.runpytest_subprocess("-rA", "-p", "no:cacheprovider")
@@ -75,7 +75,7 @@ def test_fuzz(killtest, seed):
 '''
 
 
-@pytest.mark.slow(cpu_s=30)
+@pytest.mark.slow
 def test_xdist_workers_share_one_fuzz_failure_database_across_sessions(pytester):
     pytester.makepyfile(test_fuzzing=FUZZ_TEST)
     database = pytester.path / "db"
