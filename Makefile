@@ -51,10 +51,10 @@ bench-workers: $(STAMP)
 	$(BIN)/killtest scale --design idempotent --design idempotent-pg --design queue-bullmq \
 		--workers-list 1,2,4,8 --runs 2 --kills 3 --pace 0 --latency 0.02 --out results
 
-# The suite in two steps, side by side (tests/steps.py): the tests that are isolated on six xdist workers
-# (more than the cores: much of a test's time is waiting on subprocesses, servers and sleeps) in the background
-# (SCHED_IDLE: a core only when no normal process wants it), and beside them the `serial` ones at normal
-# priority, two at a time (where the kernel's autogroup is on, as on most desktops, after them instead): they are timing-sensitive but mostly
+# The suite in two steps, side by side (tests/steps.py): the tests that are isolated on four xdist workers
+# (more than the cores: most of a test's time is waiting on subprocesses, servers and sleeps) at nice 10,
+# and beside them the `serial` ones at normal priority, two at a time (where the kernel's autogroup is on, as
+# on most desktops, after them instead): they are timing-sensitive but mostly
 # sleep (28 CPU-s in 84 s alone), so the scheduler gives them a core whenever they wake and the rest takes
 # what is left. Their output is printed after the rest's. The `hosts` test (ssh test hosts, minutes) is a step
 # of its own in .ci/run.
