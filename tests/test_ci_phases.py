@@ -89,3 +89,17 @@ def test_make_tests_steps_each_get_a_row_ending_when_that_step_ends(tmp_path, mo
     first, second = rows(table)
     assert (first["step"], second["step"]) == ("make test: serial step", "make test: xdist step")
     assert first["end"] <= second["end"] and first["status"] == second["status"] == 0
+
+
+REPORT = "import os; print(os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0), flush=True)"
+
+
+def test_the_rest_runs_in_the_background_and_so_does_every_process_it_starts():
+    """make test's xdist step is SCHED_IDLE (a core only when no normal process wants it) and at least nice 10,
+    and what it starts inherits both: the scrapers, servers and browsers of its tests."""
+    child = subprocess.run([sys.executable, "-c", f"{REPORT}\nimport subprocess, sys\n"
+                            f"subprocess.run([sys.executable, '-c', {REPORT!r}])"],
+                           preexec_fn=steps.in_the_background, capture_output=True, text=True, check=True)
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    expected = f"{os.SCHED_IDLE} {min(19, own + steps.REST_NICENESS)}"
+    assert child.stdout.splitlines() == [expected, expected]
