@@ -26,7 +26,7 @@ DESIGN = Design(name="sender", store=StoreSpec(kind="jsonl", path="{work_dir}/r.
                 command_template=(sys.executable, "-c", SENDER, "{base_url}"))
 
 
-def _wait_for(condition, timeout_s=10.0):
+def _wait_for(condition, timeout_s=60.0):
     deadline = time.monotonic() + timeout_s
     while not condition():
         assert time.monotonic() < deadline

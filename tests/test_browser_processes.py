@@ -154,7 +154,7 @@ def _watch(harness: subprocess.Popen, tree: Tree, until) -> int:
     return most
 
 
-def _gone(tree: Tree, harness_pids: list[int], patience_s: float = 5.0) -> tuple[list[str], list[str]]:
+def _gone(tree: Tree, harness_pids: list[int], patience_s: float = 30.0) -> tuple[list[str], list[str]]:
     """What of the run is still there after `patience_s` (the lifeline's watchdog takes up to 2 s): by the
     tree (any process at all) and by the marks."""
     deadline = time.monotonic() + patience_s

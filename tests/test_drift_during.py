@@ -289,6 +289,7 @@ def test_a_product_that_moved_to_a_listing_page_already_fetched_is_not_lost():
 SMALL = {"listing_pages": 3, "per_page": 10, "pace": 10, "no_plot": True}
 
 
+@pytest.mark.serial  # a drift 2 s into the run must follow a changed page's fetch: no exact trigger for it yet
 def test_the_idempotent_design_passes_a_drift_during_its_killed_crawl(tmp_path):
     # The drift at 2 s, not 1.5: a loaded CI run (four xdist workers, the serial step beside them) had fetched no
     # changed page by 1.5 s. Paced at 10 requests a second, the 33 pages take at least 3.3 s, so 2 s is inside.

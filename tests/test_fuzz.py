@@ -80,6 +80,7 @@ def fingerprint(history, verdict):
             sorted((r["key"], sorted(r["fields"].items())) for r in history.of_type("store_record")))
 
 
+@pytest.mark.serial  # EXACT's 4 s leases against a new interpreter's start-up, like the test above
 def test_a_pre_forked_start_behaves_like_a_new_interpreter(small_site, launchers):
     schedule = parse_schedule("r5,l:scrapers/idempotent.py:complete+8:2")
     outcomes = []

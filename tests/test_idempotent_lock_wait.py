@@ -71,8 +71,8 @@ def paused_for_6_s_holding_the_lock(path: str, begin: str):
         peer.stdin.flush()
         waker = subprocess.Popen(["sh", "-c", f"sleep 6; kill -CONT {peer.pid}"])
         yield
-        waker.wait(timeout=10)
-        assert peer.wait(timeout=10) == 0
+        waker.wait(timeout=60)
+        assert peer.wait(timeout=60) == 0
     finally:
         if peer.poll() is None:
             os.kill(peer.pid, signal.SIGCONT)

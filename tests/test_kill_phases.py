@@ -125,20 +125,22 @@ fields = ["price", "name"]
     return spec
 
 
-def _run(tmp_path, flush_every, *words):
+def _run(tmp_path, flush_every, *words, pace=5):
     spec = _spec(tmp_path, flush_every)
     out = tmp_path / "out"
     # Paced to 5 requests a second, the 12 requests of the 2 x 5 shop take 2.4 s on any machine.
     done = subprocess.run([sys.executable, "-m", "killtest", "run", "--design", str(spec), "--runs", "1",
-                           "--listing-pages", "2", "--per-page", "5", "--pace", "5", "--no-plot", "--out", str(out),
+                           "--listing-pages", "2", "--per-page", "5", "--pace", str(pace), "--no-plot", "--out", str(out),
                            *words], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr[-3000:]
     return done.stderr, json.loads((out / "killtest.json").read_text())
 
 
 def test_kills_that_only_came_before_the_first_flush_pass_but_say_what_they_did_not_test(tmp_path):
-    """The feapder case: every kill within 1 s of its start's first request, a flush every 3 s."""
-    said, report = _run(tmp_path, 3.0, "--kills", "3", "--kill-delay", "f0.2,1:5", "--time-limit", "60")
+    """The feapder case: every kill within 1 s of its start's first request, a flush every 10 s. Paced to 2
+    requests a second (6 s a crawl), a kill the starved harness sends seconds late still lands before the crawl's
+    end and its first flush (at 3 s and pace 5, a lag of 1.4 s would miss the crawl, of 2.2 s meet a flush)."""
+    said, report = _run(tmp_path, 10.0, "--kills", "3", "--kill-delay", "f0.2,1:5", "--time-limit", "60", pace=2)
     phases = report["summary"]["batch-flush"]["crash_states"]
     assert phases["stored records"] == 0 and phases["killed_starts"] == 3
     assert phases["gap"] and report["runs"][0]["coverage_gap"]
@@ -164,13 +166,13 @@ def test_at_the_defaults_the_kills_reach_starts_before_their_first_flush_and_aft
 
 
 def test_the_pytest_plugin_passes_such_a_run_with_a_warning_that_says_what_it_did_not_test(pytester):
-    _spec(pytester.path, 3.0)
+    _spec(pytester.path, 10.0)  # paced to 2 a second, as above
     pytester.makepyfile("""
         import pathlib
 
         def test_batches(killtest):
             result = killtest.run(pathlib.Path(__file__).with_name("design.toml"), runs=1, kills=2,
-                                  kill_delay="f0.2,1:5", time_limit=60, listing_pages=2, per_page=5, pace=5)
+                                  kill_delay="f0.2,1:5", time_limit=60, listing_pages=2, per_page=5, pace=2)
             result.assert_passed()
             assert list(result.not_tested) == ["batch-flush"] and "NOT TESTED" in result.report()
     """)

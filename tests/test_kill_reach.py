@@ -101,7 +101,7 @@ def test_a_kill_of_the_start_reaches_a_child_that_left_its_process_group(detache
         assert start.kill() == -signal.SIGKILL
     finally:
         start.kill()
-    assert _gone_within([child], 3.0) == []
+    assert _gone_within([child], 30.0) == []  # a bound on a leak; polled, so no slower when all is well
     if box_kind == "cgroup":
         assert not os.path.exists(start.workers[0].box.path)  # the box is removed with what it held
 
@@ -119,7 +119,7 @@ def test_a_paused_start_pauses_its_detached_child_too(detacher, box_kind):
         time.sleep(0.5)  # fifty ticks, were it running
         assert (work / "ticks").read_text() == frozen_at
         start.workers[0].box.freeze(False)
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30
         while (work / "ticks").read_text() == frozen_at:
             assert time.monotonic() < deadline, "the detached child did not resume"
             time.sleep(0.01)
@@ -151,6 +151,6 @@ def test_sigkill_of_killtest_leaves_no_detached_child(detacher, tmp_path, no_cgr
         if harness.poll() is None:
             harness.kill()
             harness.wait()
-    assert _gone_within([child], 5.0) == []
+    assert _gone_within([child], 30.0) == []
     assert [p for p in cgroups.parents_of(os.getpid()) if os.path.basename(p).startswith(f"killtest-{harness.pid}-")
             and os.path.exists(p)] == []

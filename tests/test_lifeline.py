@@ -197,7 +197,7 @@ def test_the_sweep_removes_only_the_directories_of_dead_owners(tmp_path):
 def test_two_live_campaigns_never_sweep_each_other(tmp_path, monkeypatch, clock_step_s):
     other = subprocess.Popen([sys.executable, "-c", "import time;"
                               " from killtest.harness import lifeline;"
-                              f" print(lifeline.owned_temp_dir(dir={str(tmp_path)!r}), flush=True); time.sleep(30)"],
+                              f" print(lifeline.owned_temp_dir(dir={str(tmp_path)!r}), flush=True); time.sleep(300)"],
                              cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
     try:
         assert other.stdout is not None

@@ -107,7 +107,7 @@ def test_a_paused_worker_is_stopped_for_its_seconds_then_resumed_and_the_start_g
         watcher.start()
         try:
             history = run_kill_test(design, parse_schedule("p0.3:1.5@1"), site, str(tmp_path),
-                                    RunSettings(lease_s=3.0, workers=2, time_limit_s=30))
+                                    RunSettings(lease_s=30.0, workers=2, time_limit_s=60))
         finally:
             done.set()
             watcher.join()
@@ -115,9 +115,11 @@ def test_a_paused_worker_is_stopped_for_its_seconds_then_resumed_and_the_start_g
     [paused], [resumed] = history.of_type("paused"), history.of_type("resumed")
     first, second = started["pids"]
     assert paused["pids"] == resumed["pids"] == [first] and paused["worker"] == 1 and paused["seconds"] == 1.5
-    assert 1.5 <= resumed["t"] - paused["t"] < 2.0 and resumed["seconds"] >= 1.5
+    # Lower bounds only: how late the harness resumes it is the machine's load (make test's background starves
+    # it), and the 30 s lease keeps a late resume from turning the pause into a takeover.
+    assert resumed["t"] - paused["t"] >= 1.5 and resumed["seconds"] >= 1.5
     assert list(stopped) == [first], (stopped, seen)  # only worker 1, and psutil saw it in state T
-    assert 1.2 <= stopped[first][-1] - stopped[first][0] < 2.0
+    assert stopped[first][-1] - stopped[first][0] >= 1.2
     assert history.of_type("kill") == [] and history.of_type("process_exited")  # a pause killed nothing
     verdict = check_run(design, 1, history, site.catalog)
     # A pause shorter than the lease gave no other worker the page: every promise kept, but it proved
@@ -220,6 +222,7 @@ def lease_events(history: History) -> list[tuple]:
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # the zoo's scenario, which test_zoo runs in the serial step too: a pause at 1.9 s on a clock
 def test_the_unfenced_design_writes_as_a_zombie_the_same_way_on_every_repeat(tmp_path):
     outcomes = []
     for repeat in (1, 2):
@@ -234,6 +237,7 @@ def test_the_unfenced_design_writes_as_a_zombie_the_same_way_on_every_repeat(tmp
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # as above
 def test_the_fenced_design_refuses_the_zombie_commit_and_comes_out_clean(tmp_path):
     history, verdict = zoo_scenario_run("fenced-lease", tmp_path)
     assert verdict.validity == "valid" and verdict.findings == [], verdict.problems

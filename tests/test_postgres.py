@@ -80,7 +80,8 @@ def test_the_idempotent_design_on_postgresql_survives_a_crash_and_restart_of_the
                                                                                              tmp_path):
     design = design_named("idempotent-pg")
     history = run_kill_test(design, parse_schedule("r9,s0.35,r15"), site, str(tmp_path),
-                            RunSettings(lease_s=0.5, time_limit_s=60, workers=2), dsn=postgres.fresh_database(),
+                            # 3 s leases: one of two workers starved past a shorter one loses its page to the other
+                            RunSettings(lease_s=3.0, time_limit_s=60, workers=2), dsn=postgres.fresh_database(),
                             restart_store=postgres.crash_and_restart)
     verdict = check_run(design, 1, history, site.catalog)
     restarts = [k for k in history.of_type("kill") if "server_restart_s" in k]

@@ -82,6 +82,7 @@ def test_a_lock_far_longer_than_the_window_stalls_the_crawl_after_a_kill(site, r
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # BullMQ's 2 s lock and a measured stall: like the two beside it
 def test_the_same_kill_with_the_fixed_lock_recovers(site, redis_server, tmp_path):
     history, verdict = kill_test("queue-bullmq", "r12", site, redis_server, tmp_path)
     assert verdict.valid, verdict.problems

@@ -120,6 +120,7 @@ def test_a_bad_restart_delay_is_one_line_and_exit_2(command, text):
 
 # --- Runs: real processes, the waits as lower bounds.
 
+@pytest.mark.serial  # an 8 s limit for four starts: make test's starved background once took longer
 def test_each_start_after_a_kill_comes_its_delay_later_and_the_waits_do_not_count_against_the_time_limit(tmp_path):
     """Back-off 3 s then 6 s: 15 s of waiting, far past an 8 s time limit the crawl's four starts stay well inside
     even on a slowed machine (a 3.5 s limit against 6 s of waits timed out in a fresh-clone CI: four interpreter
@@ -169,12 +170,13 @@ def test_a_crawler_that_waits_out_its_dead_starts_lock_recovers_only_after_a_del
 
 
 def test_a_liveness_finding_names_the_delay_and_quotes_what_the_crawler_said_while_it_waited(tmp_path):
-    """A 30 s lock, a 1 s restart delay, a 4 s time limit: the next start waits out the lock and is stopped."""
+    """A 30 s lock, a 1 s restart delay, a 15 s time limit: the next start waits out the lock and is stopped. The
+    limit leaves a starved machine time to reach the kill and the next start's words; the lock still outlasts it."""
     catalog = build_catalog(listing_pages=2, products_per_page=3, seed=1)
     design = lock_crawler(30)
     with SiteServer(catalog) as site:
         history = run_kill_test(design, parse_schedule("r1"), site, str(tmp_path),
-                                RunSettings(time_limit_s=4, restart_delay=RestartDelay(1.0)))
+                                RunSettings(time_limit_s=15, restart_delay=RestartDelay(1.0)))
     verdict = check_run(design, 1, history, catalog)
     assert verdict.outcome == "timed_out"
     [liveness] = [p for p in verdict.problems if p.startswith("liveness")]
@@ -203,7 +205,8 @@ def test_explore_runs_its_points_with_the_delay_and_its_replay_line_carries_it(t
     spec = lock_crawler_spec(tmp_path, 30)
     # One job: jobs=2 in this process would leave multiprocessing's resource tracker as its child, which the
     # runner's tests, later on the same xdist worker, find left behind.
-    result = killtest.explore(spec, only="r1", restart_delay=1, time_limit=4, listing_pages=2, per_page=3, jobs=1,
+    # A 15 s limit (the lock, 30 s, outlasts it): 4 s was too short for a starved machine to reach r1.
+    result = killtest.explore(spec, only="r1", restart_delay=1, time_limit=15, listing_pages=2, per_page=3, jobs=1,
                               no_prefork=True, out=tmp_path / "out", log=open(os.devnull, "w"))
     assert not result.passed
     assert any("(--restart-delay 1, not counted against the time limit)" in f.message for f in result.findings)

@@ -72,7 +72,9 @@ def test_every_request_is_credited_to_the_start_that_made_it(default_site, tmp_p
 
 def test_a_design_that_fails_at_start_is_a_clear_error(site, tmp_path):
     with pytest.raises(ScraperStartError, match="No module named"):
-        run_kill_test(fixture_design("broken", "scrapers.no_such_design"), timed_schedule(1, 2), site, str(tmp_path))
+        # r1, not a timed kill: the design makes no request, so its first start always lives to fail its import; a
+        # kill at 1-2 s landed first on a starved machine, and a later start's crash is no start-up error.
+        run_kill_test(fixture_design("broken", "scrapers.no_such_design"), parse_schedule("r1"), site, str(tmp_path))
     assert psutil.Process().children(recursive=True) == []
 
 
@@ -81,7 +83,7 @@ def test_a_design_that_never_finishes_is_a_liveness_failure(site, tmp_path):
     history, verdict = kill_test(design, parse_schedule("t0.5"), site, tmp_path, time_limit_s=2.5)
     assert verdict.outcome == "timed_out"
     assert any(p.startswith("liveness") for p in verdict.problems)
-    assert 2.5 <= verdict.wall_s < 5
+    assert verdict.wall_s >= 2.5  # cut at its limit, not before (an upper bound is the machine's load, not the cut)
     no_process_left(history)
 
 
@@ -120,8 +122,10 @@ def test_the_history_holds_every_stored_record(default_site, tmp_path):
 @pytest.mark.fault("t")
 def test_three_workers_on_one_store_keep_one_row_per_product_and_die_together(site, tmp_path):
     design = design_named("idempotent")
+    # Leases of 3 s, not 0.5: on a starved machine one worker stalled past half a second while another took its
+    # page over, fetched twice by one start (the test is about the kills, not about a lease that short).
     history = run_kill_test(design, parse_schedule("r10,r25,t0.3"), site, str(tmp_path),
-                            RunSettings(lease_s=0.5, workers=3))
+                            RunSettings(lease_s=3.0, workers=3))
     verdict = check_run(design, 1, history, site.catalog)
     assert all(len(e["pids"]) == 3 for e in history.of_type("process_started"))
     assert verdict.kills >= 2 and verdict.workers == 3
@@ -140,7 +144,8 @@ def test_a_rolling_redeploy_and_a_single_worker_kill_leave_the_other_workers_run
     schedule = parse_schedule("d0.25:0.05@1,d0.1:0.05@2,t0.1@1")
     # 25 requests a second: the 44-request crawl (1.8 s at the least) outlasts the three points (0.45 s).
     with SiteServer(small_catalog, pace_rps=25) as site:
-        history = run_kill_test(design, schedule, site, str(tmp_path), RunSettings(lease_s=0.5, workers=2))
+        # 3 s leases: a worker starved past a shorter one lost its page to the other (see above).
+        history = run_kill_test(design, schedule, site, str(tmp_path), RunSettings(lease_s=3.0, workers=2))
     verdict = check_run(design, 1, history, site.catalog)
     kills = history.of_type("kill")
     assert [k["worker"] for k in kills] == [1, 2, 1]

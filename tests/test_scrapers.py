@@ -101,6 +101,7 @@ def test_idempotent_claim_takes_the_oldest_claimable_path_and_skips_held_leases(
     assert idempotent.claim(db, 2, 5.0) is None  # another crawl's frontier is its own
 
 
+@pytest.mark.serial  # a 4 s lease against the design's start-up: make test's starved background can outlast it
 def test_idempotent_design_waits_for_a_held_lease_instead_of_exiting(site, small_catalog, tmp_path):
     from killtest.scrapers import idempotent
 
