@@ -128,9 +128,10 @@ fields = ["price", "name"]
 def _run(tmp_path, flush_every, *words, pace=5):
     spec = _spec(tmp_path, flush_every)
     out = tmp_path / "out"
-    # Paced to 5 requests a second, the 12 requests of the 2 x 5 shop take 2.4 s on any machine.
+    # Paced to 5 requests a second (the default here), the 12 requests of the 2 x 5 shop take 2.4 s on any machine.
     done = subprocess.run([sys.executable, "-m", "killtest", "run", "--design", str(spec), "--runs", "1",
-                           "--listing-pages", "2", "--per-page", "5", "--pace", str(pace), "--no-plot", "--out", str(out),
+                           "--listing-pages", "2", "--per-page", "5", "--pace", str(pace), "--no-plot",
+                           "--out", str(out),
                            *words], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr[-3000:]
     return done.stderr, json.loads((out / "killtest.json").read_text())
