@@ -51,12 +51,12 @@ bench-workers: $(STAMP)
 	$(BIN)/killtest scale --design idempotent --design idempotent-pg --design queue-bullmq \
 		--workers-list 1,2,4,8 --runs 2 --kills 3 --pace 0 --latency 0.02 --out results
 
-# The suite in two steps, side by side (tests/steps.py): the tests that are isolated on four xdist workers
-# (more than the cores: most of a test's time is waiting on subprocesses, servers and sleeps) at nice 10,
-# and beside them the `serial` ones at normal priority, two at a time (where the kernel's autogroup is on, as
-# on most desktops, after them instead): they are timing-sensitive but mostly
-# sleep (28 CPU-s in 84 s alone), so the scheduler gives them a core whenever they wake and the rest takes
-# what is left. Their output is printed after the rest's. The `hosts` test (ssh test hosts, minutes) is a step
+# The suite in two steps, side by side (tests/steps.py): the tests that are isolated on six xdist workers
+# (more than the cores: most of a test's time is waiting on subprocesses, servers and sleeps) in the background
+# (SCHED_IDLE at nice 10: a core only when no normal process wants one), and beside them the `serial` ones at
+# normal priority, two at a time (where the kernel's autogroup is on, as on most desktops, after them instead):
+# they are timing-sensitive but mostly sleep, so the scheduler gives them a core whenever they wake and the
+# rest takes what is left. No test in the background may have a verdict that depends on the machine's load. Their output is printed after the rest's. The `hosts` test (ssh test hosts, minutes) is a step
 # of its own in .ci/run.
 # Bytecode is cached even where the environment says not to (this kind of machine sets
 # PYTHONDONTWRITEBYTECODE=1): the suite starts thousands of interpreters that import killtest, and
