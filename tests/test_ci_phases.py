@@ -103,3 +103,17 @@ def test_the_rest_runs_in_the_background_and_so_does_every_process_it_starts():
     own = os.getpriority(os.PRIO_PROCESS, 0)
     expected = f"{os.SCHED_IDLE} {min(19, own + steps.REST_NICENESS)}"
     assert child.stdout.splitlines() == [expected, expected]
+
+
+def test_the_rewrite_cache_is_cold_until_every_test_module_has_a_fresh_rewrite_of_pytests(tmp_path):
+    import pytest
+
+    (tmp_path / "test_one.py").write_text("def test_it():\n    assert 1\n")
+    (tmp_path / "helper.py").write_text("")  # not a test module: never rewritten, never asked for
+    assert steps.rewrite_cache_is_cold(str(tmp_path))
+    cached = tmp_path / "__pycache__" / f"test_one.{sys.implementation.cache_tag}-pytest-{pytest.__version__}.pyc"
+    cached.parent.mkdir()
+    cached.write_bytes(b"")
+    assert not steps.rewrite_cache_is_cold(str(tmp_path))
+    os.utime(tmp_path / "test_one.py", (os.path.getmtime(cached) + 10,) * 2)  # the test changed since
+    assert steps.rewrite_cache_is_cold(str(tmp_path))
