@@ -126,8 +126,8 @@ def warm_the_rewrite_cache(pytest: list[str], env: dict[str, str]) -> None:
     """One collection first where pytest's assertion-rewrite cache is cold. Each of make test's pytest processes
     that collects (six xdist workers and the serial step's two) rewrites the asserts of 385 modules (the tests,
     and the killtest, hypothesis and xdist plugins' packages) unless a cached rewrite is there: 7.4 CPU-s cold
-    against 2.6 warm on this machine kind, so eight at once in a fresh clone spent ~38 CPU-s writing the same
-    files. Its output is dropped: the steps after it collect again and say what is wrong, if anything."""
+    against 2.6 warm on this machine kind. Eight collections at once from a cold cache took 45.5 and 46.1 CPU-s,
+    and with one collection first 31.6 and 29.5 in all (docs/reference/tests.md). Its output is dropped: the steps after it collect again and say what is wrong, if anything."""
     if not rewrite_cache_is_cold():
         return
     print("make test: pytest's assertion-rewrite cache is cold (a fresh clone): one collection first", flush=True)
