@@ -127,7 +127,8 @@ def warm_the_rewrite_cache(pytest: list[str], env: dict[str, str]) -> None:
     that collects (six xdist workers and the serial step's two) rewrites the asserts of 385 modules (the tests,
     and the killtest, hypothesis and xdist plugins' packages) unless a cached rewrite is there: 7.4 CPU-s cold
     against 2.6 warm on this machine kind. Eight collections at once from a cold cache took 45.5 and 46.1 CPU-s,
-    and with one collection first 31.6 and 29.5 in all (docs/reference/tests.md). Its output is dropped: the steps after it collect again and say what is wrong, if anything."""
+    and with one collection first 31.6 and 29.5 in all (docs/reference/tests.md). Its output is dropped: the steps
+    after it collect again and say what is wrong, if anything."""
     if not rewrite_cache_is_cold():
         return
     print("make test: pytest's assertion-rewrite cache is cold (a fresh clone): one collection first", flush=True)
