@@ -56,8 +56,10 @@ bench-workers: $(STAMP)
 # (SCHED_IDLE at nice 10: a core only when no normal process wants one), and beside them the `serial` ones at
 # normal priority, two at a time (where the kernel's autogroup is on, as on most desktops, after them instead):
 # they are timing-sensitive but mostly sleep, so the scheduler gives them a core whenever they wake and the
-# rest takes what is left. No test in the background may have a verdict that depends on the machine's load. Their output is printed after the rest's. The `hosts` test (ssh test hosts, minutes) is a step
-# of its own in .ci/run.
+# rest takes what is left. A test in the background must reach the same verdict on a starved machine (one
+# known exception, the fast lane's BullMQ `s` test: docs/reference/tests.md). Their output is printed after the
+# rest's. In a fresh clone one collection comes first, to fill pytest's assertion-rewrite cache. The `hosts`
+# test (ssh test hosts, minutes) is a step of its own in .ci/run.
 # Bytecode is cached even where the environment says not to (this kind of machine sets
 # PYTHONDONTWRITEBYTECODE=1): the suite starts thousands of interpreters that import killtest, and
 # compiling it afresh in each cost 8% of the suite's CPU (measured: 349 s -> 326 s on two cores).

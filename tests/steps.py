@@ -110,14 +110,24 @@ def side_by_side(pytest: list[str], env: dict[str, str]) -> tuple[int, int]:
 
 
 def rewrite_cache_is_cold(tests: str = os.path.dirname(os.path.abspath(__file__))) -> bool:
-    """Whether some test module has no assertion-rewritten bytecode of pytest's, as in a fresh clone."""
+    """Whether some test module has no assertion-rewritten bytecode of pytest's that pytest would take, as in a fresh
+    clone. Read as pytest reads it (_pytest/assertion/rewrite.py, _read_pyc): a checked-hash pyc (PEP 552), the
+    interpreter's magic number, flags 3 and the first 8 bytes of the source's hash; never its time stamp."""
+    import importlib.util
+
     import pytest
 
     tag = f"{sys.implementation.cache_tag}-pytest-{pytest.__version__}"
     for name in os.listdir(tests):
         if name.startswith("test_") and name.endswith(".py"):
-            cached = os.path.join(tests, "__pycache__", f"{name[:-3]}.{tag}.pyc")
-            if not os.path.exists(cached) or os.path.getmtime(cached) < os.path.getmtime(os.path.join(tests, name)):
+            try:
+                with open(os.path.join(tests, "__pycache__", f"{name[:-3]}.{tag}.pyc"), "rb") as cached:
+                    head = cached.read(16)
+                with open(os.path.join(tests, name), "rb") as source:
+                    source_hash = importlib.util.source_hash(source.read())
+            except OSError:
+                return True
+            if head != importlib.util.MAGIC_NUMBER + b"\x03\x00\x00\x00" + source_hash[:8]:
                 return True
     return False
 
@@ -132,7 +142,7 @@ def warm_the_rewrite_cache(pytest: list[str], env: dict[str, str]) -> None:
     if not rewrite_cache_is_cold():
         return
     print("make test: pytest's assertion-rewrite cache is cold (a fresh clone): one collection first", flush=True)
-    waited(("one collection, to fill pytest's rewrite cache", subprocess.Popen(
+    waited(("warm-up collection", subprocess.Popen(
         pytest + ["--collect-only", "-q", "-p", "no:cacheprovider"], env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)), began=time.time())
 

@@ -105,15 +105,25 @@ def test_the_rest_runs_in_the_background_and_so_does_every_process_it_starts():
     assert child.stdout.splitlines() == [expected, expected]
 
 
-def test_the_rewrite_cache_is_cold_until_every_test_module_has_a_fresh_rewrite_of_pytests(tmp_path):
+def test_the_rewrite_cache_is_cold_until_every_test_module_has_a_rewrite_pytest_would_take(tmp_path):
+    """As pytest's _read_pyc checks it: magic number, hash-based flags, the source's hash; not the time stamps (a
+    checkout gives every file a new one, and pytest still takes the cached rewrite)."""
+    import importlib.util
+
     import pytest
 
-    (tmp_path / "test_one.py").write_text("def test_it():\n    assert 1\n")
-    (tmp_path / "helper.py").write_text("")  # not a test module: never rewritten, never asked for
+    source = tmp_path / "test_one.py"
+    source.write_text("def test_it():\n    assert 1\n")
+    (tmp_path / "helper.py").write_text("")  # not a test module: never asked for
     assert steps.rewrite_cache_is_cold(str(tmp_path))
     cached = tmp_path / "__pycache__" / f"test_one.{sys.implementation.cache_tag}-pytest-{pytest.__version__}.pyc"
     cached.parent.mkdir()
-    cached.write_bytes(b"")
+    header = importlib.util.MAGIC_NUMBER + b"\x03\x00\x00\x00"
+    cached.write_bytes(header + importlib.util.source_hash(source.read_bytes())[:8] + b"code")
     assert not steps.rewrite_cache_is_cold(str(tmp_path))
-    os.utime(tmp_path / "test_one.py", (os.path.getmtime(cached) + 10,) * 2)  # the test changed since
+    os.utime(source, (os.path.getmtime(cached) + 10,) * 2)  # touched, not changed: pytest still takes it
+    assert not steps.rewrite_cache_is_cold(str(tmp_path))
+    source.write_text("def test_it():\n    assert 2\n")  # changed: pytest rewrites it again
+    assert steps.rewrite_cache_is_cold(str(tmp_path))
+    cached.write_bytes(b"")  # half-written
     assert steps.rewrite_cache_is_cold(str(tmp_path))
