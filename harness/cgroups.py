@@ -159,6 +159,21 @@ class Box:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
 
+    def cpu_wait_s(self) -> float | None:
+        """How long, in all, some process in the box was ready to run and waited for a CPU: the `some` total
+        of its pressure stall information (cpu.pressure, Linux 4.20; kept for any cgroup v2 node, the cpu
+        controller enabled or not). None without a cgroup, or where the kernel keeps no pressure."""
+        if self.path is None:
+            return None
+        try:
+            with open(os.path.join(self.path, "cpu.pressure"), encoding="ascii") as pressure:
+                for line in pressure:
+                    if line.startswith("some "):
+                        return int(line.rsplit("total=", 1)[1]) / 1e6  # microseconds
+        except (OSError, ValueError, IndexError):
+            return None
+        return None
+
     def freeze(self, frozen: bool) -> None:
         """Freeze (or thaw) every process in the box, a detached browser included."""
         if self.path is not None:

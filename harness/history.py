@@ -52,7 +52,9 @@ EVENTS: dict[str, str] = {
                     " on a recorded site, credentials masked), at the start's end: what a report quotes when it"
                     " stalled or the crawl did not finish",
     "time_limit": "start, returncode, held_leases, no_progress_s (when it was stopped for making no progress"
-                  " that long, not by the time limit): the start was stopped",
+                  " that long, not by the time limit), cpu_wait_s (when the start or the harness waited for a CPU"
+                  " meanwhile: seconds not counted as no progress, and added to the deadline): the start was"
+                  " stopped",
     "catalog_changed": "version, changed, removed, added (SKUs), products, full_crawl_requests: the site drifted",
     "request": "path, status, start (the start whose door it came in by; without a door, the start running when"
                " it arrived), fault (the network fault it met, if any), worker and pid (with several workers: the"
@@ -75,7 +77,8 @@ EVENTS: dict[str, str] = {
                     " change), unreadable (a row that could not be read): every record the store held at the end;"
                     " on a recorded site the URLs in key and fields have their credentials masked",
     "run_finished": "outcome (completed, timed_out, crashed), wall_s, scraper_s (the time the scrapers ran),"
-                    " store_found (whether the store's file or folder existed at the end; none for a server's)",
+                    " store_found (whether the store's file or folder existed at the end; none for a server's),"
+                    " cpu_wait_s (seconds the starts or the harness waited for a CPU while watched: a loaded machine)",
 }
 
 

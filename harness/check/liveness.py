@@ -107,9 +107,11 @@ def liveness(e) -> CheckResult:
     restarts = restart_words(e.history, stopped.get("start"))
     if stopped.get("no_progress_s") is not None:
         message = (f"liveness: start {stopped['start'] + 1} made no progress (no request, no output, no store"
-                   f" change) for {stopped['no_progress_s']:g}s, so the run was stopped{unstored}{claims}{restarts}")
+                   f" change) for {stopped['no_progress_s']:g}s{_cpu_wait(stopped)}, so the run was stopped{unstored}"
+                   f"{claims}{restarts}")
     else:
-        message = f"liveness: the crawl had not finished after the {limit:g}s time limit{unstored}{claims}{restarts}"
+        message = (f"liveness: the crawl had not finished after the {limit:g}s time limit{_cpu_wait(stopped)}"
+                   f"{unstored}{claims}{restarts}")
     return judged([(Finding.LIVENESS, message)], {"time_limit_s": limit, "held_leases": len(held),
                                                  "not_stored_unfinished": v.not_stored_unfinished})
 
@@ -131,3 +133,9 @@ def restart_words(history: History, stopped: int | None) -> str:
         words += (f"; start {pace.start} said, while it waited: {' / '.join(quoted(line) for line in said)}" if said
                   else f"; start {pace.start} said nothing while it waited")
     return words
+
+
+def _cpu_wait(stopped: dict) -> str:
+    """What the stopped start spent waiting for a CPU, which was not counted against it."""
+    waited = stopped.get("cpu_wait_s")
+    return f" (not counting {waited:g}s it or killtest waited for a CPU)" if waited else ""

@@ -95,6 +95,8 @@ class _Run:
     began: float = 0.0
     wall_clock_at_start: float = 0.0  # designs stamp their writes with time.time(); this turns one into history time
     deadline: float = 0.0
+    starved_s: float = 0.0  # seconds the starts or the harness waited for a CPU (start_watch.py)
+    stretched_s: float = 0.0  # how much of that moved the deadline: at most the time limit over
     drift: SiteDrift | None = None
     starts: list[Start] = field(default_factory=list)
     current: Start | None = None  # the start now running, if any
@@ -231,14 +233,25 @@ def _wait_then_kill(run: _Run, point: KillPoint | None, armed: Armed, crawl: int
     store_file = run.location if kind_of(run.design.store.kind).server is None else None
     watch = StartWatch(current, lambda: run.site.request_log.crawl_total, store_file, run.settings.no_progress_s,
                        run.on_progress)
+    # Time spent waiting for a CPU moves the deadline (a loaded machine is not a slow crawl), at most the time
+    # limit over in a run; a kill point's own delay stays wall-clock time.
+    stretch_s = max(0.0, run.settings.time_limit_s - run.stretched_s) if wait_s is None or remaining_s < wait_s else 0.0
     try:
-        returncode = wait_watching(current, remaining_s if wait_s is None else min(wait_s, remaining_s), watch)
+        try:
+            returncode = wait_watching(current, remaining_s if wait_s is None else min(wait_s, remaining_s), watch,
+                                       stretch_s)
+        finally:
+            run.starved_s += watch.starved_s
+            moved = min(watch.starved_s, max(0.0, run.settings.time_limit_s - run.stretched_s))
+            run.deadline += moved
+            run.stretched_s += moved
     except (Stalled, subprocess.TimeoutExpired) as stop:
         if isinstance(stop, Stalled) or wait_s is None or time.monotonic() >= run.deadline:
             returncode = current.kill()  # stuck, or out of time: the run ends here
             run.history.add("time_limit", run.since_began(), start=index, returncode=returncode,
                             held_leases=run.held_leases(),
-                            **({"no_progress_s": stop.idle_s} if isinstance(stop, Stalled) else {}))
+                            **({"no_progress_s": stop.idle_s} if isinstance(stop, Stalled) else {}),
+                            **({"cpu_wait_s": round(watch.starved_s, 1)} if watch.starved_s >= 0.1 else {}))
             run.outcome = "timed_out"
             return False
         assert point is not None
@@ -311,7 +324,8 @@ def _collect(run: _Run) -> History:
     # The time the scrapers ran; the rest of the run's wall time is the harness's own (harness/running/phase_clock.py).
     scraper_s = sum(min(start.alive_s, ended - start.started) for start in run.starts)
     history.add("run_finished", ended - run.began, outcome=run.outcome, wall_s=round(ended - run.began, 4),
-                scraper_s=round(scraper_s, 4), store_found=store_found(design, run.location))
+                scraper_s=round(scraper_s, 4), store_found=store_found(design, run.location),
+                cpu_wait_s=round(run.starved_s, 1))
     first_crash = (history := history.sorted()).first("crash")
     if first_crash is not None and first_crash["start"] == 0 and not history.of_type("request"):
         raise ScraperStartError(f"design {design.name!r} exited with status {first_crash['returncode']} before"

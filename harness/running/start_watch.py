@@ -5,6 +5,15 @@ for a start, it looks every half second at what shows progress: a request the si
 start wrote to its output, a change to the store's file. After `no_progress_s` of none, the start is
 stuck (`Stalled`): the runner stops it and the run fails for liveness, saying so. Every few seconds
 of a long wait it says how the start is doing, so a person watching sees it move.
+
+Time spent waiting for a CPU is not time without progress. On a loaded machine (a CI runner, a suite's
+background step at SCHED_IDLE beside normal-priority work) a start can get no core for half a minute while
+doing nothing wrong: a fresh-clone CI here stopped a correct crawl "for making no progress" after 30 s of
+that. So the watch counts the seconds the start, or the harness serving its site, waited for a CPU (its
+cgroup's cpu.pressure `some` total, killtest.harness.cgroups.Box.cpu_wait_s, and how late the harness's own
+look came) and takes them off the idle time; the runner moves the run's deadline by them too, at most once
+the time limit over (killtest.harness.running.runner). A hung start waits for nothing, so it is still
+stopped after `no_progress_s`; a start spinning on a CPU it never gets ends at the stretched deadline.
 """
 
 from __future__ import annotations
@@ -18,6 +27,9 @@ from killtest.harness.running.processes import Start
 
 LOOK_EVERY_S = 0.5
 SAY_EVERY_S = 5.0
+# A slice of the wait that came back this much later than asked was the harness waiting for a CPU (Popen.wait
+# polls at up to 0.05 s, so a slice may overrun by that much on an idle machine).
+LATE_AFTER_S = 0.05
 
 
 class Stalled(Exception):
@@ -40,6 +52,25 @@ class StartWatch:
         self._last_said = self._began
         self._requests_at_start = requests_served()
         self._seen = self._signature()
+        self.starved_s = 0.0  # seconds the start or the harness waited for a CPU while watched
+        self._starved_at_change = 0.0
+        self._cpu_waits = self._cpu_wait_by_box()
+
+    def _cpu_wait_by_box(self) -> dict[str, float]:
+        waits = {}
+        for worker in self.start.workers:
+            if worker.box is not None and (waited := worker.box.cpu_wait_s()) is not None:
+                waits[worker.box.name] = waited
+        return waits
+
+    def count_starved(self, interval_s: float, harness_late_s: float) -> None:
+        """Add what the last `interval_s` spent waiting for a CPU: the longest wait of a worker's cgroup in it,
+        or how late the harness came back, whichever is more, never more than the interval."""
+        waits = self._cpu_wait_by_box()
+        box_s = max((waited - self._cpu_waits[name] for name, waited in waits.items() if name in self._cpu_waits),
+                    default=0.0)
+        self._cpu_waits = waits
+        self.starved_s += min(max(interval_s, 0.0), max(box_s, harness_late_s, 0.0))
 
     def _signature(self) -> tuple:
         sizes = []
@@ -59,26 +90,37 @@ class StartWatch:
         now = time.monotonic()
         seen = self._signature()
         if seen != self._seen:
-            self._seen, self._last_change = seen, now
-        idle_s = now - self._last_change
+            self._seen, self._last_change, self._starved_at_change = seen, now, self.starved_s
+        starved_s = self.starved_s - self._starved_at_change  # since the last change: not idleness
+        idle_s = max(0.0, now - self._last_change - starved_s)
         if now - self._last_said >= SAY_EVERY_S:
             self._last_said = now
             idle = f", nothing new for {idle_s:.0f}s" if idle_s >= SAY_EVERY_S else ""
             limit = f" (stopped after {self.no_progress_s:g}s of none)" if idle and self.no_progress_s else ""
-            self._say(f"start {self.start.index + 1} running {now - self._began:.0f}s:"
+            waited = f", {self.starved_s:.0f}s of it waiting for a CPU" if self.starved_s >= 1 else ""
+            self._say(f"start {self.start.index + 1} running {now - self._began:.0f}s{waited}:"
                       f" {seen[0] - self._requests_at_start} requests{idle}{limit}")
         if self.no_progress_s is not None and idle_s >= self.no_progress_s:
             raise Stalled(round(idle_s, 1))
 
 
-def wait_watching(start: Start, timeout_s: float, watch: StartWatch) -> int:
-    """`start.wait(timeout_s)` in slices, looking at the start between them (Stalled if it is stuck)."""
-    until = time.monotonic() + timeout_s
+def wait_watching(start: Start, timeout_s: float, watch: StartWatch, stretch_s: float = 0.0) -> int:
+    """`start.wait(timeout_s)` in slices, looking at the start between them (Stalled if it is stuck).
+
+    With `stretch_s` (a wait bounded by the run's deadline, not by a kill point's delay: a timed kill comes at
+    its wall-clock time, loaded machine or not) the wait is longer by the seconds spent waiting for a CPU, at
+    most `stretch_s` longer."""
+    began = time.monotonic()
     while True:
+        until = began + timeout_s + min(stretch_s, watch.starved_s)
+        asked = max(0.0, min(LOOK_EVERY_S, until - time.monotonic()))
+        sliced = time.monotonic()
         try:
-            return start.wait(max(0.0, min(LOOK_EVERY_S, until - time.monotonic())))
+            return start.wait(asked)
         except subprocess.TimeoutExpired:
-            if time.monotonic() >= until:
+            took = time.monotonic() - sliced
+            watch.count_starved(took, took - asked - LATE_AFTER_S)
+            if time.monotonic() >= began + timeout_s + min(stretch_s, watch.starved_s):
                 raise
             watch.look()
 
