@@ -35,21 +35,12 @@ from killtest.harness.faults.points import Armed, KillPoint, NotArmed
 from killtest.harness.faults.points.store_write import gate_missed
 from killtest.harness.faults.schedule import KillSchedule
 from killtest.harness.history import History
-from killtest.harness.running.collect import (
-    add_requests,
-    add_scraper_events,
-    add_side_effects,
-    add_start_output,
-    add_store_records,
-    crash_said,
-    refuse_a_store_never_created,
-    store_found,
-)
+from killtest.harness.running import collect
 from killtest.harness.running.kill_state import store_state
 from killtest.harness.running.processes import Start, spawn
 from killtest.harness.running.restart_wait import RestartDelay, RestartWait
 from killtest.harness.running.site_drift import SiteDrift
-from killtest.harness.running.start_watch import Stalled, StartWatch, wait_watching
+from killtest.harness.running.start_watch import CpuWaits, Stalled, StartWatch, wait_watching
 from killtest.harness.running.target import StartTarget, power_loss_mount
 
 
@@ -95,8 +86,7 @@ class _Run:
     began: float = 0.0
     wall_clock_at_start: float = 0.0  # designs stamp their writes with time.time(); this turns one into history time
     deadline: float = 0.0
-    starved_s: float = 0.0  # seconds the starts or the harness waited for a CPU (start_watch.py)
-    stretched_s: float = 0.0  # how much of that moved the deadline: at most the time limit over
+    cpu: CpuWaits = field(default_factory=lambda: CpuWaits(0.0))  # waits for a CPU, which move the deadline
     drift: SiteDrift | None = None
     starts: list[Start] = field(default_factory=list)
     current: Start | None = None  # the start now running, if any
@@ -159,7 +149,7 @@ def _prepare(design: Design, schedule: KillSchedule, site: SiteServer, work_dir:
     launch = Launch(base_url=site.base_url, work_dir=work_dir, lease_s=settings.lease_s, dsn=dsn, servers=servers,
                     open_door=site.open_door)
     run = _Run(design, schedule, site, settings, launch, design.store_location(launch), launcher, restart_store,
-               on_progress, restarts=RestartWait(settings.restart_delay))
+               on_progress, restarts=RestartWait(settings.restart_delay), cpu=CpuWaits(settings.time_limit_s))
     site.request_log.clear()
     site.webhooks.clear()
     site.set_request_hook(None)
@@ -233,25 +223,20 @@ def _wait_then_kill(run: _Run, point: KillPoint | None, armed: Armed, crawl: int
     store_file = run.location if kind_of(run.design.store.kind).server is None else None
     watch = StartWatch(current, lambda: run.site.request_log.crawl_total, store_file, run.settings.no_progress_s,
                        run.on_progress)
-    # Time spent waiting for a CPU moves the deadline (a loaded machine is not a slow crawl), at most the time
-    # limit over in a run; a kill point's own delay stays wall-clock time.
-    stretch_s = max(0.0, run.settings.time_limit_s - run.stretched_s) if wait_s is None or remaining_s < wait_s else 0.0
+    # Waiting for a CPU moves the deadline (start_watch.py); a kill point's own delay stays wall-clock time.
+    stretch_s = run.cpu.stretch_s() if wait_s is None or remaining_s < wait_s else 0.0
     try:
         try:
             returncode = wait_watching(current, remaining_s if wait_s is None else min(wait_s, remaining_s), watch,
                                        stretch_s)
         finally:
-            run.starved_s += watch.starved_s
-            moved = min(watch.starved_s, max(0.0, run.settings.time_limit_s - run.stretched_s))
-            run.deadline += moved
-            run.stretched_s += moved
+            run.deadline += run.cpu.take(watch)
     except (Stalled, subprocess.TimeoutExpired) as stop:
         if isinstance(stop, Stalled) or wait_s is None or time.monotonic() >= run.deadline:
             returncode = current.kill()  # stuck, or out of time: the run ends here
             run.history.add("time_limit", run.since_began(), start=index, returncode=returncode,
                             held_leases=run.held_leases(),
-                            **({"no_progress_s": stop.idle_s} if isinstance(stop, Stalled) else {}),
-                            **({"cpu_wait_s": round(watch.starved_s, 1)} if watch.starved_s >= 0.1 else {}))
+                            **watch.stop_fields(stop))
             run.outcome = "timed_out"
             return False
         assert point is not None
@@ -304,7 +289,7 @@ def _exited(run: _Run, current: Start, returncode: int, crawl: int) -> bool:
     if failed is not None:
         run.outcome = "crashed"
         run.history.add("crash", run.since_began(), start=current.index, returncode=returncode, pid=failed.process.pid,
-                        **crash_said(failed.stderr_path, run.site), workers=len(current.workers))
+                        **collect.crash_said(failed.stderr_path, run.site), workers=len(current.workers))
         return False
     run.crawl_done = crawl  # the crawl ended by itself; the next planned crawl, if any, starts afresh
     assert run.drift is not None
@@ -316,19 +301,19 @@ def _collect(run: _Run) -> History:
     """Phase 3: everything the run left, read into the history, then `run_finished`."""
     ended = time.monotonic()
     history, design = run.history, run.design
-    add_requests(history, run.site, run.starts, run.began)
-    add_scraper_events(history, run.starts, run.began, run.site)
-    add_start_output(history, run.starts, run.began, run.site)
-    add_store_records(history, design, run.location, run.wall_clock_at_start, ended - run.began, run.site)
-    add_side_effects(history, design, run.launch, run.location, run.site, run.began, ended - run.began)
+    collect.add_requests(history, run.site, run.starts, run.began)
+    collect.add_scraper_events(history, run.starts, run.began, run.site)
+    collect.add_start_output(history, run.starts, run.began, run.site)
+    collect.add_store_records(history, design, run.location, run.wall_clock_at_start, ended - run.began, run.site)
+    collect.add_side_effects(history, design, run.launch, run.location, run.site, run.began, ended - run.began)
     # The time the scrapers ran; the rest of the run's wall time is the harness's own (harness/running/phase_clock.py).
     scraper_s = sum(min(start.alive_s, ended - start.started) for start in run.starts)
     history.add("run_finished", ended - run.began, outcome=run.outcome, wall_s=round(ended - run.began, 4),
-                scraper_s=round(scraper_s, 4), store_found=store_found(design, run.location),
-                cpu_wait_s=round(run.starved_s, 1))
+                scraper_s=round(scraper_s, 4), store_found=collect.store_found(design, run.location),
+                cpu_wait_s=round(run.cpu.waited_s, 1))
     first_crash = (history := history.sorted()).first("crash")
     if first_crash is not None and first_crash["start"] == 0 and not history.of_type("request"):
         raise ScraperStartError(f"design {design.name!r} exited with status {first_crash['returncode']} before"
                                 f" its first request: {complaint(first_crash['stderr_tail'] or ['(no output)'])}")
-    refuse_a_store_never_created(design, run.location, history, run.outcome, run.site)
+    collect.refuse_a_store_never_created(design, run.location, history, run.outcome, run.site)
     return history

@@ -22,6 +22,7 @@ import os
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from killtest.harness.running.processes import Start
 
@@ -102,6 +103,34 @@ class StartWatch:
                       f" {seen[0] - self._requests_at_start} requests{idle}{limit}")
         if self.no_progress_s is not None and idle_s >= self.no_progress_s:
             raise Stalled(round(idle_s, 1))
+
+
+    def stop_fields(self, stop: Exception) -> dict:
+        """What the `time_limit` event says of a stop: how long without progress, if that was it, and the seconds
+        waited for a CPU meanwhile."""
+        return {**({"no_progress_s": stop.idle_s} if isinstance(stop, Stalled) else {}),
+                **({"cpu_wait_s": round(self.starved_s, 1)} if self.starved_s >= 0.1 else {})}
+
+
+@dataclass
+class CpuWaits:
+    """A run's seconds waiting for a CPU, its starts' or the harness's while it watched them, and how far they
+    moved its deadline: at most its time limit over, so a start spinning on a core it never gets still ends."""
+
+    limit_s: float
+    waited_s: float = 0.0
+    moved_s: float = 0.0
+
+    def stretch_s(self) -> float:
+        """How much longer a wait bounded by the deadline may still be made."""
+        return max(0.0, self.limit_s - self.moved_s)
+
+    def take(self, watch: StartWatch) -> float:
+        """Add a watched start's waits; the seconds they move the run's deadline."""
+        moved = min(watch.starved_s, self.stretch_s())
+        self.waited_s += watch.starved_s
+        self.moved_s += moved
+        return moved
 
 
 def wait_watching(start: Start, timeout_s: float, watch: StartWatch, stretch_s: float = 0.0) -> int:
