@@ -69,9 +69,11 @@ FUZZ_TEST = '''
 import pytest
 
 
+# Two examples: with either seed the second already breaks a promise (the first is always r1 on 1x1, which
+# passes), and shrinks in a few runs; six examples made seed 1 shrink another failure in 33 runs.
 @pytest.mark.parametrize("seed", [1, 2])
 def test_fuzz(killtest, seed):
-    killtest.fuzz("zoo-done-before-record", examples=6, seed=seed, jobs=1).assert_passed()
+    killtest.fuzz("zoo-done-before-record", examples=2, seed=seed, jobs=1).assert_passed()
 '''
 
 

@@ -269,6 +269,8 @@ def explore_design(design: Design, catalog: Catalog, settings: RunSettings, poin
     the power-cut twin of each store write.
     """
     on_progress = _step_of(progress)
+    if points is not None:  # no more job processes than points: a spawned job re-imports killtest, ~1 CPU-s
+        jobs = min(jobs, len(with_power_cuts(points) if power_cut else points))
     if jobs <= 1:
         with stage(catalog, [design], prefork=prefork) as on:
             return explore(design, on, settings, work_dir, points, on_progress=on_progress, power_cut=power_cut,
