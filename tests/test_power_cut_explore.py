@@ -72,11 +72,12 @@ def test_a_store_outside_the_work_dir_is_refused_by_the_api_in_one_line(tmp_path
 @pytest.mark.slow
 @needs_fuse
 def test_explore_power_cut_finds_xw_points_that_lose_records_where_the_plain_write_does_not(tmp_path):
-    # Every third of the later half of the store writes, where the records are written (the earlier ones make
+    # Every sixth of the later half of the store writes, where the records are written (the earlier ones make
     # the schema): --only with --power-cut adds each one's twin. Of the 84 writes here, the cut loses records
-    # from w60 on, the plain kill never: w43..w82 every 3rd holds 8 such writes (all 42: 67 s, this: a third).
+    # from w60 on, the plain kill never: w43..w79 every 6th holds 4 such writes and 3 where the cut loses
+    # nothing either (all 42: 67 s; every 3rd: the same verdicts from twice the runs).
     writes = [p for p in crash_points(SYNC_OFF, **TINY) if p.startswith("w")]
-    later = writes[len(writes) // 2::3]
+    later = writes[len(writes) // 2::6]
     done = killtest_cli("explore", "--design", SYNC_OFF, "--power-cut", "--listing-pages", "1", "--per-page", "2",
                         "--only", ",".join(later), "-j", "2", "--out", str(tmp_path))
     assert done.returncode == 1, done.stderr[-2000:]  # the fixture claims idempotence: a broken point fails it
@@ -109,10 +110,13 @@ def test_the_idempotent_design_loses_nothing_at_any_power_cut_and_the_flag_only_
 @pytest.mark.slow
 @needs_fuse
 def test_fuzz_power_cut_draws_the_same_power_cuts_for_the_same_seed():
-    drawn = fuzz_examples(SYNC_OFF, examples=6, seed=3, power_cut=True)
-    assert drawn == fuzz_examples(SYNC_OFF, examples=6, seed=3, power_cut=True)  # every xdist worker agrees
+    # Seed 10's three cases (each catalog drawn is one recording per call) hold points at recorded writes, a
+    # power cut's and a kill's (xw46,aw89 on 2x1 here), and a power cut at a request: each call's own
+    # recordings must give the same draws. Without the flag: w and r points, no x.
+    drawn = fuzz_examples(SYNC_OFF, examples=3, seed=10, power_cut=True)
+    assert drawn == fuzz_examples(SYNC_OFF, examples=3, seed=10, power_cut=True)  # every xdist worker agrees
     assert any(point.startswith("x") for example in drawn for point in example.schedule.split(","))
-    plain = fuzz_examples(SYNC_OFF, examples=6, seed=3)
+    plain = fuzz_examples(SYNC_OFF, examples=3, seed=10)
     assert not any(point.startswith("x") for example in plain for point in example.schedule.split(","))
 
 
@@ -127,7 +131,9 @@ def test_shrinking_lowers_and_moves_a_power_cut_point_as_its_trigger_and_keeps_t
 @needs_fuse
 def test_fuzz_power_cut_shrinks_to_a_power_cut_whose_replay_line_fails_again_from_elsewhere(tmp_path):
     relative = os.path.relpath(SYNC_OFF, PROJECT_ROOT)
-    done = killtest_cli("fuzz", "--design", relative, "--power-cut", "--examples", "8", "--seed", "2", "-j", "2",
+    # Two searches (seeds 30 and 31, two cases each, the first a plain r1 on 1x1) find a power cut at a request
+    # each (xr3 on 2x2, xr5+ on 3x1): exact, so its replay repeats; xr3 shrinks in 5 runs, on small catalogs.
+    done = killtest_cli("fuzz", "--design", relative, "--power-cut", "--examples", "4", "--seed", "30", "-j", "2",
                         "--out", str(tmp_path / "results"))
     assert done.returncode == 1, done.stderr[-2000:]
     line = next((line for line in done.stderr.splitlines() if "killtest replay" in line), done.stderr[-2000:])
