@@ -93,11 +93,12 @@ def test_a_store_write_point_prints_as_written_and_refuses_what_it_cannot_do(mon
         parse_point("w7:c2").validate([design_named("idempotent")], 1)
 
 
-def kill_test(design, schedule_text, site):
-    """One run of an aimed schedule: its kills, its store, and its verdict."""
+def kill_test(design, schedule_text, site, recordings=None):
+    """One run of an aimed schedule: its kills, its store, and its verdict. `recordings`: a cache of the
+    recordings that aim it (write_plans.RecordingCache), as explore shares one; without it, a recording of its own."""
     with StoreServers([design]) as servers:
         on = Stage(site, servers, {})
-        schedule = resolve_schedule(parse_schedule(schedule_text, design), design, on, SETTINGS)
+        schedule = resolve_schedule(parse_schedule(schedule_text, design), design, on, SETTINGS, cache=recordings)
         with tempfile.TemporaryDirectory(prefix="killtest-test-") as work_dir:
             history = run_kill_test(design, schedule, site, work_dir, SETTINGS)
     records = sorted((r["key"], sorted(r["fields"].items())) for r in history.of_type("store_record"))
@@ -113,30 +114,39 @@ def test_the_same_store_write_point_gives_the_same_outcome_on_every_repeat(name)
     if name.endswith("-sh") and not (shutil.which("sqlite3") and shutil.which("curl")):
         pytest.skip("the shell design needs sqlite3 and curl")
     with SiteServer(CATALOG) as site:
-        writes = store_writes(design, site)
-        # Three writes spread over the crawl, each three times.
+        listed: dict = {}
+        writes = store_writes(design, site, listed)
+        # Three writes spread over the crawl, each three times. Each repeat is aimed by a recording of its own
+        # (the first by the one that listed the writes: the same uninterrupted first start), which aims the
+        # three points alike, as explore's one recording aims all its points.
+        recordings = (listed, {}, {})
         for point in (writes[len(writes) // 3], writes[len(writes) // 2], writes[-2]):
-            outcomes = [kill_test(design, point, site)[:2] for _ in range(3)]
+            outcomes = [kill_test(design, point, site, cache)[:2] for cache in recordings]
             assert outcomes[0] == outcomes[1] == outcomes[2], point
             assert outcomes[0][0] == [-9], point
 
 
-def store_writes(design, site):
-    """Every store write strace can aim at in the design's first start, as explore lists them."""
+def store_writes(design, site, recordings=None):
+    """Every store write strace can aim at in the design's first start, as explore lists them (its recordings
+    kept in `recordings`, which then aims a point as explore's does)."""
     with StoreServers([design]) as servers:
-        return [p.spec for p in store_write_points(design, Stage(site, servers, {}), SETTINGS)]
+        return [p.spec for p in store_write_points(design, Stage(site, servers, {}), SETTINGS, cache=recordings)]
 
 
 @pytest.mark.slow
 @needs_strace
 def test_a_store_write_point_finds_the_record_the_progress_first_mistake_loses():
     design = design_named("zoo-done-before-record-cmd")
-    with SiteServer(CATALOG) as site:
-        writes = store_writes(design, site)
+    # One product a listing page: the last product's commits end the writes as on the six-product catalog, and
+    # each run crawls 4 pages, not 8 (w99 of 111 loses first, where w159 of 171 did: 13 runs either way).
+    with SiteServer(build_catalog(listing_pages=2, products_per_page=1)) as site:
+        recordings: dict = {}
+        writes = store_writes(design, site, recordings)
         # The last product's two commits are among the last writes: one of them is between the two. From the
-        # last write back, to the first that loses (w159 of 171 here: 13 runs, where all 40 took 45 s).
-        lost = next((point for point in reversed(writes[-40:]) if kill_test(design, point, site)[2].missing_records),
-                    None)
+        # last write back, to the first that loses (all 40 took 45 s on six products), each aimed by the
+        # recording that listed the writes, as explore aims its points.
+        lost = next((point for point in reversed(writes[-40:])
+                     if kill_test(design, point, site, recordings)[2].missing_records), None)
     assert lost, "no store write between the two commits lost a record"
 
 
