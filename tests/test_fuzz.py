@@ -13,7 +13,8 @@ from hypothesis import settings
 from killtest.fixture_site.catalog import build_catalog
 from killtest.fixture_site.server import SiteServer
 from killtest.harness.campaigns.exploration import commit_path_lines, explore
-from killtest.harness.campaigns.fuzzing import Case, _smaller, bench, search, shrink
+from killtest.harness.campaigns.fuzzing import Case, bench, search, shrink
+from killtest.harness.campaigns.shrink_steps import smaller as _smaller
 from killtest.harness.check.checker import check_run
 from killtest.harness.design.registry import design_named
 from killtest.harness.faults.points.line import AtLine, anchor_for

@@ -24,8 +24,9 @@ pytest.importorskip("warcio", reason="pip install -e '.[record]'")
 from killtest import fuzz_example, fuzz_examples  # noqa: E402
 from killtest.fixture_site.catalog import build_catalog  # noqa: E402
 from killtest.fixture_site.server import SiteServer  # noqa: E402
-from killtest.harness.campaigns.fuzzing import Case, _smaller  # noqa: E402
+from killtest.harness.campaigns.fuzzing import Case  # noqa: E402
 from killtest.harness.campaigns.record_site import record_design  # noqa: E402
+from killtest.harness.campaigns.shrink_steps import smaller as _smaller  # noqa: E402
 from killtest.harness.design.model import PROJECT_ROOT  # noqa: E402
 from killtest.harness.design.specfile import load_spec  # noqa: E402
 from killtest.harness.errors import KilltestError  # noqa: E402

@@ -265,12 +265,11 @@ def explore_design(design: Design, catalog: Catalog, settings: RunSettings, poin
     launcher (a Python design, when `prefork`), then every point (all crash points when `points` is None).
 
     `progress` is a killtest.harness.running.progress.Progress, or any callable taking one line, or None. With
-    `jobs` above 1, the points are dealt to that many processes, each with its own stage. `power_cut` adds
-    the power-cut twin of each store write.
+    `jobs` above 1, the points are dealt to that many processes (no more than points: a job re-imports killtest),
+    each with its own stage. `power_cut` adds the power-cut twin of each store write.
     """
     on_progress = _step_of(progress)
-    if points is not None:  # no more job processes than points: a spawned job re-imports killtest, ~1 CPU-s
-        jobs = min(jobs, len(with_power_cuts(points) if power_cut else points))
+    jobs = jobs if points is None else min(jobs, len(with_power_cuts(points) if power_cut else points))
     if jobs <= 1:
         with stage(catalog, [design], prefork=prefork) as on:
             return explore(design, on, settings, work_dir, points, on_progress=on_progress, power_cut=power_cut,
