@@ -52,6 +52,8 @@ def waited_in_box(box: cgroups.Box, code: str, *args: str) -> float:
     return after - before
 
 
+# Serial: a sleeper's start-up waits for a CPU too, and in the background step that wait can be seconds.
+@pytest.mark.serial
 def test_a_box_counts_the_seconds_its_processes_waited_for_a_cpu_and_not_the_seconds_they_slept():
     box = a_box_with_pressure()
     try:

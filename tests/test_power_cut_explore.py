@@ -23,7 +23,7 @@ import pytest
 
 import killtest
 from killtest import crash_points, fuzz_examples
-from killtest.harness.campaigns.fuzzing import _lower, _renumbered
+from killtest.harness.campaigns.shrink_steps import _lower, _renumbered
 from killtest.harness.design.model import PROJECT_ROOT
 from killtest.harness.errors import KilltestError
 from killtest.harness.faults import power_loss

@@ -112,6 +112,10 @@ LISTING_FIRST = textwrap.dedent("""\
 
 
 @pytest.mark.slow
+# Timing is what it is about: a timed kill 0.5 s after the first request must land after the first listing page
+# was read; in the background a starved start had not yet written its marks (a fresh-clone CI: excess_requests
+# instead of lost, hole). Run beside one other test at most, at normal priority.
+@pytest.mark.serial
 def test_a_timed_failure_prints_the_exact_points_its_kill_landed_at_and_that_line_reproduces_it(tmp_path):
     """A crawler that loses records on any kill after its first listing page, killed 0.5 s after its first request
     (f0.5) on a shop paced to 10 requests a second (18 requests): about five requests in, past the first listing
