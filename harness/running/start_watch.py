@@ -140,16 +140,19 @@ def wait_watching(start: Start, timeout_s: float, watch: StartWatch, stretch_s: 
     its wall-clock time, loaded machine or not) the wait is longer by the seconds spent waiting for a CPU, at
     most `stretch_s` longer."""
     began = time.monotonic()
+
+    def until() -> float:  # moves as the start waits for a CPU, up to stretch_s
+        return began + timeout_s + min(stretch_s, watch.starved_s)
+
     while True:
-        until = began + timeout_s + min(stretch_s, watch.starved_s)
-        asked = max(0.0, min(LOOK_EVERY_S, until - time.monotonic()))
         sliced = time.monotonic()
+        asked = max(0.0, min(LOOK_EVERY_S, until() - sliced))
         try:
             return start.wait(asked)
         except subprocess.TimeoutExpired:
             took = time.monotonic() - sliced
             watch.count_starved(took, took - asked - LATE_AFTER_S)
-            if time.monotonic() >= began + timeout_s + min(stretch_s, watch.starved_s):
+            if time.monotonic() >= until():
                 raise
             watch.look()
 
