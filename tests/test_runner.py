@@ -2,6 +2,7 @@
 
 import os
 import signal
+from collections import Counter
 
 import psutil
 import pytest
@@ -28,6 +29,14 @@ def no_process_left(history):
     assert left == [], [(child.pid, child.cmdline(), child.create_time()) for child in left]
 
 
+def how_it_went(history) -> str:
+    """The run's starts, kills and end in one line: what a failed assertion about kills needs to say why."""
+    shown = ("process_started", "kill", "process_exited", "time_limit", "run_finished")
+    per_start = Counter(r.get("start") for r in history.of_type("request"))
+    return f"requests by start {dict(per_start)}; " + "; ".join(" ".join(f"{k}={v}" for k, v in e.items() if k not in ("pids", "held_leases", "store_mtime_ns"))
+                     for e in history.events if e["type"] in shown)
+
+
 def kill_test(design, schedule, site, tmp_path, **settings):
     history = run_kill_test(design, schedule, site, str(tmp_path), RunSettings(**settings))
     return history, check_run(design, 1, history, site.catalog)
@@ -36,7 +45,7 @@ def kill_test(design, schedule, site, tmp_path, **settings):
 @pytest.mark.slow
 def test_idempotent_design_keeps_one_correct_row_per_product_after_several_kills(default_site, tmp_path):
     history, verdict = kill_test(design_named("idempotent"), MIXED_KILLS, default_site, tmp_path, lease_s=1.0)
-    assert verdict.kills >= 3, "the three exact points must land mid-crawl"
+    assert verdict.kills >= 3, f"the three exact points must land mid-crawl: {how_it_went(history)}"
     assert [k["returncode"] for k in history.of_type("kill")] == [-signal.SIGKILL] * 4
     assert verdict.rows == verdict.correct_records == 500
     assert verdict.missing_records == 0
