@@ -33,8 +33,9 @@ def how_it_went(history) -> str:
     """The run's starts, kills and end in one line: what a failed assertion about kills needs to say why."""
     shown = ("process_started", "kill", "process_exited", "time_limit", "run_finished")
     per_start = Counter(r.get("start") for r in history.of_type("request"))
-    return f"requests by start {dict(per_start)}; " + "; ".join(" ".join(f"{k}={v}" for k, v in e.items() if k not in ("pids", "held_leases", "store_mtime_ns"))
-                     for e in history.events if e["type"] in shown)
+    left_out = ("pids", "held_leases", "store_mtime_ns")
+    return f"requests by start {dict(per_start)}; " + "; ".join(
+        " ".join(f"{k}={v}" for k, v in e.items() if k not in left_out) for e in history.events if e["type"] in shown)
 
 
 def kill_test(design, schedule, site, tmp_path, **settings):
