@@ -7,6 +7,11 @@ request (for a scraper that waits for each answer, the first after it read the a
 kills the start on entering that call. explore, fuzz and replay resolve it so (harness/running/
 write_plans.py). Left unresolved (a server store, or a command that does not record first) it falls
 back to the site's signal once the answer is written, which races the scraper: not exact.
+
+A crawler with several requests in flight (Scrapy's 16, a browser's pool) gets no answer past the point:
+from the due request on, the site holds every later request until the kill has been sent, so a harness
+slow to send it (a loaded machine) cannot let the crawl go on past its point. `r5+` fires on the 5th
+request's own answer, whatever number the site has counted to by then.
 """
 
 from __future__ import annotations
@@ -80,6 +85,8 @@ class RequestTrigger:
         # The trigger is armed before the start is spawned and watches it once it is: a pre-forked start
         # can ask for its first page in between, so a due request waits (briefly) for the start to kill.
         self._watched = threading.Event()
+        self._landed = threading.Event()  # set once the due request's kill was sent (or could not be)
+        self._arrived = threading.local()  # the number of the request the site's thread is answering
         if point.after_response:
             site.set_request_hook(self.count, after_sent=self.kill_if_due)
         else:
@@ -91,10 +98,17 @@ class RequestTrigger:
 
     def disarm(self) -> None:
         self.site.set_request_hook(None)
+        self._landed.set()  # nothing held is left waiting
 
     def count(self, path: str) -> None:
         with self._lock:
             self._seen += 1
+            self._arrived.number = seen = self._seen  # this request's number, for its own answer's hook
+        if seen > self.index:
+            # A request after the due one (a crawler with several in flight) waits until the kill has been sent:
+            # the site answers nothing past the point, so a harness slow to send the signal (a loaded machine)
+            # cannot let the crawl go on past it. Once the kill lands, there is no one left to answer.
+            self._landed.wait(WATCH_WAIT_S)
 
     def count_and_kill_if_due(self, path: str) -> None:
         self.count(path)
@@ -102,11 +116,15 @@ class RequestTrigger:
 
     def kill_if_due(self, path: str) -> None:
         with self._lock:
-            if self._fired or self._seen != self.index:
+            # The request's own number, not the count now: later requests may have arrived while it was answered.
+            if self._fired or getattr(self._arrived, "number", None) != self.index:
                 return
             self._fired = True
-        # The site's thread holds this request's answer until the start is known, so the kill stays exact.
-        if not self._watched.wait(WATCH_WAIT_S) or self.start is None:
-            return  # never watched (the start failed to spawn): the point did not fire, and says so
-        self.fired_at = time.monotonic()
-        self.start.kill_now()
+        try:
+            # The site's thread holds this request's answer until the start is known, so the kill stays exact.
+            if not self._watched.wait(WATCH_WAIT_S) or self.start is None:
+                return  # never watched (the start failed to spawn): the point did not fire, and says so
+            self.fired_at = time.monotonic()
+            self.start.kill_now()
+        finally:
+            self._landed.set()

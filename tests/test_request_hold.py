@@ -1,0 +1,96 @@
+"""`r<n>` on a crawler with several requests in flight: the site answers nothing past the point before the kill.
+
+A loaded harness is slow to send the signal; played here, deterministically, by telling the trigger which start
+to kill a second late (it holds the due request until it knows). A real client process with eight threads keeps
+asking meanwhile; what it was answered is what its crawl could have gone on with.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from killtest.fixture_site.catalog import build_catalog
+from killtest.fixture_site.server import SiteServer
+from killtest.harness.faults.points.request import AtRequest
+
+# Eight threads fetch product pages one after another, printing a line per answer received.
+CLIENT = """
+import sys, threading, urllib.request
+base = sys.argv[1]
+lock = threading.Lock()
+def fetch(first):
+    for n in range(first, 200, 8):
+        body = urllib.request.urlopen(f"{base}/product/{n}", timeout=30).read()
+        with lock:
+            print("answered", n, len(body), flush=True)
+threads = [threading.Thread(target=fetch, args=(i + 1,)) for i in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+"""
+
+
+class ClientGroup:
+    """The client in a process group of its own, killed as killtest kills a start: SIGKILL to its group."""
+
+    def __init__(self, base_url: str, script: str = CLIENT) -> None:
+        self.process = subprocess.Popen([sys.executable, "-c", script, base_url], stdout=subprocess.PIPE,
+                                        text=True, start_new_session=True)
+
+    def kill_now(self) -> None:
+        os.killpg(self.process.pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("spec, answered_at_most", [("r10", 9), ("r10+", 10)])
+def test_a_slow_kill_at_a_request_point_lets_no_answer_past_the_point_reach_a_concurrent_crawler(
+        spec, answered_at_most):
+    with SiteServer(build_catalog(listing_pages=10, products_per_page=20)) as site:
+        trigger = AtRequest.parse(spec).arm(site)
+        client = ClientGroup(site.base_url)
+        late = threading.Timer(1.0, trigger.watch, args=(client,))  # the harness knows the start a second late
+        late.start()
+        try:
+            out, _ = client.process.communicate(timeout=60)
+        finally:
+            late.cancel()
+            trigger.disarm()
+        assert client.process.returncode == -signal.SIGKILL, out
+        answered = out.count("answered")
+        # r10: request 10 and every later one held until the kill; r10+: the 10th answered, nothing after it.
+        assert 1 <= answered <= answered_at_most, out
+        assert site.request_log.total >= 10
+
+
+# One request at a time, each on a new connection (no keep-alive), as urllib does.
+SEQUENTIAL = """
+import sys, urllib.request
+for n in range(1, 200):
+    body = urllib.request.urlopen(f"{sys.argv[1]}/product/{n}", timeout=30).read()
+    print("answered", n, len(body), flush=True)
+"""
+
+
+def test_r_plus_fires_even_when_the_next_request_is_counted_before_the_answers_own_hook():
+    """The site's thread can be descheduled between writing the 10th answer and its after-sent hook; a client
+    on a new connection has sent its 11th request by then. `r10+` is the 10th request's own hook, not the count
+    at that moment (which had moved on to 11: the point never fired, and CI's runner test lost its kills)."""
+    with SiteServer(build_catalog(listing_pages=10, products_per_page=20)) as site:
+        trigger = AtRequest.parse("r10+").arm(site)
+        on_request, on_sent = site._app.config["ON_REQUEST"], site._app.config["ON_RESPONSE_SENT"]
+
+        def descheduled(path: str) -> None:  # what a loaded machine does to the site's thread, played every time
+            time.sleep(0.05)
+            on_sent(path)
+        site.set_request_hook(on_request, after_sent=descheduled)
+        client = ClientGroup(site.base_url, SEQUENTIAL)
+        trigger.watch(client)
+        try:
+            out, _ = client.process.communicate(timeout=60)
+        finally:
+            trigger.disarm()
+        assert client.process.returncode == -signal.SIGKILL, out[-500:]
+        assert out.count("answered") == 10, out
