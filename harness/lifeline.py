@@ -26,6 +26,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import re
 import select
 import shutil
 import signal
@@ -40,6 +41,7 @@ import psutil
 from killtest.harness import cgroups
 
 OWNER_FILE = ".killtest-owner"
+_OWNER_IN_NAME = re.compile(r"-(\d+)@(\d+(?:\.\d+)?)-[^-@]+$")  # owned_temp_dir's PID@START before its suffix
 PREFIX = "killtest-"
 GOODBYE = "bye"
 _lock = threading.Lock()
@@ -145,11 +147,14 @@ def share_priority(pid: int | str = "self") -> None:
 
 
 def owned_temp_dir(prefix: str = PREFIX, dir: str | None = None) -> str:
-    """A new temporary directory whose `.killtest-owner` names this process; the watchdog knows it."""
-    path = tempfile.mkdtemp(prefix=prefix, dir=dir)
-    try:  # a Ctrl+C or SIGTERM here would leave a directory nobody owns, which no sweep removes
-        me = identity(os.getpid())
-        assert me is not None
+    """A new temporary directory whose `.killtest-owner` names this process; the watchdog knows it.
+
+    Its name names the owner too (`killtest-explore-PID@START-xxxxxxxx`): a SIGKILL between making it and writing
+    the file (a job process the watchdog killed, seen in CI) leaves a directory the next sweep still knows."""
+    me = identity(os.getpid())
+    assert me is not None
+    path = tempfile.mkdtemp(prefix=f"{prefix}{me[0]}@{me[1]!r}-", dir=dir)
+    try:  # a Ctrl+C or SIGTERM here would leave a directory whose owner only its name says
         with open(os.path.join(path, OWNER_FILE), "w", encoding="utf-8") as owner:
             owner.write(f"{me[0]} {me[1]!r}\n")
         _tell(f"dir {path}")
@@ -180,13 +185,15 @@ def remove_dir(path: str) -> None:
 
 
 def owner_of(path: str) -> tuple[int, float] | None:
-    """(pid, start time) from a directory's owner file; None when it has none (not ours, or not written yet)."""
+    """(pid, start time) from a directory's owner file, or its name when the file was not written yet (a SIGKILL
+    in between); None when neither says (not ours)."""
     try:
         with open(os.path.join(path, OWNER_FILE), encoding="utf-8") as owner:
             pid, created = owner.read().split()
         return int(pid), float(created)
     except (OSError, ValueError):
-        return None
+        named = _OWNER_IN_NAME.search(os.path.basename(path))
+        return (int(named[1]), float(named[2])) if named else None
 
 
 def sweep_dead_temp_dirs(roots: list[str | None] | None = None) -> list[str]:

@@ -41,11 +41,8 @@ from killtest.harness.files import write_atomically
 
 KINDS = ("cases", "tools", "designs")
 ABOUT = "killtest-env.json"  # beside installed.json: what was asked for, for whom, and how long the build took
-# The pip and npm flags: quiet, no version check or audit (the registry is reachable, nothing else is).
-# --no-compile: pip byte-compiles every file it installs, most of which a case never imports; Python compiles
-# what it does import on first use, into the env (measured here, pip from its own cache: scrapy==2.13.4 5.5 CPU-s
-# with, 2.7 without; mitmproxy==11.0.2 with warcio 8.7 and 3.6; the first `scrapy version` in the env took 0.7
-# CPU-s, as the second did).
+# The pip and npm flags: quiet, no version check or audit (the registry is reachable, nothing else is); no .pyc
+# at install: Python compiles what a case imports on first use (scrapy==2.13.4 5.5 -> 2.7 CPU-s, mitmproxy 8.7 -> 3.6).
 _PIP = ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-input", "--no-compile"]
 _NPM = ["npm", "install", "--no-audit", "--no-fund", "--no-save", "--loglevel=error"]
 # No browser downloads at install: a browser case drives the system's Chromium (executablePath), and a
@@ -317,8 +314,6 @@ def _remove_abandoned(root: str, digest: str) -> None:
     for name in os.listdir(root):
         path = os.path.join(root, name)
         if not name.startswith(digest + ".") or os.path.islink(path) or not os.path.isdir(path) \
-                or os.path.realpath(path) == linked:
+                or os.path.realpath(path) == linked or builder_alive(path):  # alive: another killtest builds it now
             continue
-        if builder_alive(path):
-            continue  # another killtest is building it right now
         shutil.rmtree(path, ignore_errors=True)

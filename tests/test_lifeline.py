@@ -189,6 +189,31 @@ def test_the_sweep_removes_only_the_directories_of_dead_owners(tmp_path):
     assert os.path.isdir(mine) and unowned.is_dir()
 
 
+# Killed between making its directory and writing the owner file: the process opens the file, and dies there.
+DIES_BEFORE_NAMING_ITSELF = """
+import builtins, os, signal, sys
+from killtest.harness import lifeline
+real_open = builtins.open
+def dying_open(path, *args, **kwargs):
+    if str(path).endswith(lifeline.OWNER_FILE):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real_open(path, *args, **kwargs)
+builtins.open = dying_open
+lifeline.owned_temp_dir(prefix="killtest-explore-", dir=sys.argv[1])
+"""
+
+
+def test_a_process_sigkilled_before_its_dir_names_its_owner_leaves_a_dir_the_next_sweep_removes(tmp_path):
+    """A job process of `explore -j 2`, killed by the watchdog in that instant, left such a directory in CI."""
+    killed = subprocess.run([sys.executable, "-c", DIES_BEFORE_NAMING_ITSELF, str(tmp_path)], timeout=60)
+    assert killed.returncode == -signal.SIGKILL
+    [left] = [p for p in tmp_path.iterdir() if p.name.startswith("killtest-explore-")]
+    assert not (left / lifeline.OWNER_FILE).exists()
+    mine = lifeline.owned_temp_dir(prefix="killtest-explore-", dir=str(tmp_path))  # a live owner's, named alike
+    assert lifeline.sweep_dead_temp_dirs([str(tmp_path)]) == [str(left)]
+    assert os.path.isdir(mine) and lifeline.owner_of(mine) == lifeline.identity(os.getpid())
+
+
 # Stepped 2 s: psutil's create_time is a process's start in ticks since boot plus the boot time the wall clock
 # implies (/proc/stat's btime), which moves when the clock is stepped (a virtual machine resumed from a snapshot,
 # a manual `date -s`). Owners compared that way looked dead after a step, and every killtest command's sweep would
