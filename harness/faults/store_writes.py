@@ -16,9 +16,8 @@ filter sets TCB_FILTERED before the tampering). So "the 5th write to the store" 
 3rd pwrite64 to those paths first (`landing` checks this on the recording), and refused otherwise.
 
 The recording's paths are kept relative to the work dir, so a plan applies to any run's fresh work dir.
-Explore offers only the writes two recordings of a start agree on (`agreeing_writes`): a `w5` it prints
-must name the same write when `killtest replay` records the start again.
-Pure functions: no I/O but what strace wrote.
+Explore offers only the writes two recordings of a start agree on (`agreeing_writes`): a `w5` it prints must
+name the same write when `killtest replay` records the start again. Pure functions: no I/O but what strace wrote.
 """
 
 from __future__ import annotations
@@ -132,13 +131,14 @@ class Recording:
         return InjectionPlan(call.syscall, call.count, self.paths, call.paths, on_target)
 
     def write_after_request(self, k: int) -> int | None:
-        """The 1-based index of the first store write after the k-th request was sent (so after its answer
-        was read, for a scraper that waits for each answer); None when there is none."""
-        seen = False
+        """The 1-based index of the first store write after the k-th request was sent (after its answer was read,
+        for a scraper that waits for it) that strace can reach (a threaded crawler's printed replay was refused at
+        one another thread's call of the same count came before); None when there is none."""
+        reachable, seen = set(self.reachable_writes()), False
         for kind, value in self.events:
             if kind == "request" and value == k:
                 seen = True
-            elif kind == "write" and seen:
+            elif kind == "write" and seen and value + 1 in reachable:
                 return value + 1
         return None
 
