@@ -42,7 +42,7 @@ from killtest.harness.files import write_atomically
 KINDS = ("cases", "tools", "designs")
 ABOUT = "killtest-env.json"  # beside installed.json: what was asked for, for whom, and how long the build took
 # The pip and npm flags: quiet, no version check or audit. No .pyc at install (scrapy==2.13.4 5.5 -> 2.7 CPU-s) where
-# Python writes what a case imports; with PYTHONDONTWRITEBYTECODE it would compile at every start (0.24 -> 0.58 CPU-s).
+# Python writes what a case imports; with PYTHONDONTWRITEBYTECODE it would compile at every start (0.26 -> 0.58 CPU-s).
 _PIP = ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-input",
         *([] if os.environ.get("PYTHONDONTWRITEBYTECODE") else ["--no-compile"])]
 _NPM = ["npm", "install", "--no-audit", "--no-fund", "--no-save", "--loglevel=error"]
