@@ -64,6 +64,22 @@ def default_site():
         yield server
 
 
+def children_left() -> list[psutil.Process]:
+    """This test process's children, but for the resource tracker multiprocessing starts with its first `spawn`
+    pool (an in-process `explore -j 2`: killtest.harness.campaigns.parallel) and keeps until the process exits:
+    Python's own, not something a run left behind."""
+    tracker = "multiprocessing.resource_tracker"
+    return [c for c in psutil.Process().children(recursive=True)
+            if not any(tracker in part for part in _cmdline(c))]
+
+
+def _cmdline(process: psutil.Process) -> list[str]:
+    try:
+        return process.cmdline()
+    except psutil.Error:
+        return []
+
+
 def fixture_design(name: str, module: str) -> Design:
     """A test-only design whose store is empty; only its process behaviour matters."""
     store = StoreSpec(kind="sqlite", path="{work_dir}/unused.sqlite", records="SELECT 1 AS sku, 1 AS price WHERE 0")

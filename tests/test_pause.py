@@ -34,6 +34,7 @@ from killtest.harness.history import History
 from killtest.harness.report.timeline import pauses, plot_timeline
 from killtest.harness.running.prefork import Zygote
 from killtest.harness.running.runner import RunSettings, run_kill_test
+from tests.conftest import children_left
 
 CATALOG = build_catalog(listing_pages=2, products_per_page=3, seed=1)  # 6 products, 8 requests
 UNFENCED = next(e for e in zoo_entries() if e.design.name == "zoo-unfenced-lease")
@@ -129,7 +130,7 @@ def test_a_paused_worker_is_stopped_for_its_seconds_then_resumed_and_the_start_g
     assert [span[2] for span in pauses(history)] == ["start 1, worker 1"]
     plot_timeline(history, str(tmp_path / "timeline.png"), "a pause")
     assert (tmp_path / "timeline.png").stat().st_size > 0
-    assert psutil.Process().children(recursive=True) == []
+    assert children_left() == []
 
 
 # The checker on a hand-built history: worker A is paused past its lease, B takes the page over.

@@ -13,7 +13,7 @@ from killtest.harness.design.registry import design_named
 from killtest.harness.errors import ScraperStartError
 from killtest.harness.faults.schedule import parse_schedule, timed_schedule
 from killtest.harness.running.runner import RunSettings, run_kill_test
-from tests.conftest import fixture_design
+from tests.conftest import children_left, fixture_design
 
 # Kills early in each start, so that on any machine the 525-page crawl is still running when they land.
 EARLY_KILLS = timed_schedule(seed=11, kills=4, low_s=0.3, high_s=0.6)
@@ -25,7 +25,7 @@ def no_process_left(history):
     for started in history.of_type("process_started"):
         assert not psutil.pid_exists(started["pid"]) or \
             psutil.Process(started["pid"]).status() == psutil.STATUS_ZOMBIE
-    left = psutil.Process().children(recursive=True)
+    left = children_left()
     assert left == [], [(child.pid, child.cmdline(), child.create_time()) for child in left]
 
 
@@ -85,7 +85,7 @@ def test_a_design_that_fails_at_start_is_a_clear_error(site, tmp_path):
         # r1, not a timed kill: the design makes no request, so its first start always lives to fail its import; a
         # kill at 1-2 s landed first on a starved machine, and a later start's crash is no start-up error.
         run_kill_test(fixture_design("broken", "scrapers.no_such_design"), parse_schedule("r1"), site, str(tmp_path))
-    assert psutil.Process().children(recursive=True) == []
+    assert children_left() == []
 
 
 def test_a_design_that_never_finishes_is_a_liveness_failure(site, tmp_path):

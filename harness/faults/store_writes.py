@@ -131,14 +131,13 @@ class Recording:
         return InjectionPlan(call.syscall, call.count, self.paths, call.paths, on_target)
 
     def write_after_request(self, k: int) -> int | None:
-        """The 1-based index of the first store write after the k-th request was sent (after its answer was read,
-        for a scraper that waits for it) that strace can reach (a threaded crawler's printed replay was refused at
-        one another thread's call of the same count came before); None when there is none."""
-        reachable, seen = set(self.reachable_writes()), False
+        """The 1-based index of the first store write after the k-th request was sent (so after its answer
+        was read, for a scraper that waits for each answer); None when there is none."""
+        seen = False
         for kind, value in self.events:
             if kind == "request" and value == k:
                 seen = True
-            elif kind == "write" and seen and value + 1 in reachable:
+            elif kind == "write" and seen:
                 return value + 1
         return None
 

@@ -127,6 +127,9 @@ def aimed(point: Any, recording: Recording | None) -> KillPoint:
         except ValueError as error:
             raise KilltestError(f"kill point {point.spec}: {error}") from None
     write = point.index if isinstance(point, AtStoreWrite) else recording.write_after_request(point.index)
+    if write is not None and not isinstance(point, AtStoreWrite):  # `r5+`: the first write after it strace can
+        # reach (a threaded crawler's other thread may reach that count first); none: refused, as `w<n>` is
+        write = next((n for n in recording.reachable_writes() if n >= write), write)
     if write is None:
         return dataclasses.replace(point, plan=None, resolved=True)
     try:

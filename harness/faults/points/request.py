@@ -8,10 +8,11 @@ kills the start on entering that call. explore, fuzz and replay resolve it so (h
 write_plans.py). Left unresolved (a server store, or a command that does not record first) it falls
 back to the site's signal once the answer is written, which races the scraper: not exact.
 
-A crawler with several requests in flight (Scrapy's 16, a browser's pool) gets no answer past the point:
+A crawler with several requests in flight (Scrapy's 16, a browser's pool) gets no answer past an `r5`:
 from the due request on, the site holds every later request until the kill has been sent, so a harness
-slow to send it (a loaded machine) cannot let the crawl go on past its point. `r5+` fires on the 5th
-request's own answer, whatever number the site has counted to by then.
+slow to send it (a loaded machine) cannot let the crawl go on past its point. The site's `r5+` fires on
+the 5th request's own answer, whatever number the site has counted to by then (not held: a dropped answer
+never runs its hook).
 """
 
 from __future__ import annotations
@@ -87,6 +88,10 @@ class RequestTrigger:
         self._watched = threading.Event()
         self._landed = threading.Event()  # set once the due request's kill was sent (or could not be)
         self._arrived = threading.local()  # the number of the request the site's thread is answering
+        # `r5` only: its kill is sent before the 5th answer, on that request's own thread, always. `r5+` fires from
+        # the answer's after-sent hook, which a dropped answer (a reset toxic) never runs: held, every later
+        # request would wait the whole WATCH_WAIT_S.
+        self._hold = not point.after_response
         if point.after_response:
             site.set_request_hook(self.count, after_sent=self.kill_if_due)
         else:
@@ -104,7 +109,7 @@ class RequestTrigger:
         with self._lock:
             self._seen += 1
             self._arrived.number = seen = self._seen  # this request's number, for its own answer's hook
-        if seen > self.index:
+        if seen > self.index and self._hold:
             # A request after the due one (a crawler with several in flight) waits until the kill has been sent:
             # the site answers nothing past the point, so a harness slow to send the signal (a loaded machine)
             # cannot let the crawl go on past it. Once the kill lands, there is no one left to answer.
