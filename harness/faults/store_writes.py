@@ -16,8 +16,9 @@ filter sets TCB_FILTERED before the tampering). So "the 5th write to the store" 
 3rd pwrite64 to those paths first (`landing` checks this on the recording), and refused otherwise.
 
 The recording's paths are kept relative to the work dir, so a plan applies to any run's fresh work dir.
-Explore offers only the writes two recordings of a start agree on (`agreeing_writes`): a `w5` it prints must
-name the same write when `killtest replay` records the start again. Pure functions: no I/O but what strace wrote.
+Explore offers only the writes two recordings of a start agree on (`agreeing_writes`): a `w5` it prints
+must name the same write when `killtest replay` records the start again.
+Pure functions: no I/O but what strace wrote.
 """
 
 from __future__ import annotations
