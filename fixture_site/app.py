@@ -74,7 +74,8 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
         pace.wait_for_a_slot()
         delay_s = slow_paths.get(request.path, latency_s)
         if delay_s:
-            time.sleep(delay_s)
+            with log.holding(request.environ.get(DOOR)):
+                time.sleep(delay_s)
         dice: ToxicDice | None = app.config.get("TOXICS")
         if dice is not None:
             return _inject(dice, log)
@@ -150,7 +151,8 @@ def _inject(dice: ToxicDice, log: RequestLog):
     the connection (the toxics are the modules of fixture_site/toxics/)."""
     fault, delay_s = dice.roll(request.path)
     if delay_s:
-        time.sleep(delay_s)
+        with log.holding(request.environ.get(DOOR)):
+            time.sleep(delay_s)
     g.fault, g.toxics = fault, dice.toxics
     if fault is None:
         return None
@@ -168,6 +170,10 @@ class _Injection:
         # next request on the kept-alive connection.
         request.get_data()
         return Response(text, status, mimetype="text/plain", headers=headers)
+
+    def hold(self, seconds: float) -> None:
+        with self.log.holding(request.environ.get(DOOR)):
+            time.sleep(seconds)
 
     def drop(self) -> Response:
         self.log.record(request.path, 0, arrived=g.get("arrived"), fault=g.get("fault"),

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 
@@ -72,6 +74,9 @@ class RequestLog:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._served: list[ServedRequest] = []
+        # Answers the site holds on purpose (a slow page, latency), by door: how many now, and when the last ended.
+        self._holding: Counter[int | None] = Counter()
+        self._held_until: dict[int | None, float] = {}
 
     def record(self, path: str, status: int, arrived: float | None = None, fault: str | None = None,
                door: int | None = None, worker_pid: int | None = None, version: int | None = None,
@@ -81,6 +86,25 @@ class RequestLog:
                               late=late)
         with self._lock:
             self._served.append(entry)
+
+    @contextlib.contextmanager
+    def holding(self, door: int | None) -> Iterator[None]:
+        """While in it the site holds, on purpose, an answer to a request that came in by `door`: the seconds a
+        start waits on a slow page are the site's, not the start's (killtest.harness.running.start_watch)."""
+        with self._lock:
+            self._holding[door] += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._holding[door] -= 1
+                self._held_until[door] = time.monotonic()
+
+    def held_until(self, door: int | None) -> float | None:
+        """The last moment the site held an answer of `door`'s on purpose: now while it holds one, else when the
+        last such hold ended; None if it never held one."""
+        with self._lock:
+            return time.monotonic() if self._holding[door] else self._held_until.get(door)
 
     def snapshot(self) -> list[ServedRequest]:
         """Every request so far, in arrival order."""

@@ -129,7 +129,8 @@ OPTIONS: tuple[Option, ...] = (
            f" (default {d.EXACT_TIME_LIMIT_S:g})", EXACT_AND_FUZZ, "scenario", positive(float), d.EXACT_TIME_LIMIT_S,
            zoo_key="time_limit", replayed=True),
     Option("--no-progress-timeout", "stop a start that makes no request, prints nothing and changes no store file"
-           f" for this many seconds, not counting time it waited for a CPU: a liveness failure"
+           f" for this many seconds, not counting time it waited for a CPU or on a page the site held"
+           f" (--slow-page, latency): a liveness failure"
            f" (default {d.NO_PROGRESS_S:g})", (*RUNS, "replay", "explore"),
            "scenario", positive(float), d.NO_PROGRESS_S),
     # issue 43: a supervisor restarts a killed crawler after a delay, and a crawler may wait out on restart what

@@ -71,6 +71,10 @@ class Injection(Protocol):
         """No answer at all: the connection is reset."""
         ...
 
+    def hold(self, seconds: float) -> None:
+        """Keep the client waiting `seconds` without a byte (the site's time, not the start's: no idleness)."""
+        ...
+
 
 class Toxic(Protocol):
     """One kind of network fault."""

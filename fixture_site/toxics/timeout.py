@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from killtest.fixture_site.toxics import Injection, Setting, ToxicBase, Toxics
@@ -15,7 +14,7 @@ class Timeout(ToxicBase):
     settings = {"hold": Setting(2.0)}
 
     def inject(self, toxics: Toxics, injection: Injection) -> Any:
-        time.sleep(toxics.setting("hold"))
+        injection.hold(toxics.setting("hold"))
         return injection.drop()
 
 

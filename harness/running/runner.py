@@ -221,8 +221,9 @@ def _wait_then_kill(run: _Run, point: KillPoint | None, armed: Armed, crawl: int
     wait_s = point.wait_s if point is not None else None
     remaining_s = max(0.0, run.deadline - time.monotonic())
     store_file = run.location if kind_of(run.design.store.kind).server is None else None
-    watch = StartWatch(current, lambda: run.site.request_log.crawl_total, store_file, run.settings.no_progress_s,
-                       run.on_progress)
+    log = run.site.request_log
+    watch = StartWatch(current, lambda: log.crawl_total, store_file, run.settings.no_progress_s, run.on_progress,
+                       lambda: log.held_until(current.door))
     # Waiting for a CPU moves the deadline (start_watch.py); a kill point's own delay stays wall-clock time.
     stretch_s = run.cpu.stretch_s() if wait_s is None or remaining_s < wait_s else 0.0
     try:

@@ -14,6 +14,13 @@ cgroup's cpu.pressure `some` total, killtest.harness.cgroups.Box.cpu_wait_s, and
 look came) and takes them off the idle time; the runner moves the run's deadline by them too, at most once
 the time limit over (killtest.harness.running.runner). A hung start waits for nothing, so it is still
 stopped after `no_progress_s`; a start spinning on a CPU it never gets ends at the stretched deadline.
+
+Nor is time spent waiting on the site. A start whose request the site holds on purpose (a `--slow-page`, the
+latency toxics, a timeout toxic's hold) is waiting for the site, not stuck: the idle time counts from the end of
+the site's last such hold of a request that came in by the start's own door (fixture_site/request_log.py
+RequestLog.holding), so a killed start's slow request, still held after its kill, does not keep the next one
+from being stopped. A case with a 10 s slow page needed a no-progress timeout over 10 s before, for the
+restarted start that fetches that page again; a hung start was then given all of it.
 """
 
 from __future__ import annotations
@@ -45,8 +52,10 @@ class StartWatch:
     """What moved since the start began; `look()` raises Stalled once nothing has for `no_progress_s`."""
 
     def __init__(self, start: Start, requests_served: Callable[[], int], store_file: str | None,
-                 no_progress_s: float | None, say: Callable[[str], None]) -> None:
+                 no_progress_s: float | None, say: Callable[[str], None],
+                 site_held: Callable[[], float | None] = lambda: None) -> None:
         self.start, self._requests, self._store_file = start, requests_served, store_file
+        self._site_held = site_held  # the last moment the site held an answer of this start's on purpose
         self.no_progress_s, self._say = no_progress_s, say
         self._began = time.monotonic()
         self._last_change = self._began
@@ -92,6 +101,9 @@ class StartWatch:
         seen = self._signature()
         if seen != self._seen:
             self._seen, self._last_change, self._starved_at_change = seen, now, self.starved_s
+        held = self._site_held()
+        if held is not None and held > self._last_change:  # waiting on the site's slow answer is not idleness
+            self._last_change, self._starved_at_change = min(held, now), self.starved_s
         starved_s = self.starved_s - self._starved_at_change  # since the last change: not idleness
         idle_s = max(0.0, now - self._last_change - starved_s)
         if now - self._last_said >= SAY_EVERY_S:
