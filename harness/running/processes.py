@@ -24,6 +24,7 @@ from killtest.harness.design.model import Design, Launch
 from killtest.harness.errors import KilltestError, ScraperStartError
 from killtest.harness.faults.points import StartOptions
 from killtest.harness.faults.tracer import ENVIRONMENT_VARIABLE
+from killtest.harness.running.exit_wait import sleep_until_an_exit
 
 POLL_S = 0.005
 # How long a killed group may take to be gone (zombies aside, see reap_group): a margin for a browser's tree of
@@ -93,7 +94,8 @@ class Start:
                 return self.kill()
             if time.monotonic() >= deadline:
                 raise subprocess.TimeoutExpired(f"start {self.index}", timeout_s)
-            time.sleep(POLL_S)
+            sleep_until_an_exit([w.process.pid for w, code in zip(self.workers, codes) if code is None],
+                                deadline - time.monotonic())
 
     def kill(self) -> int:
         """SIGKILL every worker's process group and reap them; the exit status as the kernel gave it."""
