@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import select
 import socket
 import struct
 import threading
@@ -74,8 +75,7 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
         pace.wait_for_a_slot()
         delay_s = slow_paths.get(request.path, latency_s)
         if delay_s:
-            with log.holding(request.environ.get(DOOR)):
-                time.sleep(delay_s)
+            _hold(log, delay_s)
         dice: ToxicDice | None = app.config.get("TOXICS")
         if dice is not None:
             return _inject(dice, log)
@@ -151,12 +151,40 @@ def _inject(dice: ToxicDice, log: RequestLog):
     the connection (the toxics are the modules of fixture_site/toxics/)."""
     fault, delay_s = dice.roll(request.path)
     if delay_s:
-        with log.holding(request.environ.get(DOOR)):
-            time.sleep(delay_s)
+        _hold(log, delay_s)
     g.fault, g.toxics = fault, dice.toxics
     if fault is None:
         return None
     return toxic_named(fault).inject(dice.toxics, _Injection(log))
+
+
+def _hold(log: RequestLog, seconds: float) -> None:
+    """Keep this request's answer `seconds` on purpose (a slow page, latency, a timeout toxic), counted as the
+    site's time (RequestLog.holding: the start is waiting on the site) while its client waits, not once the client
+    hung up: a start that gave up on the page and then hangs is stuck, whatever the site is still doing."""
+    until = time.monotonic() + seconds
+    with log.holding(request.environ.get(DOOR)):
+        gone = _hung_up_before(request.environ.get("werkzeug.socket"), until)
+    if gone:  # the site keeps its answer as long as it would have: it just no longer counts
+        time.sleep(max(0.0, until - time.monotonic()))
+
+
+def _hung_up_before(connection: socket.socket | None, until: float) -> bool:
+    """Sleep until `until`; True, at once, if the client closes its connection before then (an end of file)."""
+    if connection is not None:
+        watch = select.poll()
+        watch.register(connection, select.POLLIN)
+        while (left := until - time.monotonic()) > 0 and watch.poll(left * 1000):
+            try:
+                if connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b"":
+                    return True  # an end of file: the client closed its end
+            except BlockingIOError:
+                continue  # woken with nothing to read
+            except OSError:
+                return True  # reset by the client
+            break  # bytes waiting (a pipelined request): nothing more to learn from the socket
+    time.sleep(max(0.0, until - time.monotonic()))
+    return False
 
 
 class _Injection:
@@ -172,8 +200,7 @@ class _Injection:
         return Response(text, status, mimetype="text/plain", headers=headers)
 
     def hold(self, seconds: float) -> None:
-        with self.log.holding(request.environ.get(DOOR)):
-            time.sleep(seconds)
+        _hold(self.log, seconds)
 
     def drop(self) -> Response:
         self.log.record(request.path, 0, arrived=g.get("arrived"), fault=g.get("fault"),

@@ -62,3 +62,43 @@ def test_a_killed_starts_request_still_held_by_the_site_does_not_keep_the_next_s
     # Stopped long before the dead start's 30 s hold ended (the watch subtracts any wait for a CPU, so on a loaded
     # machine it may come later than 0.8 s, but no wait makes it outlast a hold it must not count).
     assert stopped["t"] - starts[1]["t"] < 25, (stopped, starts[1])
+
+
+# One request for the slow page, waited out, then a hang: no request, output or store change ever again.
+FETCHES_THEN_HANGS = """
+import sys, time, urllib.request
+urllib.request.urlopen(sys.argv[1].rstrip("/") + sys.argv[2], timeout=120).read()
+time.sleep(600)
+"""
+# One request for the slow page, given up on after 0.5 s (the client closes its connection), then a hang.
+GIVES_UP_THEN_HANGS = """
+import sys, time, urllib.request
+try:
+    urllib.request.urlopen(sys.argv[1].rstrip("/") + sys.argv[2], timeout=0.5).read()
+except OSError:
+    pass
+time.sleep(600)
+"""
+
+
+def stopped_after(code: str, slow_s: float, tmp_path) -> float:
+    """Seconds from the start's spawn to its stop for making no progress (no_progress_s 0.8, time limit 60 s)."""
+    with SiteServer(CATALOG, slow_paths={"/product/1": slow_s}) as site:
+        history = run_kill_test(a_design(code), KillSchedule(seed=None, points=()), site, str(tmp_path),
+                                RunSettings(no_progress_s=0.8, time_limit_s=60))
+    stopped = history.first("time_limit")
+    assert stopped is not None and stopped.get("no_progress_s", 0) >= 0.8, stopped  # stopped as stuck, not timed out
+    return stopped["t"] - history.first("process_started")["t"]
+
+
+def test_a_start_that_hangs_after_the_site_answered_its_slow_page_is_stopped_once_the_hold_is_over(tmp_path):
+    """The hold ends (its seconds counted once): the start is stuck from then on, stopped 0.8 s of idleness later,
+    never held off until the time limit."""
+    assert 1.5 <= stopped_after(FETCHES_THEN_HANGS, 1.5, tmp_path) < 45
+
+
+def test_a_start_that_gave_up_on_a_slow_page_and_hangs_is_not_shielded_by_the_hold_it_left(tmp_path):
+    """The client closed its connection after 0.5 s; the site goes on holding the page 30 s, but nobody waits
+    for it: the start is stopped long before (a loaded machine may be late: the watch does not count its waits
+    for a CPU as idleness, but nothing makes it outlast the hold)."""
+    assert stopped_after(GIVES_UP_THEN_HANGS, 30.0, tmp_path) < 25

@@ -35,8 +35,8 @@ from killtest.harness.running.processes import Start
 
 LOOK_EVERY_S = 0.5
 SAY_EVERY_S = 5.0
-# A slice of the wait that came back this much later than asked was the harness waiting for a CPU (Popen.wait
-# polls at up to 0.05 s, so a slice may overrun by that much on an idle machine).
+# A slice of the wait that came back this much later than asked was the harness waiting for a CPU (a start's wait
+# wakes at its processes' exit or the slice's end, running/exit_wait.py: an idle machine's overrun is a wake-up's).
 LATE_AFTER_S = 0.05
 
 
