@@ -18,20 +18,26 @@ from collections.abc import Iterable
 POLL_S = 0.005  # the nap where there is no pidfd (an older kernel, another system)
 
 
+def readable(fds: Iterable[int], timeout_s: float | None) -> bool:
+    """Whether one of `fds` turns readable within `timeout_s` (None: no limit). `poll`, not `select.select`: a harness
+    with a thousand files open has descriptors past FD_SETSIZE, which select refuses (ValueError)."""
+    watch = select.poll()
+    for fd in fds:
+        watch.register(fd, select.POLLIN)
+    return bool(watch.poll(None if timeout_s is None else max(timeout_s, 0.0) * 1000))
+
+
 def sleep_until_an_exit(pids: Iterable[int], timeout_s: float) -> None:
     """Return once one of `pids` (children not reaped yet) has exited, or after `timeout_s`, whichever is first."""
-    timeout_s = max(timeout_s, 0.0)
     fds: list[int] = []
     try:
-        watch = select.poll()  # not select.select: a harness with a thousand files open has pidfds past FD_SETSIZE
         for pid in pids:
-            fds.append(os.pidfd_open(pid))
-            watch.register(fds[-1], select.POLLIN)
-        watch.poll(timeout_s * 1000)
+            fds.append(os.pidfd_open(pid))  # one at a time: those opened before a failure are closed below
+        readable(fds, timeout_s)
     except ProcessLookupError:  # gone already: the caller's next look finds it
         pass
     except (AttributeError, OSError):  # no pidfd_open here
-        time.sleep(min(timeout_s, POLL_S))
+        time.sleep(min(max(timeout_s, 0.0), POLL_S))
     finally:
         for fd in fds:
             with contextlib.suppress(OSError):

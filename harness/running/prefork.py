@@ -17,7 +17,6 @@ import importlib
 import json
 import os
 import runpy
-import select
 import signal
 import subprocess
 import sys
@@ -25,6 +24,7 @@ import traceback
 
 from killtest.harness import lifeline
 from killtest.harness.design.model import Design
+from killtest.harness.running.exit_wait import readable
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -39,8 +39,7 @@ class ForkedProcess:
 
     def wait(self, timeout: float | None = None) -> int:
         if self.returncode is None:
-            ready, _, _ = select.select([self._pidfd], [], [], timeout)
-            if not ready:
+            if not readable([self._pidfd], timeout):
                 raise subprocess.TimeoutExpired(f"start {self.pid}", timeout or 0.0)
             _, status = os.waitpid(self.pid, 0)
             self.returncode = os.waitstatus_to_exitcode(status)
