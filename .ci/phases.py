@@ -87,7 +87,10 @@ def table(steps: list[dict], envs: list[dict], t0: float, end: float, ci_cpu_s: 
     if envs:
         lines.append(f"ci: env builds ({len([e for e in envs if e['event'] == 'built'])} built; waited = ready when"
                      " another process's build of it ended; start and end in seconds from CI's start)")
-        lines.append(f"{'env':<26} {'start':>6} {'end':>6} {'secs':>7}  {'what':<7} {'pins':<40} asked by")
+        lines.append(f"{'env':<26} {'start':>6} {'end':>6} {'secs':>7}  {'what':<7} {'by':<4} {'pins':<40} asked by")
+        def by(env: dict) -> str:  # the installer of a build: uv, pip or npm (harness/env_installs.py)
+            return (env.get("installer") or "-").split(" ")[0]
+
         def own(env: dict) -> bool:  # built in a test's own cache, not CI's
             return bool(cache) and os.path.dirname(env.get("root", "")) != cache
 
@@ -97,7 +100,7 @@ def table(steps: list[dict], envs: list[dict], t0: float, end: float, ci_cpu_s: 
                 pins = pins[:37] + "..."
             name = env["env"] + ("*" if own(env) else "")
             lines.append(f"{name:<26} {env['at'] - env['seconds'] - t0:6.0f} {env['at'] - t0:6.0f}"
-                         f" {env['seconds']:7.1f}  {env['event']:<7} {pins:<40} {env.get('asker', '')}")
+                         f" {env['seconds']:7.1f}  {env['event']:<7} {by(env):<4} {pins:<40} {env.get('asker', '')}")
         if any(own(env) for env in envs):
             lines.append(f"ci: * in a test's own cache, not CI's ({cache})")
         built: dict[tuple[str, str], int] = {}

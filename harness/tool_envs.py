@@ -1,4 +1,5 @@
-"""Environments of exact pins, built once and cached: a venv (pip) or a node_modules folder (npm).
+"""Environments of exact pins, built once and cached: a venv (uv or pip) or a node_modules folder (npm), installed by
+harness/env_installs.py.
 
 killtest runs other people's programs at pinned releases without installing them beside the user's
 own packages (pipx and pre-commit do the same for the tools they run). Three kinds, one folder each
@@ -22,10 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.metadata
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -35,21 +34,13 @@ from dataclasses import dataclass
 
 from killtest.harness.env_builds import being_built, builder_alive, claim, kind_locked, open_build, record, wait_for
 from killtest.harness.env_contents import installed
+from killtest.harness.env_installs import install
 from killtest.harness.env_patches import apply_patch, patch_digest, patched_hash
 from killtest.harness.errors import KilltestError
 from killtest.harness.files import write_atomically
 
 KINDS = ("cases", "tools", "designs")
 ABOUT = "killtest-env.json"  # beside installed.json: what was asked for, for whom, and how long the build took
-# The pip and npm flags: quiet, no version check or audit. No .pyc at install (scrapy==2.13.4 5.5 -> 2.7 CPU-s) where
-# Python writes what a case imports; with PYTHONDONTWRITEBYTECODE it would compile at every start (0.26 -> 0.58 CPU-s).
-_PIP = ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-input",
-        *([] if os.environ.get("PYTHONDONTWRITEBYTECODE") else ["--no-compile"])]
-_NPM = ["npm", "install", "--no-audit", "--no-fund", "--no-save", "--loglevel=error"]
-# No browser downloads at install: a browser case drives the system's Chromium (executablePath), and a
-# download (puppeteer's postinstall fetches Chrome) fails where only the registries are reachable.
-_NO_BROWSER_DOWNLOAD = {"PUPPETEER_SKIP_DOWNLOAD": "1", "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"}
-_ERRNO = re.compile(r"\[Errno -?\d+\] [^'\")]+")  # what urllib3 met: "[Errno 111] Connection refused"
 
 
 @dataclass(frozen=True)
@@ -152,15 +143,15 @@ def _build(runtime: str, packages: tuple[str, ...], root: str, folder: str, kind
     say(f"env {kind}/{digest}: first use, installing {' '.join(packages)} ({runtime}){patched} into {link}")
     started = time.monotonic()
     try:
-        _install(runtime, packages, folder)
+        installer = install(runtime, packages, folder)
         installed(runtime, folder, packages)  # what the pins resolved to, written beside them (installed.json)
         if patch:  # before the link names it: no run sees the framework half-patched
             apply_patch(runtime, folder, patch)
         seconds = round(time.monotonic() - started, 1)
         write_atomically(os.path.join(folder, ABOUT), json.dumps(
             {"kind": kind, "runtime": runtime, "interpreter": interpreter_version(runtime), "packages": list(packages),
-             **({"patch": patch, "patch_sha256": patch_digest(patch)} if patch else {}), "build_s": seconds,
-             "built_at": time.time()}, indent=1) + "\n")
+             **({"patch": patch, "patch_sha256": patch_digest(patch)} if patch else {}), "installer": installer,
+             "build_s": seconds, "built_at": time.time()}, indent=1) + "\n")
         # Swap the link in with one rename: a reader sees the old env or the complete new one.
         with kind_locked(root):
             temporary = f"{link}.link-{os.getpid()}-{time.time_ns()}"
@@ -178,8 +169,8 @@ def _build(runtime: str, packages: tuple[str, ...], root: str, folder: str, kind
         raise
     if previous and previous != os.path.realpath(link):
         shutil.rmtree(previous, ignore_errors=True)
-    record("built", kind, digest, packages, seconds, root)
-    say(f"env {kind}/{digest}: ready in {seconds:.0f}s ({', '.join(packages)})")
+    record("built", kind, digest, packages, seconds, root, installer=installer)
+    say(f"env {kind}/{digest}: ready in {seconds:.0f}s by {installer} ({', '.join(packages)})")
 
 
 @dataclass(frozen=True)
@@ -253,60 +244,6 @@ def _size(folder: str) -> int:
             with contextlib.suppress(OSError):
                 total += os.lstat(os.path.join(top, name)).st_size
     return total
-
-
-def _install(runtime: str, packages: tuple[str, ...], folder: str) -> None:
-    """Into `folder`, made and locked by env_builds.claim (its .builder file says whose it is)."""
-    if runtime == "python":
-        # From killtest's own interpreter: venv takes its base Python, so the case's venv does not nest in ours.
-        python = os.path.join(folder, "bin", "python")
-        if _own_pip():  # the env gets no pip of its own: ensurepip's install of pip cost 3 CPU-s an env
-            _step([sys.executable, "-m", "venv", "--without-pip", folder], "python3 -m venv")
-            _step([sys.executable, "-m", "pip", "--python", python, *_PIP[2:], *packages], "pip install "
-                  + " ".join(packages))
-        else:
-            _step([sys.executable, "-m", "venv", folder], "python3 -m venv")
-            _step([python, *_PIP, *packages], "pip install " + " ".join(packages))
-    else:
-        if shutil.which("npm") is None:
-            raise KilltestError("a node case needs `npm` on PATH")
-        _step([*_NPM, "--prefix", folder, *packages], "npm install " + " ".join(packages), _NO_BROWSER_DOWNLOAD)
-
-
-def _own_pip() -> bool:
-    """Whether killtest's interpreter has a pip that installs into another interpreter (`--python`, pip 22.3):
-    then a new env is made without pip and filled by this one (a venv made by uv, say, has none)."""
-    try:
-        version = importlib.metadata.version("pip")
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return tuple(int(part) for part in re.findall(r"\d+", version)[:2]) >= (22, 3)
-
-
-def _step(command: list[str], what: str, env: dict[str, str] | None = None) -> None:
-    """Run one install step (with `env` added to the environment); a failure is one line: the step and
-    the tool's last line of complaint."""
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
-                              env={**os.environ, **(env or {})})
-    except OSError as error:
-        raise KilltestError(f"{what}: cannot run {command[0]}: {error.strerror}") from None
-    if done.returncode != 0:
-        lines = [line.strip() for line in (done.stderr + done.stdout).splitlines() if line.strip()
-                 and not line.startswith("WARNING: Location")]
-        complaint = next((line for line in reversed(lines) if "ERROR" in line or "ERR!" in line),
-                         lines[-1] if lines else f"exit status {done.returncode}")
-        raise KilltestError(f"{what} failed: {complaint}{_unreachable(lines)}")
-
-
-def _unreachable(lines: list[str]) -> str:
-    """pip says "No matching distribution" whether a release is missing or the registry never answered; its
-    retry warnings tell the two apart, so the line says which (npm's ERR! lines name the network already)."""
-    for line in lines:
-        if "connection broken by" in line or "Could not fetch URL" in line:
-            reason = _ERRNO.search(line)
-            return f"; the package registry did not answer ({reason.group(0) if reason else 'connection failed'})"
-    return ""
 
 
 def _remove_abandoned(root: str, digest: str) -> None:

@@ -16,7 +16,7 @@ HARNESS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FLOOR = {"errors", "files", "history", "published", "defaults", "options", "option_kinds", "promises", "lifeline"}
 FLOOR |= {"cgroups"}  # each start in a cgroup of its own (issue 23: a detached browser)
 # pinned envs built once (issue 36): cases, the proxy, designs' packages; their builders' turns (env_builds)
-FLOOR |= {"tool_envs", "env_contents", "env_builds", "env_patches"}
+FLOOR |= {"tool_envs", "env_contents", "env_builds", "env_patches", "env_installs"}
 # room -> the rooms (and floor) its modules may import; fixture_site is outside harness and is data.
 MAY_IMPORT = {
     "floor": set(),
