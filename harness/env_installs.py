@@ -6,15 +6,21 @@ configuration, and a machine's pip configuration is often what makes an install 
 wheel folder, a constraints file, a certificate (this machine kind's pip.conf names local wheel folders, two file
 indexes and a constraints file). So pip is asked what it would use (`pip config list`, its config files and its
 PIP_* variables, as pip itself merges them), and uv runs only when every setting there is one uv is told as well:
-its index, extra indexes, wheel folders, constraints, certificate and timeout, with pip's way of choosing among
-several indexes (the best match of all, not the first index that has the name). Any other setting (a proxy, a
-trusted host, a retry count, --pre, --only-binary ...) and pip installs, as before; where uv fails, pip tries the
-same pins and its words are the ones a failure shows (harness/tool_envs.py's one line, `_unreachable` below).
+its index, extra indexes, wheel folders, constraints (files of requirement lines only: an option line in one, such
+as `--pre` or `-i`, and pip installs), certificate and timeout. Among several indexes uv looks, as pip does, for
+the best version of all (`unsafe-best-match`), not the first index that has the name; of one version on several
+indexes it takes the first index's files where pip pools them, so the release is the same and its file may not be.
+uv is given none of the user's own UV_* settings (but its cache folder): pip's are the ones that count. Any other
+pip setting (a proxy, a trusted host, a retry count, --pre, --only-binary ...) and pip installs, as before; where uv
+fails, the env is emptied and pip installs the same pins, and its words are the ones a failure shows
+(harness/tool_envs.py's one line, `_unreachable` below).
 
 uv is the `uv` package in killtest's own environment (pyproject.toml's `envs` extra; the repository's .venv pins
-it), never a `uv` found on PATH, whose version nobody chose. Measured from an empty cache on two cores:
-`crawlee[parsel]==1.6.1` took pip (--no-compile) 5.0 CPU-s and 6.4 s, uv 0.8 CPU-s and 1.5 s; mitmproxy 11.0.2
-with warcio 9.4 CPU-s and 11.4 s against 4.6 and 4.3 s, both resolving the same releases (docs/reference/tests.md).
+it), never a `uv` found on PATH, whose version nobody chose, and only where that environment has a pip that can
+install into another interpreter (22.3 or newer), as a `pip install killtest[envs]` gives. Measured from an empty
+cache on two cores: `crawlee[parsel]==1.6.1` took pip (--no-compile) 5.0 CPU-s and 6.4 s, uv 0.8 CPU-s and 1.5 s;
+crawlee[parsel] 1.6.1, scrapy 2.13.4 and mitmproxy 11.0.2 in one env 5.7 CPU-s and 8.3 s against 2.3 and 2.5 s,
+both resolving the same 69 releases (docs/reference/tests.md).
 """
 
 from __future__ import annotations
@@ -43,11 +49,13 @@ _ERRNO = re.compile(r"\[Errno -?\d+\] [^'\")]+")  # what urllib3 met: "[Errno 11
 # pip's settings uv is told as well: pip's option name -> uv's flag (a list of values each) or its variable.
 _AS_FLAGS = {"index-url": "--default-index", "extra-index-url": "--extra-index-url", "find-links": "--find-links",
              "constraint": "--constraints"}
-_AS_VARIABLES = {"cert": "SSL_CERT_FILE", "timeout": "UV_HTTP_TIMEOUT", "default-timeout": "UV_HTTP_TIMEOUT"}
+_AS_VARIABLES = {"cert": "SSL_CERT_FILE", "timeout": "UV_HTTP_TIMEOUT"}
 # Settings that change nothing an install puts in the env, or that killtest passes pip itself.
 _HARMLESS = {"disable-pip-version-check", "no-input", "quiet", "progress-bar", "root-user-action", "config-file",
              "no-warn-script-location", "no-color", "no-compile", "compile"}
-_TRUE = {"1", "true", "yes", "on"}
+_SAME = {"default-timeout": "timeout", "constraints": "constraint"}  # two names of one pip option
+_TRUE = {"1", "true", "t", "yes", "y", "on"}  # pip's strtobool
+_KEEP_UV = {"UV_CACHE_DIR"}  # the one UV_* setting uv is left: where its cache is
 
 
 def install(runtime: str, packages: tuple[str, ...], folder: str) -> str:
@@ -63,27 +71,41 @@ def install(runtime: str, packages: tuple[str, ...], folder: str) -> str:
     # From killtest's own interpreter: venv takes its base Python, so the case's venv does not nest in ours.
     python = os.path.join(folder, "bin", "python")
     own_pip = _own_pip()
-    uv, told = uv_binary() if own_pip else None, uv_settings() if own_pip else None
-    if own_pip:  # the env gets no pip of its own: ensurepip's install of pip cost 3 CPU-s an env
-        _step([sys.executable, "-m", "venv", "--without-pip", folder], "python3 -m venv")
-    else:
-        _step([sys.executable, "-m", "venv", folder], "python3 -m venv")
+    uv = uv_binary() if own_pip else None
+    told = uv_settings() if uv else None
+    _venv(folder, own_pip)
+    uv_failed = ""
     if uv and told is not None:
         flags, variables = told
+        environ = {name: value for name, value in os.environ.items()
+                   if not name.startswith("UV_") or name in _KEEP_UV}
         try:
             _step([uv, "pip", "install", "--quiet", "--no-progress", "--no-config", "--python", python,
                    "--index-strategy", "unsafe-best-match", *(["--compile-bytecode"] if _COMPILE else []),
                    *flags, *packages],
-                  "uv pip install " + " ".join(packages), variables)
+                  "uv pip install " + " ".join(packages), {**environ, **variables}, replace=True)
             return f"uv {_version('uv')}"
-        except KilltestError:
-            pass  # pip tries the same pins: its words are the ones a failure shows
+        except KilltestError as error:  # pip tries the same pins in an emptied env: its words show a failure
+            uv_failed = f" (after {error})"
+            for name in ("bin", "include", "lib", "lib64", "pyvenv.cfg"):
+                path = os.path.join(folder, name)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path)
+                elif os.path.lexists(path):
+                    os.remove(path)
+            _venv(folder, own_pip)
     if own_pip:
         _step([sys.executable, "-m", "pip", "--python", python, *_PIP[2:], *packages],
               "pip install " + " ".join(packages))
     else:
         _step([python, *_PIP, *packages], "pip install " + " ".join(packages))
-    return f"pip {_version('pip')}"
+    return f"pip {_version('pip')}{uv_failed}"
+
+
+def _venv(folder: str, own_pip: bool) -> None:
+    """The env's venv, in `folder` beside its .builder file: without pip where killtest's pip fills it (ensurepip's
+    install of pip cost 3 CPU-s an env)."""
+    _step([sys.executable, "-m", "venv", *(["--without-pip"] if own_pip else []), folder], "python3 -m venv")
 
 
 def uv_binary() -> str | None:
@@ -121,11 +143,16 @@ def translate(listed: str) -> tuple[list[str], dict[str, str]] | None:
             value = str(ast.literal_eval(shown.strip()))
         except (ValueError, SyntaxError):
             return None
+        name = _SAME.get(name, name)
+        if not value.strip():  # pip skips an empty value: the setting below it stands
+            continue
         if name not in chosen or rank[section] >= chosen[name][0]:
             chosen[name] = (rank[section], value)
     flags: list[str] = []
     variables: dict[str, str] = {}
     for name, (_, value) in sorted(chosen.items()):
+        if name == "constraint" and not all(_plain_requirements(path) for path in value.split()):
+            return None
         if name in _AS_FLAGS:
             flags += [part for each in value.split() for part in (_AS_FLAGS[name], each)]
         elif name in _AS_VARIABLES:
@@ -135,6 +162,16 @@ def translate(listed: str) -> tuple[list[str], dict[str, str]] | None:
         elif name not in _HARMLESS:
             return None
     return flags, variables
+
+
+def _plain_requirements(path: str) -> bool:
+    """Whether a constraints file holds requirement lines only: pip reads an option line in one (`--pre`, `-i`,
+    `-c other.txt`) its own way, uv its own or not at all. A file that cannot be read is pip's to complain of."""
+    try:
+        with open(path, encoding="utf-8") as src:
+            return not any(line.lstrip().startswith("-") for line in src)
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def _pip_config_list() -> str | None:
@@ -160,12 +197,12 @@ def _own_pip() -> bool:
     return version != "?" and tuple(int(part) for part in re.findall(r"\d+", version)[:2]) >= (22, 3)
 
 
-def _step(command: list[str], what: str, env: dict[str, str] | None = None) -> None:
-    """Run one install step (with `env` added to the environment); a failure is one line: the step and
-    the tool's last line of complaint."""
+def _step(command: list[str], what: str, env: dict[str, str] | None = None, replace: bool = False) -> None:
+    """Run one install step (with `env` added to the environment, or as the whole of it: `replace`); a failure is
+    one line: the step and the tool's last line of complaint."""
     try:
         done = subprocess.run(command, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
-                              env={**os.environ, **(env or {})})
+                              env=dict(env or {}) if replace else {**os.environ, **(env or {})})
     except OSError as error:
         raise KilltestError(f"{what}: cannot run {command[0]}: {error.strerror}") from None
     if done.returncode != 0:

@@ -7,9 +7,12 @@ folder). The small packages six and python-dateutil stand for a framework.
 
 from __future__ import annotations
 
+import base64
 import difflib
+import hashlib
 import json
 import os
+import zipfile
 
 import pytest
 
@@ -48,6 +51,10 @@ def test_pips_precedence_holds_a_variable_over_the_install_section_over_global()
               "install.no-index='false'\n")
     flags, _ = translate(listed)
     assert flags == ["--find-links", "/from-the-variable", "--default-index", "https://install.example/simple"]
+    # Two names of one option, and an empty value, which pip skips (the value below it stands).
+    assert translate(":env:.default-timeout='180'\nglobal.timeout='5'\n") == ([], {"UV_HTTP_TIMEOUT": "180"})
+    assert translate(":env:.index-url=''\nglobal.index-url='https://global.example/simple'\n:env:.cert=''\n") \
+        == (["--default-index", "https://global.example/simple"], {})
     assert translate(":env:.no-index='1'\n") == (["--no-index"], {})
     assert translate("") == ([], {})
 
@@ -76,8 +83,9 @@ def resolved(env) -> dict:
         return json.load(src)
 
 
-@pytest.mark.slow  # three venvs from the registry
-def test_uv_and_pip_install_the_same_releases_and_the_env_says_which_did_it(own_caches, monkeypatch):
+@pytest.mark.slow  # two venvs from the registry
+def test_uv_and_pip_install_the_same_releases_from_the_registry_and_the_env_says_which_did_it(own_caches,
+                                                                                              monkeypatch):
     assert uv_binary() is not None, "killtest's environment has no uv (pyproject.toml's `envs` extra)"
     said: list[str] = []
     by_uv = ensure_env("python", PINS, root=os.path.join(own_caches, "uv"), say=said.append)
@@ -88,14 +96,77 @@ def test_uv_and_pip_install_the_same_releases_and_the_env_says_which_did_it(own_
     by_pip = ensure_env("python", PINS, root=os.path.join(own_caches, "pip"), say=lambda _: None)
     assert about(by_pip)["installer"].startswith("pip "), about(by_pip)
     assert resolved(by_uv) == resolved(by_pip) and "six==1.16.0" in resolved(by_uv)["all"]
-    # uv fails (its cache cannot be made): pip installs the same pins.
-    monkeypatch.delenv("PIP_TRUSTED_HOST")
-    blocked = os.path.join(own_caches, "not-a-folder")
+
+
+def wheel(folder: str, name: str, version: str, requires: tuple[str, ...] = ()) -> None:
+    """A real wheel of an empty package, as a build backend writes one (METADATA, WHEEL, RECORD with hashes)."""
+    module = name.replace("-", "_")
+    info = f"{module}-{version}.dist-info"
+    files = {f"{module}/__init__.py": f"VERSION = {version!r}\n",
+             f"{info}/METADATA": "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n"
+             + "".join(f"Requires-Dist: {each}\n" for each in requires),
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: killtest-tests\nRoot-Is-Purelib: true\n"
+                              "Tag: py3-none-any\n"}
+
+    def digest(text: str) -> str:
+        return base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+
+    record = "".join(f"{path},sha256={digest(text)},{len(text.encode())}\n" for path, text in files.items()) \
+        + f"{info}/RECORD,,\n"
+    with zipfile.ZipFile(os.path.join(folder, f"{module}-{version}-py3-none-any.whl"), "w") as out:
+        for path, text in {**files, f"{info}/RECORD": record}.items():
+            out.writestr(path, text)
+
+
+@pytest.fixture
+def wheel_folder(own_caches, monkeypatch) -> str:
+    """pip told only of a folder of wheels (no index, no config file) and a constraints file: a machine whose pip
+    works offline. kt-tiny-a needs kt-tiny-b, of which the folder holds 1.0 and 2.0; the constraints say 1.0. And a
+    user's own UV_* setting that would stop uv (hashes required of pins that name none), which uv must not be given."""
+    folder = os.path.join(own_caches, "wheels")
+    os.makedirs(folder)
+    wheel(folder, "kt-tiny-a", "1.0", ("kt-tiny-b",))
+    wheel(folder, "kt-tiny-b", "1.0")
+    wheel(folder, "kt-tiny-b", "2.0")
+    constraints = os.path.join(own_caches, "constraints.txt")
+    with open(constraints, "w", encoding="utf-8") as out:
+        out.write("kt-tiny-b==1.0\n")
+    for name in [name for name in os.environ if name.startswith("PIP_") and name not in ("PIP_CERT",)]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_FIND_LINKS", folder)
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_CONSTRAINT", constraints)
+    monkeypatch.setenv("UV_REQUIRE_HASHES", "1")
+    return constraints
+
+
+def test_uv_is_told_pips_wheel_folder_no_index_and_constraints_and_none_of_the_users_uv_settings(own_caches,
+                                                                                              wheel_folder):
+    env = ensure_env("python", ("kt-tiny-a==1.0",), root=os.path.join(own_caches, "envs"), say=lambda _: None)
+    assert about(env)["installer"].startswith("uv ") and "after" not in about(env)["installer"], about(env)
+    assert resolved(env)["all"] == ["kt-tiny-a==1.0", "kt-tiny-b==1.0"]
+
+
+def test_a_constraints_file_with_an_option_line_is_pips_to_read(own_caches, wheel_folder):
+    with open(wheel_folder, "w", encoding="utf-8") as out:
+        out.write("--pre\nkt-tiny-b==1.0\n")
+    env = ensure_env("python", ("kt-tiny-a==1.0",), root=os.path.join(own_caches, "envs"), say=lambda _: None)
+    assert about(env)["installer"].startswith("pip ") and "after" not in about(env)["installer"], about(env)
+    assert resolved(env)["all"] == ["kt-tiny-a==1.0", "kt-tiny-b==1.0"]
+
+
+def test_where_uv_fails_pip_installs_the_same_pins_into_an_emptied_env_and_says_after_what(own_caches, wheel_folder,
+                                                                                           monkeypatch):
+    blocked = os.path.join(own_caches, "not-a-folder")  # uv's cache cannot be made
     open(blocked, "w").close()
     monkeypatch.setenv("UV_CACHE_DIR", blocked)
-    after_uv_failed = ensure_env("python", PINS, root=os.path.join(own_caches, "fallback"), say=lambda _: None)
-    assert about(after_uv_failed)["installer"].startswith("pip "), about(after_uv_failed)
-    assert resolved(after_uv_failed) == resolved(by_uv)
+    said: list[str] = []
+    env = ensure_env("python", ("kt-tiny-a==1.0",), root=os.path.join(own_caches, "envs"), say=said.append)
+    installer = about(env)["installer"]
+    assert installer.startswith("pip ") and "(after uv pip install kt-tiny-a==1.0 failed: " in installer, installer
+    assert "\n" not in installer and installer in said[-1]
+    assert resolved(env)["all"] == ["kt-tiny-a==1.0", "kt-tiny-b==1.0"]
 
 
 @pytest.mark.slow  # two venvs from the registry
