@@ -26,14 +26,17 @@ both resolving the same 69 releases (docs/reference/tests.md).
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.metadata
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
 
+from killtest.harness import lifeline
 from killtest.harness.errors import KilltestError
 
 # The pip and npm flags: quiet, no version check or audit. No .pyc at install (scrapy==2.13.4 5.5 -> 2.7 CPU-s) where
@@ -58,22 +61,29 @@ _TRUE = {"1", "true", "t", "yes", "y", "on"}  # pip's strtobool
 _KEEP_UV = {"UV_CACHE_DIR"}  # the one UV_* setting uv is left: where its cache is
 
 
-def install(runtime: str, packages: tuple[str, ...], folder: str) -> str:
+def install(runtime: str, packages: tuple[str, ...], folder: str, hold: int | None = None) -> str:
     """Install `packages` into `folder` (made and locked by env_builds.claim): a venv of killtest's base Python, or
-    a node_modules folder. Says which installer did it: `uv 0.13.9`, `pip 26.3` or `npm`. uv hard-links the files
+    a node_modules folder. Says which installer did it: `uv 0.13.9`, `pip 26.3` or `npm`.
+
+    `hold`: the build folder's locked descriptor, which every install step inherits: while an installer runs, the
+    folder is being built, even after killtest itself was SIGKILLed (the lock goes with the last descriptor), so
+    the next build of the env waits for it instead of removing a folder an orphaned installer would write again.
+    Each step leads a session of its own that the lifeline's watchdog ends if killtest dies (harness/lifeline.py):
+    an npm install does not run on for a minute after a CI runner's timeout killed killtest. uv hard-links the files
     from its cache; a candidate fix (harness/env_patches.py) never writes through them, because GNU patch writes
     each patched file anew and renames it over the old one (tests/test_env_installs.py)."""
     if runtime != "python":
         if shutil.which("npm") is None:
             raise KilltestError("a node case needs `npm` on PATH")
-        _step([*_NPM, "--prefix", folder, *packages], "npm install " + " ".join(packages), _NO_BROWSER_DOWNLOAD)
+        _step([*_NPM, "--prefix", folder, *packages], "npm install " + " ".join(packages), _NO_BROWSER_DOWNLOAD,
+              hold=hold)
         return "npm"
     # From killtest's own interpreter: venv takes its base Python, so the case's venv does not nest in ours.
     python = os.path.join(folder, "bin", "python")
     own_pip = _own_pip()
     uv = uv_binary() if own_pip else None
     told = uv_settings() if uv else None
-    _venv(folder, own_pip)
+    _venv(folder, own_pip, hold)
     uv_failed = ""
     if uv and told is not None:
         flags, variables = told
@@ -83,7 +93,7 @@ def install(runtime: str, packages: tuple[str, ...], folder: str) -> str:
             _step([uv, "pip", "install", "--quiet", "--no-progress", "--no-config", "--python", python,
                    "--index-strategy", "unsafe-best-match", *(["--compile-bytecode"] if _COMPILE else []),
                    *flags, *packages],
-                  "uv pip install " + " ".join(packages), {**environ, **variables}, replace=True)
+                  "uv pip install " + " ".join(packages), {**environ, **variables}, replace=True, hold=hold)
             return f"uv {_version('uv')}"
         except KilltestError as error:  # pip tries the same pins in an emptied env: its words show a failure
             uv_failed = f" (after {error})"
@@ -93,19 +103,20 @@ def install(runtime: str, packages: tuple[str, ...], folder: str) -> str:
                     shutil.rmtree(path)
                 elif os.path.lexists(path):
                     os.remove(path)
-            _venv(folder, own_pip)
+            _venv(folder, own_pip, hold)
     if own_pip:
         _step([sys.executable, "-m", "pip", "--python", python, *_PIP[2:], *packages],
-              "pip install " + " ".join(packages))
+              "pip install " + " ".join(packages), hold=hold)
     else:
-        _step([python, *_PIP, *packages], "pip install " + " ".join(packages))
+        _step([python, *_PIP, *packages], "pip install " + " ".join(packages), hold=hold)
     return f"pip {_version('pip')}{uv_failed}"
 
 
-def _venv(folder: str, own_pip: bool) -> None:
+def _venv(folder: str, own_pip: bool, hold: int | None) -> None:
     """The env's venv, in `folder` beside its .builder file: without pip where killtest's pip fills it (ensurepip's
     install of pip cost 3 CPU-s an env)."""
-    _step([sys.executable, "-m", "venv", *(["--without-pip"] if own_pip else []), folder], "python3 -m venv")
+    _step([sys.executable, "-m", "venv", *(["--without-pip"] if own_pip else []), folder], "python3 -m venv",
+          hold=hold)
 
 
 def uv_binary() -> str | None:
@@ -197,14 +208,26 @@ def _own_pip() -> bool:
     return version != "?" and tuple(int(part) for part in re.findall(r"\d+", version)[:2]) >= (22, 3)
 
 
-def _step(command: list[str], what: str, env: dict[str, str] | None = None, replace: bool = False) -> None:
-    """Run one install step (with `env` added to the environment, or as the whole of it: `replace`); a failure is
-    one line: the step and the tool's last line of complaint."""
+def _step(command: list[str], what: str, env: dict[str, str] | None = None, replace: bool = False,
+          hold: int | None = None) -> None:
+    """Run one install step (with `env` added to the environment, or as the whole of it: `replace`; `hold`
+    inherited: install's docstring); a failure is one line: the step and the tool's last line of complaint."""
+    lifeline.ensure_watchdog()
     try:
-        done = subprocess.run(command, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
-                              env=dict(env or {}) if replace else {**os.environ, **(env or {})})
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                   text=True, env=dict(env or {}) if replace else {**os.environ, **(env or {})},
+                                   start_new_session=True, pass_fds=() if hold is None else (hold,))
     except OSError as error:
         raise KilltestError(f"{what}: cannot run {command[0]}: {error.strerror}") from None
+    lifeline.register(process.pid)
+    try:
+        stdout, stderr = process.communicate()
+    finally:  # interrupted (Ctrl+C reaches killtest, not a session of its own): the step ends with it
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    done = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
     if done.returncode != 0:
         lines = [line.strip() for line in (done.stderr + done.stdout).splitlines() if line.strip()
                  and not line.startswith("WARNING: Location")]

@@ -129,21 +129,21 @@ def ensure_env(runtime: str, packages: tuple[str, ...], rebuild: bool = False, s
             wait_for(descriptor)  # then look again: built, or its builder failed and this one builds it
         waited = True
     try:
-        _build(runtime, packages, root, folder, kind, say, patch)
+        _build(runtime, packages, root, folder, kind, say, patch, hold=lock)
     finally:
         os.close(lock)
     return env
 
 
 def _build(runtime: str, packages: tuple[str, ...], root: str, folder: str, kind: str,
-           say: Callable[[str], None], patch: str = "") -> None:
+           say: Callable[[str], None], patch: str = "", hold: int | None = None) -> None:
     digest = os.path.basename(folder).split(".")[0]
     link = os.path.join(root, digest)
     patched = f" patched with {patch}" if patch else ""
     say(f"env {kind}/{digest}: first use, installing {' '.join(packages)} ({runtime}){patched} into {link}")
     started = time.monotonic()
     try:
-        installer = install(runtime, packages, folder)
+        installer = install(runtime, packages, folder, hold)
         installed(runtime, folder, packages)  # what the pins resolved to, written beside them (installed.json)
         if patch:  # before the link names it: no run sees the framework half-patched
             apply_patch(runtime, folder, patch)

@@ -8,14 +8,21 @@ folder). The small packages six and python-dateutil stand for a framework.
 from __future__ import annotations
 
 import base64
+import contextlib
 import difflib
 import hashlib
 import json
 import os
+import socket
+import subprocess
+import sys
+import time
 import zipfile
 
+import psutil
 import pytest
 
+from killtest.harness.env_builds import builder_alive
 from killtest.harness.env_installs import translate, uv_binary
 from killtest.harness.tool_envs import ABOUT, ensure_env
 
@@ -191,3 +198,51 @@ def test_a_candidate_fix_to_a_uv_env_leaves_uvs_cache_and_the_published_env_as_t
         with open(os.path.join(folder, "six.py"), encoding="utf-8") as src:
             versions[env.root] = src.read() == after
     assert versions == {published.root: False, fixed.root: True, again.root: False}
+
+
+@pytest.fixture
+def silent_index(monkeypatch) -> str:
+    """pip's only index a port that takes connections and never answers: an install that hangs, as behind a
+    stalled mirror. No config file, wheel folder or user's UV_* setting of this machine's."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    for name in [name for name in os.environ if name.startswith(("PIP_", "UV_")) and name != "PIP_CERT"]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_INDEX_URL", f"http://127.0.0.1:{listener.getsockname()[1]}/simple")
+    monkeypatch.setenv("PIP_DEFAULT_TIMEOUT", "120")
+    yield listener.getsockname()[1]
+    listener.close()
+
+
+def words(process: psutil.Process) -> str:
+    """A process's command line, or nothing for one that has just ended (the venv step, say)."""
+    try:
+        return " ".join(process.cmdline())
+    except psutil.Error:
+        return ""
+
+
+def test_a_builder_sigkilled_mid_install_leaves_no_installer_running_and_its_folder_to_the_next(tmp_path,
+                                                                                                silent_index):
+    root = str(tmp_path / "envs")
+    code = f"from killtest.harness.tool_envs import ensure_env; ensure_env('python', ('six==1.16.0',), root={root!r})"
+    builder = psutil.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    installer = None
+    try:
+        deadline = time.monotonic() + 60
+        while installer is None and time.monotonic() < deadline:  # uv's or pip's install, waiting on the index
+            installer = next((child for child in builder.children(recursive=True) if "install" in words(child)), None)
+            time.sleep(0.05)
+        assert installer is not None, "no install step started"
+        builder.kill()
+        builder.wait()
+        gone, alive = psutil.wait_procs([installer], timeout=10)
+        assert not alive, f"the installer outlived killtest: {installer.cmdline()}"
+    finally:  # nothing of a failed test left behind either
+        for process in [*(builder.children(recursive=True) if builder.is_running() else []), installer, builder]:
+            with contextlib.suppress(psutil.NoSuchProcess, AttributeError):
+                process.kill()
+    # Its folder is left with no builder and no lock: an interrupted build, which the next build removes.
+    assert [builder_alive(os.path.join(root, name)) for name in os.listdir(root)] == [False]
