@@ -180,10 +180,11 @@ class CachedEnv:
     kind: str
     name: str  # the hash: the link's name
     folder: str  # the folder the link names
-    size_bytes: int
+    size_bytes: int  # every file's size: what the env takes while nothing else holds its files
     packages: tuple[str, ...]  # the pins it was built of (empty for an env built before killtest-env.json)
     build_s: float | None
     interrupted: bool = False  # a build folder no link names whose builder is gone (killed midway)
+    shared_bytes: int = 0  # of size_bytes, the files hard-linked elsewhere too (uv's cache): removing frees none
 
     @property
     def label(self) -> str:
@@ -205,8 +206,9 @@ def cached_envs(kinds: tuple[str, ...] = KINDS) -> list[CachedEnv]:
                     about = json.load(src)
             except (OSError, ValueError):
                 about = {}
-            found.append(CachedEnv(kind, name, os.path.realpath(link), _size(os.path.realpath(link)),
-                                   tuple(about.get("packages", ())), about.get("build_s")))
+            size, shared = _size(os.path.realpath(link))
+            found.append(CachedEnv(kind, name, os.path.realpath(link), size, tuple(about.get("packages", ())),
+                                   about.get("build_s"), shared_bytes=shared))
     return found
 
 
@@ -223,7 +225,8 @@ def interrupted_builds(kinds: tuple[str, ...] = KINDS) -> list[CachedEnv]:
             path = os.path.join(root, name)
             if "." in name and not os.path.islink(path) and os.path.isdir(path) \
                     and os.path.realpath(path) not in linked and not builder_alive(path):
-                found.append(CachedEnv(kind, name, path, _size(path), (), None, interrupted=True))
+                size, shared = _size(path)
+                found.append(CachedEnv(kind, name, path, size, (), None, interrupted=True, shared_bytes=shared))
     return found
 
 
@@ -237,13 +240,17 @@ def remove_env(env: CachedEnv) -> None:
         shutil.rmtree(env.folder, ignore_errors=True)
 
 
-def _size(folder: str) -> int:
-    total = 0
+def _size(folder: str) -> tuple[int, int]:
+    """Every file's size in `folder`, and of that the files with other hard links (uv installs by hard-linking its
+    cache's files: harness/env_installs.py)."""
+    total = shared = 0
     for top, _, files in os.walk(folder):
         for name in files:
             with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(top, name)).st_size
-    return total
+                found = os.lstat(os.path.join(top, name))
+                total += found.st_size
+                shared += found.st_size if found.st_nlink > 1 else 0
+    return total, shared
 
 
 def _remove_abandoned(root: str, digest: str) -> None:

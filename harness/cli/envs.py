@@ -23,6 +23,12 @@ def size_text(size_bytes: int) -> str:
     return f"{size_bytes / 1e6:.1f} MB" if size_bytes < 1e9 else f"{size_bytes / 1e9:.2f} GB"
 
 
+def sized(env: CachedEnv) -> str:
+    """`123.4 MB`, and how much of it is hard links into uv's cache, which removing the env does not free."""
+    shared = f" ({size_text(env.shared_bytes)} of it shared with uv's cache)" if env.shared_bytes else ""
+    return size_text(env.size_bytes) + shared
+
+
 def chosen(envs: list[CachedEnv], names: list[str]) -> list[CachedEnv]:
     """The envs `--remove` names: each NAME a hash, KIND/HASH, or a kind; a NAME matching none is bad input."""
     picked: dict[str, CachedEnv] = {}
@@ -48,7 +54,7 @@ class EnvsCommand(Command):
             for env in gone:
                 remove_env(env)
                 pins = _pins(env)
-                progress.done(f"removed {env.label} ({size_text(env.size_bytes)}, {pins})")
+                progress.done(f"removed {env.label} ({sized(env)}, {pins})")
             progress.done(f"removed {len(gone)} env(s), {size_text(sum(e.size_bytes for e in gone))};"
                           " each is built again when next needed")
             return EXIT_PASSED
@@ -60,9 +66,11 @@ class EnvsCommand(Command):
             built = ("never finished" if env.interrupted else f"built in {env.build_s:.0f}s"
                      if env.build_s is not None else "build time not recorded")
             pins = _pins(env)
-            progress.done(f"{env.label}  {size_text(env.size_bytes):>9}  {built}  {pins}")
-        progress.done(f"{len(envs)} env(s), {size_text(sum(e.size_bytes for e in envs))} in {folder};"
-                      " killtest envs --remove NAME|KIND or --remove-all to free them")
+            progress.done(f"{env.label}  {sized(env):>9}  {built}  {pins}")
+        shared = sum(e.shared_bytes for e in envs)
+        progress.done(f"{len(envs)} env(s), {size_text(sum(e.size_bytes for e in envs))} in {folder}"
+                      + (f" ({size_text(shared)} of it shared with uv's cache, which `uv cache clean` frees)"
+                         if shared else "") + "; killtest envs --remove NAME|KIND or --remove-all to free them")
         return EXIT_PASSED
 
 
