@@ -116,7 +116,7 @@ def test_killtest_envs_lists_the_cached_envs_with_their_size_and_removes_them(ow
         assert " MB " in line and "six==1.16.0" in line
         # uv hard-links its cache's files into the env: removing the env does not free them, and the line says so
         assert "MB of it shared with uv's cache)" in line, line
-    assert lines[-1].startswith("2 env(s), ") and "of it shared with uv's cache, which `uv cache clean` frees" \
+    assert lines[-1].startswith("2 env(s), ") and "of it shared with uv's cache: freed once both are removed" \
         in lines[-1], lines[-1]
     bad = killtest("envs", "--remove", "nothing-like-it", env=env)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "nothing-like-it" in bad.stderr

@@ -69,7 +69,7 @@ class EnvsCommand(Command):
             progress.done(f"{env.label}  {sized(env):>9}  {built}  {pins}")
         shared = sum(e.shared_bytes for e in envs)
         progress.done(f"{len(envs)} env(s), {size_text(sum(e.size_bytes for e in envs))} in {folder}"
-                      + (f" ({size_text(shared)} of it shared with uv's cache, which `uv cache clean` frees)"
+                      + (f" ({size_text(shared)} of it shared with uv's cache: freed once both are removed)"
                          if shared else "") + "; killtest envs --remove NAME|KIND or --remove-all to free them")
         return EXIT_PASSED
 
