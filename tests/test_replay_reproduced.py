@@ -138,8 +138,11 @@ def test_a_timed_failure_prints_the_exact_points_its_kill_landed_at_and_that_lin
     assert done.returncode == 1, done.stderr[-3000:]
     timed = _replay_of(done.stderr, "(timed, not exact): ")
     expect = timed[timed.index("--expect") + 1]
-    assert timed[timed.index("--schedule") + 1] == "f2" and expect == "lost,hole", done.stderr[-3000:]  # marked done,
-    # never fetched: the records of the first page after the kill, between its stored ones and the next page's
+    # Marked done, never stored: the first page's records after the kill. A `hole` too where the kill landed after a
+    # product's answer and before its write (r<n>+), or while the site held the next request; not where it landed
+    # between a write and the next request's arrival (r<n>), a few milliseconds of each cycle, which a fresh clone's
+    # CI met once (lost 10, no hole). Both are the crawler's failure; the line below must reproduce whichever it was.
+    assert timed[timed.index("--schedule") + 1] == "f2" and expect in ("lost", "lost,hole"), done.stderr[-3000:]
     assert "--pace" in timed  # where a timed kill lands depends on the site's pace
     exact = _replay_of(done.stderr, "(exactly where its kills landed): ")
     point = exact[exact.index("--schedule") + 1]
@@ -147,4 +150,6 @@ def test_a_timed_failure_prints_the_exact_points_its_kill_landed_at_and_that_lin
     assert "exactly where its kills landed): `killtest replay" in (tmp_path / "out" / "killtest.md").read_text()
     again = _killtest(*exact, "--out", str(tmp_path / "again"), cwd=str(tmp_path))
     assert again.returncode == 1, again.stderr[-2000:]
-    assert "replay: reproduced: the same findings (lost, hole)" in again.stderr, again.stderr[-2000:]
+    # The exact line reproduces them. Pasted at r<n>, the site answers request n after the kill, to no one, and logs
+    # it fetched, so the replay may find a hole besides ("reproduced: the same findings (lost); and also hole").
+    assert f"replay: reproduced: the same findings ({expect.replace(',', ', ')})" in again.stderr, again.stderr[-2000:]
