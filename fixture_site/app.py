@@ -31,7 +31,9 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
 
     `app.config["ON_REQUEST"]`, when set, is called with each request's path as it arrives, before the
     site answers, and `app.config["ON_RESPONSE_SENT"]` once the server has written the answer: the
-    harness uses them to kill a scraper at an exact request. What a browser asks for of its own accord
+    harness uses them to kill a scraper at an exact request; `ON_REQUEST` returns True when it killed the start
+    that sent the request, whose answer the log then marks as reaching no one (`undelivered`, as one written after
+    its client hung up). What a browser asks for of its own accord
     (killtest.fixture_site.request_log.browser_initiated) calls neither: `r5` is the design's 5th request,
     not the browser's icon; the shop's images and webhooks, which the design itself asks for, are requests.
     Nor does a request that came in through a door closed before the site read it (a killed start's).
@@ -71,7 +73,7 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
             by_worker(request.path, request.environ.get(WORKER_PID))
         on_request = app.config.get("ON_REQUEST")
         if on_request is not None and counted:
-            on_request(request.path)
+            g.undelivered = bool(on_request(request.path))  # True: the hook killed this request's start
         pace.wait_for_a_slot()
         delay_s = slow_paths.get(request.path, latency_s)
         if delay_s:
@@ -91,7 +93,8 @@ def create_app(catalog: Catalog, request_log: RequestLog | None = None, latency_
         log.record(request.path, response.status_code, arrived=g.get("arrived"), fault=fault,
                    door=request.environ.get(DOOR), worker_pid=request.environ.get(WORKER_PID),
                    version=g.get("version"), browser=g.get("browser", False),
-                   late=bool(request.environ.get(CLOSED_DOOR)))
+                   late=bool(request.environ.get(CLOSED_DOOR)),
+                   undelivered=bool(g.get("undelivered")) or _hung_up(request.environ.get("werkzeug.socket")))
         on_sent = app.config.get("ON_RESPONSE_SENT")
         if on_sent is not None and not g.get("browser", False) and not request.environ.get(CLOSED_DOOR):
             path = request.path
@@ -175,16 +178,34 @@ def _hung_up_before(connection: socket.socket | None, until: float) -> bool:
         watch = select.poll()
         watch.register(connection, select.POLLIN)
         while (left := until - time.monotonic()) > 0 and watch.poll(left * 1000):
-            try:
-                if connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b"":
-                    return True  # an end of file: the client closed its end
-            except BlockingIOError:
+            gone = _closed(connection)
+            if gone is None:
                 continue  # woken with nothing to read
-            except OSError:
-                return True  # reset by the client
+            if gone:
+                return True
             break  # bytes waiting (a pipelined request): nothing more to learn from the socket
     time.sleep(max(0.0, until - time.monotonic()))
     return False
+
+
+def _hung_up(connection: socket.socket | None) -> bool:
+    """Whether the client has closed its connection already (a start killed while the site held or paced its
+    request): the answer about to be written reaches no one."""
+    if connection is None:
+        return False
+    watch = select.poll()
+    watch.register(connection, select.POLLIN)
+    return bool(watch.poll(0)) and bool(_closed(connection))
+
+
+def _closed(connection: socket.socket) -> bool | None:
+    """On a readable connection: True at an end of file or a reset, False with bytes waiting, None with nothing."""
+    try:
+        return connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""  # b"": the client closed its end
+    except BlockingIOError:
+        return None
+    except OSError:
+        return True  # reset by the client
 
 
 class _Injection:

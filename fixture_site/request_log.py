@@ -23,6 +23,9 @@ class ServedRequest:
     version: int | None = None  # the catalog version a listing or product page was answered from (drift)
     browser: bool = False  # asked for by the browser of its own accord (browser_initiated), not by the crawl
     late: bool = False  # read after its start's door was shut: sent by a start killed before the site read it
+    # Answered after its start was killed at it (an `r5` point, or a request held for that kill) or after its client
+    # hung up: the answer reached no one, so it fetched nothing (killtest.harness.check.holes).
+    undelivered: bool = False
 
     @property
     def side(self) -> bool:
@@ -80,10 +83,10 @@ class RequestLog:
 
     def record(self, path: str, status: int, arrived: float | None = None, fault: str | None = None,
                door: int | None = None, worker_pid: int | None = None, version: int | None = None,
-               browser: bool = False, late: bool = False) -> None:
+               browser: bool = False, late: bool = False, undelivered: bool = False) -> None:
         entry = ServedRequest(t=time.monotonic() if arrived is None else arrived, path=path, status=status,
                               fault=fault, door=door, worker_pid=worker_pid, version=version, browser=browser,
-                              late=late)
+                              late=late, undelivered=undelivered)
         with self._lock:
             self._served.append(entry)
 

@@ -70,8 +70,9 @@ class SiteServer:
         self.toxics = (dice.toxics.spec, seed) if dice is not None else None
 
     def set_request_hook(self, hook, after_sent=None) -> None:
-        """Call `hook(path)` as each request arrives, before it is answered, and `after_sent(path)` once
-        its answer is written; None removes them."""
+        """Call `hook(path)` as each request arrives, before it is answered (True back: it killed the request's
+        start, so the answer reaches no one), and `after_sent(path)` once its answer is written; None removes
+        them."""
         self._app.config["ON_REQUEST"] = hook
         self._app.config["ON_RESPONSE_SENT"] = after_sent
 

@@ -64,6 +64,18 @@ def test_only_the_final_crawl_counts_and_an_error_answer_is_no_fetch():
     assert hole_keys(h, ["SKU-1"], PATHS) == {}
 
 
+@pytest.mark.parametrize("reached_no_one", [{"undelivered": True}, {"late": True}])
+def test_an_answer_that_reached_no_one_is_no_fetch(reached_no_one):
+    """Answered after its start was killed at it (an `r5`), after its client hung up, or to a start dead before the
+    site read the request: the crawler never read the page, so its lost record is lost, not a hole."""
+    h = History()
+    h.add("process_started", 0.0, start=0, crawl=1)
+    h.add("request", 0.5, path="/product/1", status=200, start=0, **reached_no_one)
+    h.add("request", 0.6, path="/product/2", status=200, start=0)
+    h.add("run_finished", 1.0, outcome="completed")
+    assert hole_keys(h, ["SKU-1", "SKU-2"], PATHS) == {"SKU-2": 0.6}
+
+
 def run(design: str, schedule: str, tmp_path) -> list[str]:
     catalog = build_catalog(listing_pages=2, products_per_page=3)
     chosen = design_named(design)

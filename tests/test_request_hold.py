@@ -114,3 +114,41 @@ def test_an_r_plus_whose_answer_a_toxic_drops_holds_no_later_request():
             assert time.monotonic() - began < WATCH_WAIT_S / 2
         finally:
             trigger.disarm()
+
+
+def logged(site, count: int) -> list:
+    """The site's log once it holds `count` requests: it logs each after answering it (up to 10 s)."""
+    deadline = time.monotonic() + 10
+    while site.request_log.total < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return site.request_log.snapshot()
+
+
+def test_the_answer_to_the_request_an_r_point_killed_at_is_logged_as_reaching_no_one():
+    """`r3` kills before the 3rd answer: the site writes it to a dead client, and logs it so (`undelivered`), not as a
+    page the crawler fetched (a lost record's page would pass for fetched: a hole where there is none)."""
+    with SiteServer(build_catalog(listing_pages=1, products_per_page=5)) as site:
+        trigger = AtRequest.parse("r3").arm(site)
+        client = ClientGroup(site.base_url, SEQUENTIAL)
+        trigger.watch(client)
+        try:
+            out, _ = client.process.communicate(timeout=60)
+        finally:
+            trigger.disarm()
+        assert client.process.returncode == -signal.SIGKILL and out.count("answered") == 2, out
+        assert [(r.path, r.undelivered) for r in logged(site, 3)] \
+            == [("/product/1", False), ("/product/2", False), ("/product/3", True)]
+
+
+def test_an_answer_held_past_its_clients_death_is_logged_as_reaching_no_one():
+    """A timed kill while the site holds a request (a slow page here; the pace does the same): by the answer, the
+    client's end is closed, and the log says the answer reached no one."""
+    with SiteServer(build_catalog(listing_pages=1, products_per_page=5), slow_paths={"/product/2": 1.0}) as site:
+        client = ClientGroup(site.base_url, SEQUENTIAL)
+        deadline = time.monotonic() + 30
+        while site.request_log.total < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.3)  # the 2nd request is in the site's hold now (1 s)
+        client.kill_now()
+        client.process.communicate(timeout=30)
+        assert [(r.path, r.undelivered) for r in logged(site, 2)] == [("/product/1", False), ("/product/2", True)]

@@ -50,7 +50,10 @@ def hole_keys(history: History, lost: list[str], paths_by_key: dict[str, str]) -
     final = max(crawl_of.values(), default=1)
     fetched: dict[str, float] = {}
     for request in history.of_type("request"):
-        if crawl_of.get(request.get("start", -1)) == final and request.get("status") == 200:
+        # A fetch is an answer the crawler could read: not one written after its start was killed at it, after its
+        # client hung up (`undelivered`), or to a start dead before the site read the request (`late`).
+        if crawl_of.get(request.get("start", -1)) == final and request.get("status") == 200 \
+                and not request.get("undelivered") and not request.get("late"):
             fetched[request["path"]] = request["t"]
     # A page the store still held leased when the crawl ended is not marked done: the crawl gave up on a
     # claim (`left_leases`), it did not skip a page it believed stored.

@@ -56,6 +56,7 @@ def add_requests(history: History, site: SiteServer, starts: list[Start], began:
         kind = "side_request" if served.side else "request"
         history.add(kind, served.t - began, path=served.path, status=served.status, start=start,
                     **({"kind": "browser"} if served.browser else {}), **({"late": True} if served.late else {}),
+                    **({"undelivered": True} if served.undelivered else {}),
                     **({"fault": served.fault} if served.fault else {}), **_worker(served, by_door),
                     **({"version": served.version} if drifted and served.version is not None else {}))
 

@@ -105,7 +105,8 @@ class RequestTrigger:
         self.site.set_request_hook(None)
         self._landed.set()  # nothing held is left waiting
 
-    def count(self, path: str) -> None:
+    def count(self, path: str) -> bool:
+        """Count the request; True if it was held until its start was killed (its answer reaches no one)."""
         with self._lock:
             self._seen += 1
             self._arrived.number = seen = self._seen  # this request's number, for its own answer's hook
@@ -114,22 +115,27 @@ class RequestTrigger:
             # the site answers nothing past the point, so a harness slow to send the signal (a loaded machine)
             # cannot let the crawl go on past it. Once the kill lands, there is no one left to answer.
             self._landed.wait(WATCH_WAIT_S)
+            return self.fired_at is not None
+        return False
 
-    def count_and_kill_if_due(self, path: str) -> None:
-        self.count(path)
-        self.kill_if_due(path)
+    def count_and_kill_if_due(self, path: str) -> bool:
+        """The site's hook for `r5`: True when this request's start was killed before its answer (the site then
+        logs the answer as delivered to no one, and no check takes the page for fetched)."""
+        held = self.count(path)
+        return self.kill_if_due(path) or held
 
-    def kill_if_due(self, path: str) -> None:
+    def kill_if_due(self, path: str) -> bool:
         with self._lock:
             # The request's own number, not the count now: later requests may have arrived while it was answered.
             if self._fired or getattr(self._arrived, "number", None) != self.index:
-                return
+                return False
             self._fired = True
         try:
             # The site's thread holds this request's answer until the start is known, so the kill stays exact.
             if not self._watched.wait(WATCH_WAIT_S) or self.start is None:
-                return  # never watched (the start failed to spawn): the point did not fire, and says so
+                return False  # never watched (the start failed to spawn): the point did not fire, and says so
             self.fired_at = time.monotonic()
             self.start.kill_now()
+            return True
         finally:
             self._landed.set()
