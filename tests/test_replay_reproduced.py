@@ -139,9 +139,9 @@ def test_a_timed_failure_prints_the_exact_points_its_kill_landed_at_and_that_lin
     timed = _replay_of(done.stderr, "(timed, not exact): ")
     expect = timed[timed.index("--expect") + 1]
     # Marked done, never stored: the first page's records after the kill. A `hole` too where the kill landed after a
-    # product's answer and before its write (r<n>+), or while the site held the next request; not where it landed
-    # between a write and the next request's arrival (r<n>), a few milliseconds of each cycle, which a fresh clone's
-    # CI met once (lost 10, no hole). Both are the crawler's failure; the line below must reproduce whichever it was.
+    # product's answer and before its write (r<n>+); not where it landed between a write and the next request (r<n>:
+    # a fresh clone's CI met it once, lost 10 and no hole) or while the site paced that request (its answer reached
+    # no one: `undelivered`). Both are the crawler's failure; the line below must reproduce whichever it was.
     assert timed[timed.index("--schedule") + 1] == "f2" and expect in ("lost", "lost,hole"), done.stderr[-3000:]
     assert "--pace" in timed  # where a timed kill lands depends on the site's pace
     exact = _replay_of(done.stderr, "(exactly where its kills landed): ")

@@ -97,7 +97,9 @@ def test_r_plus_fires_even_when_the_next_request_is_counted_before_the_answers_o
         finally:
             trigger.disarm()
         assert client.process.returncode == -signal.SIGKILL, out[-500:]  # fired: the old trigger let it finish
-        assert 10 <= out.count("answered") < 199, out  # after the 10th answer, mid-crawl
+        # After the 10th answer was written, mid-crawl: the client read 9 at least (one at a time), and the 10th too
+        # unless the kill landed before it was scheduled to read it (a fresh clone's CI: 9 read, under load).
+        assert trigger.fired_at is not None and 9 <= out.count("answered") < 199, out
 
 
 def test_an_r_plus_whose_answer_a_toxic_drops_holds_no_later_request():
