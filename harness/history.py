@@ -61,7 +61,10 @@ EVENTS: dict[str, str] = {
                " worker whose process made the connection, when the site could tell), version (when the site"
                " drifted: the catalog version a listing or product page was answered from), late (true when the"
                " site read it only after its start's door was shut: a request a killed start sent, which may arrive"
-               " after the next start began)",
+               " after the next start began), undelivered (true when its answer reached no one: its start was"
+               " killed at it by an `r<n>` point or while the site held it for that kill, or its client had hung up"
+               " before the answer, as after a timed kill during a paced or slow answer; neither a late nor an"
+               " undelivered answer is a page the crawl fetched, for the holes check)",
     "side_request": "path, status, start, fault, kind (browser: what a browser asked for of its own accord, its"
                     " icon, a prefetch, or a loaded page's image, script or style by its Sec-Fetch-Dest): a request"
                     " for a product's image, a webhook, the shop's robots.txt or sitemap.xml, or a browser's own: not a"
