@@ -43,6 +43,13 @@ def test_a_timed_kill_is_named_by_the_request_and_store_write_it_landed_between(
                                     requests=three)) == "r4"
     assert landed_schedule(_history(dict(t=0.05, point="t0.05", start=0, store_mtime_ns=None),
                                     requests=three)) == "r1"  # before its first request
+    # While the site still held request 3 (its answer reached no one): on request 3, before its answer.
+    held = History()
+    held.add("run_started", 0.0, wall_clock_at_start=WALL, kill_points=["t0.4"])
+    for t, undelivered in ((0.1, {}), (0.2, {}), (0.3, {"undelivered": True})):
+        held.add("request", t, path="/p", status=200, start=0, **undelivered)
+    held.add("kill", 0.4, point="t0.4", start=0, store_mtime_ns=before_write)
+    assert landed_schedule(held.sorted()) == "r3"
     # Each kill counts its own start's requests; an exact point is kept as it is.
     assert landed_schedule(_history(dict(t=0.25, point="t0.25", start=0, store_mtime_ns=None),
                                     dict(t=0.6, point="w9", start=1), requests=(*three, (0.5, 1)))) == "r2+,w9"

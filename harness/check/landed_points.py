@@ -4,8 +4,10 @@ A timed kill (`t0.43`, `f0.2:5`) lands wherever the crawl happens to be at that 
 elsewhere on another run: a run that lost 432 records may replay as one that lost 106 and did not crash. The
 run's history says where each kill landed in the crawl's own terms: after the killed start's k-th request, and
 before or after the store's first change since. Before it, `r<k>+` kills at the first store write after request k
-(write_plans aims it exactly); after it, `r<k+1>` kills on the next request, before its answer. A kill before
-the start's first request is `r1`. Exact points of the schedule (`r5`, `w12`, a line point) are kept as they are.
+(write_plans aims it exactly); after it, `r<k+1>` kills on the next request, before its answer. A kill that came
+while the site still held request k (paced, slow: its answer reached no one, `undelivered`) is `r<k>`, on that
+request before its answer. A kill before the start's first request is `r1`. Exact points of the schedule (`r5`,
+`w12`, a line point) are kept as they are.
 
 The store's change is read from the kill event's `store_mtime_ns` (the store's files, just after the kill:
 running/kill_state.py) against the request's time; a store on a server has none, and then the kill is taken as
@@ -45,5 +47,6 @@ def landed_schedule(history: History) -> str:
             continue
         changed = kill.get("store_mtime_ns")
         wrote_after = changed is not None and wall is not None and changed / 1e9 > wall + made[-1]["t"]
-        points.append(f"r{len(made) + 1}" if wrote_after else f"r{len(made)}+")
+        points.append(f"r{len(made) + 1}" if wrote_after else f"r{len(made)}" if made[-1].get("undelivered")
+                      else f"r{len(made)}+")
     return ",".join(points) if timed else ""
