@@ -78,6 +78,16 @@ for n in range(1, 200):
 """
 
 
+def run_to_the_kill(trigger, client: ClientGroup) -> str:
+    """The client watched by the trigger until it ends (killed, or done): what it printed."""
+    trigger.watch(client)
+    try:
+        out, _ = client.process.communicate(timeout=60)
+    finally:
+        trigger.disarm()
+    return out
+
+
 def test_r_plus_fires_even_when_the_next_request_is_counted_before_the_answers_own_hook():
     """The site's thread can be descheduled between writing the 10th answer and its after-sent hook; a client
     on a new connection has sent its 11th request by then. `r10+` is the 10th request's own hook, not the count
@@ -91,11 +101,7 @@ def test_r_plus_fires_even_when_the_next_request_is_counted_before_the_answers_o
             on_sent(path)
         site.set_request_hook(on_request, after_sent=descheduled)
         client = ClientGroup(site.base_url, SEQUENTIAL)
-        trigger.watch(client)
-        try:
-            out, _ = client.process.communicate(timeout=60)
-        finally:
-            trigger.disarm()
+        out = run_to_the_kill(trigger, client)
         assert client.process.returncode == -signal.SIGKILL, out[-500:]  # fired: the old trigger let it finish
         # After the 10th answer was written, mid-crawl: the client read 9 at least (one at a time), and the 10th too
         # unless the kill landed before it was scheduled to read it (a fresh clone's CI: 9 read, under load).
@@ -132,11 +138,7 @@ def test_the_answer_to_the_request_an_r_point_killed_at_is_logged_as_reaching_no
     with SiteServer(build_catalog(listing_pages=1, products_per_page=5)) as site:
         trigger = AtRequest.parse("r3").arm(site)
         client = ClientGroup(site.base_url, SEQUENTIAL)
-        trigger.watch(client)
-        try:
-            out, _ = client.process.communicate(timeout=60)
-        finally:
-            trigger.disarm()
+        out = run_to_the_kill(trigger, client)
         assert client.process.returncode == -signal.SIGKILL and out.count("answered") == 2, out
         assert [(r.path, r.undelivered) for r in logged(site, 3)] \
             == [("/product/1", False), ("/product/2", False), ("/product/3", True)]
