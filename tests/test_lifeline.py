@@ -66,6 +66,15 @@ def _alive(process: psutil.Process) -> bool:
         return False
 
 
+def _descendants(process: psutil.Process) -> list[psutil.Process]:
+    """A process's descendants, none if it has just ended (a fresh clone's CI: a PostgreSQL backend gone while the
+    tree was read, NoSuchProcess out of psutil)."""
+    try:
+        return process.children(recursive=True)
+    except psutil.Error:
+        return []
+
+
 def _a_scraper(process: psutil.Process) -> bool:
     """Alive and running a scraper; an explore start may end between the two questions (then: not one). strace,
     which explore's recording runs a start under, names the scraper in its own command line: not one either (it
@@ -139,7 +148,7 @@ def test_sigkill_of_killtest_mid_run_leaves_no_process_and_no_temp_dir(design, s
         started = [p for p in psutil.Process(harness.pid).children(recursive=True) if _alive(p)]
         assert harness.poll() is None
         if server is PrivatePostgres:
-            started += [c for p in started for c in p.children(recursive=True) if c not in started]
+            started += [c for p in started for c in _descendants(p) if c not in started]
         # This harness's directories (other campaigns may be running beside the test: make test's serial step
         # runs two at a time), and any that names no owner but has a prefix a run makes (NOT_YET_OWNED: were
         # one made without killtest.harness.lifeline); a live peer's, which names its owner, is not counted.
