@@ -227,12 +227,11 @@ def _step(command: list[str], what: str, env: dict[str, str] | None = None, repl
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-    done = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
-    if done.returncode != 0:
-        lines = [line.strip() for line in (done.stderr + done.stdout).splitlines() if line.strip()
+    if process.returncode != 0:
+        lines = [line.strip() for line in (stderr + stdout).splitlines() if line.strip()
                  and not line.startswith("WARNING: Location")]
         complaint = next((line for line in reversed(lines) if "ERROR" in line or "ERR!" in line),
-                         lines[-1] if lines else f"exit status {done.returncode}")
+                         lines[-1] if lines else f"exit status {process.returncode}")
         raise KilltestError(f"{what} failed: {complaint}{_unreachable(lines)}")
 
 
